@@ -1,0 +1,44 @@
+# Two commands for a newcomer: `make demo` and `make test`. Everything else installs itself.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
+MODELS := models/build
+
+.PHONY: install test demo bench model gif stub-models bench-model clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
+	$(PY) -m pip install --quiet --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+stub-models: $(STAMP)
+	$(PY) models/build_stub.py --out $(MODELS)
+
+bench-model: $(STAMP)
+	$(PY) models/build_benchmark.py --out $(MODELS)/ssd_mobilenet_v2_random
+
+model: $(STAMP)
+	$(PY) models/fetch.py --out models/ssd_mobilenet_v2
+
+demo: $(STAMP)
+	$(PY) -m detect.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
+
+gif: $(STAMP)
+	$(PY) -m detect.cli gif $(or $(RESULTS),results)
+
+bench: $(STAMP)
+	$(PY) -m detect.bench --models $(MODELS) --out bench-out
+
+clean:
+	rm -rf $(VENV) results bench-out $(MODELS)

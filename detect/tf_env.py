@@ -1,0 +1,52 @@
+"""Import TensorFlow quietly, once, only when a stage needs it (never at `import detect`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+# Set by the CLI's --debug: TensorFlow then speaks as loudly as it likes.
+VERBOSE_ENV = "DETECT_TF_VERBOSE"
+
+
+def import_tensorflow() -> ModuleType:
+    """TensorFlow with its start-up chatter (CUDA probing, oneDNN notes) kept off stderr.
+
+    TensorFlow 2.21 writes those lines through absl before any log level applies, so the only way
+    to keep a user's terminal clean is to point file descriptor 2 elsewhere while it imports and
+    probes its devices. Set DETECT_TF_VERBOSE=1 (or pass --debug) to see them.
+    """
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    verbose = os.environ.get(VERBOSE_ENV) == "1"
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with (contextlib.nullcontext() if verbose else _stderr_silenced()):
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()
+    if not verbose:
+        tf.get_logger().setLevel("ERROR")
+    return tf
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # pytest capture, notebooks: nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
