@@ -1,0 +1,215 @@
+"""The `detect` command: parse arguments, call the library, map its errors to exit codes.
+
+Exit codes: 0 all good; 1 some frames (or segments) failed and are listed in the manifest;
+2 usage, input or model errors (one line on stderr; the traceback only with --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from detect.errors import DetectError
+
+EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE = 0, 1, 2
+MODEL_ENV = "DETECT_MODEL"
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse already printed usage, help or version
+        return EXIT_USAGE if exit_.code else EXIT_OK
+    if args.debug:
+        os.environ["DETECT_TF_VERBOSE"] = "1"
+    try:
+        return int(args.handler(args, out, err))
+    except DetectError as error:
+        if args.debug:
+            raise
+        print(f"detect: error: {error}", file=err)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `detect info ... | head`
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("detect: interrupted; rerun with --resume to continue where it stopped", file=err)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="detect",
+        description="Run an SSD MobileNet v2 detector over Waymo Open Dataset camera video.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = commands.add_parser("info", help="what a segment file holds", description="Describe a Waymo segment file.")
+    info.add_argument("path", metavar="PATH", help="v2 camera_image Parquet, v1 TFRecord, or a directory of them")
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _common(info)
+    info.set_defaults(handler=_cmd_info)
+
+    segment = commands.add_parser(
+        "segment", help="detect objects in one segment",
+        description="Run the detector over one segment and write annotated frames, animations, "
+        "a detections table and a manifest under OUT/<segment>/.",
+    )
+    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord")
+    _job_options(segment)
+    segment.set_defaults(handler=_cmd_segment)
+
+    run = commands.add_parser(
+        "run", help="detect objects in many segments (resumable)",
+        description="Run the detector over every segment named by PATHs (files, directories, globs, URIs).",
+    )
+    run.add_argument("paths", metavar="PATH", nargs="+")
+    _job_options(run)
+    run.add_argument("--engine", choices=("local", "ray"), default="local", help="local (default) or a Ray cluster")
+    run.add_argument("--ray-address", metavar="ADDR", help="attach to this Ray cluster (default: start one locally)")
+    run.add_argument("--shard", metavar="I/N", help="process every N-th segment starting at I (0-based)")
+    run.add_argument("--retry-failed", action="store_true", help="run segments whose manifest records failures again")
+    run.set_defaults(handler=_cmd_run)
+
+    gif = commands.add_parser(
+        "gif", help="rebuild animations from annotated frames on disk",
+        description="Rebuild <CAMERA>.gif and mosaic.gif (and MP4s) for every segment under RESULTS_DIR.",
+    )
+    gif.add_argument("results", metavar="RESULTS_DIR")
+    gif.add_argument("--width", type=_positive_int, default=640, help="animation width in pixels (default 640)")
+    gif.add_argument("--fps", type=_positive_float, help="frame rate (default: from the timestamps)")
+    gif.add_argument("--mp4", action="store_true", help="also write H.264 MP4s")
+    _common(gif)
+    gif.set_defaults(handler=_cmd_gif)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and TensorFlow's logs")
+
+
+def _job_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory (default: results/)")
+    parser.add_argument("--model", type=Path, help=f"SavedModel directory (default: ${MODEL_ENV} or models/ssd_mobilenet_v2/)")
+    parser.add_argument("--threshold", type=_unit_float, default=0.5, help="minimum score to keep a box (default 0.5)")
+    parser.add_argument("--classes", nargs="+", metavar="CLASS", help="keep only these classes (COCO names or ids)")
+    parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
+    parser.add_argument("--first-frame", type=_non_negative_int, default=0, metavar="N", help="skip the first N frames")
+    parser.add_argument("--max-frames", type=_positive_int, metavar="N", help="process at most N frames")
+    parser.add_argument("--batch-size", type=_positive_int, metavar="N", help="images per model call (default: measured best)")
+    parser.add_argument("--input-size", default="320", metavar="SIZE",
+                        help="resize frames to SIZE or HxW before the model, 'native' for full frames (default 320)")
+    parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
+                        help="mirrored: replicate the model over all GPUs with tf.distribute")
+    parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
+    parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
+    parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")
+    parser.add_argument("--frame-format", choices=("png", "jpg"), default="png", help="annotated frame format")
+    parser.add_argument("--gif-width", type=_positive_int, default=640, metavar="PX", help="animation width (default 640)")
+    parser.add_argument("--line-width", type=_positive_int, metavar="PX", help="box line width (default: scaled to the image)")
+    parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
+    parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
+    parser.add_argument("--max-boxes", type=_positive_int, default=100, metavar="N", help="draw at most N boxes per image")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    _common(parser)
+
+
+def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from detect.info import format_info, segment_info
+    from detect.sources import resolve
+
+    infos = [segment_info(source) for source in resolve(args.path)]
+    if args.json:
+        payload = [i.to_json() for i in infos]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2), file=out)
+    else:
+        for n, info in enumerate(infos):
+            if n:
+                print(file=out)
+            print("\n".join(format_info(info)), file=out)
+    return EXIT_OK
+
+
+def _cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from detect.jobs import run_segment_command
+
+    return run_segment_command(args, out, err)
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from detect.jobs import run_many_command
+
+    return run_many_command(args, out, err)
+
+
+def _cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from detect.animations import rebuild_all
+
+    written = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
+    for path in written:
+        print(path, file=out)
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _version() -> str:
+    from detect import __version__
+
+    return __version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
