@@ -1,0 +1,40 @@
+"""Atomic file output: write beside the target under a hidden temp name, then `os.replace`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def temp_path_for(path: Path) -> Path:
+    """A hidden, unique sibling of `path` that keeps its suffix (ffmpeg picks the muxer from it)."""
+    return path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
+
+
+def is_temp_path(path: Path) -> bool:
+    return path.name.startswith(".") and ".tmp" in path.name
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temp path to write; it replaces `path` on success and is removed on error."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_path_for(final)
+    try:
+        yield temp
+        os.replace(temp, final)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write `data` to `path` so readers see the old file or the whole new one, never a part."""
+    with atomic_path(path) as temp:
+        with open(temp, "wb") as f:
+            f.write(data)
+    return Path(path)

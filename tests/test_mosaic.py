@@ -1,0 +1,48 @@
+import numpy as np
+import pytest
+from PIL import Image
+
+from detect.cameras import CameraName
+from detect.mosaic import MISSING_FILL, compose_mosaic, mosaic_layout
+
+
+def tile(color, size):
+    return Image.new("RGB", size, color)
+
+
+def test_layout_matches_reduced_waymo_frames():
+    layout = mosaic_layout(320)
+    # 1920x1280 reduced 3 then 2 -> 320x214; 1920x886 -> 320x148.
+    assert layout.row_heights == (214, 148)
+    assert layout.size == (960, 362)
+    assert Image.new("RGB", (1920, 886)).reduce(3).reduce(2).size == (320, 148)
+    with pytest.raises(ValueError, match="tile_width must be at least 8, got 2"):
+        mosaic_layout(2)
+
+
+def test_tiles_in_car_order_and_missing_camera_is_dark():
+    layout = mosaic_layout(64)
+    top, bottom = layout.row_heights
+    colors = {
+        CameraName.FRONT_LEFT: (255, 0, 0),
+        CameraName.FRONT: (0, 255, 0),
+        CameraName.FRONT_RIGHT: (0, 0, 255),
+        CameraName.SIDE_RIGHT: (255, 255, 0),
+    }
+    tiles = {cam: tile(c, (64, top if cam <= 3 else bottom)) for cam, c in colors.items()}
+    out = np.asarray(compose_mosaic(tiles, layout, ["segment", "t = 0.0 s"]))
+    assert out.shape == (top + bottom, 192, 3)
+    # Sample cell bottoms (camera names sit at the top-left of each cell).
+    assert tuple(out[top - 2, 32]) == (255, 0, 0)
+    assert tuple(out[top - 2, 96]) == (0, 255, 0)
+    assert tuple(out[top - 2, 160]) == (0, 0, 255)
+    assert tuple(out[top + bottom - 2, 160]) == (255, 255, 0)
+    assert tuple(out[top + bottom - 4, 4]) == MISSING_FILL  # SIDE_LEFT missing
+    assert out[top:, 64:128].any()  # caption written in the middle bottom cell
+
+
+def test_tile_of_another_size_is_fitted():
+    layout = mosaic_layout(64)
+    out = compose_mosaic({CameraName.FRONT: tile((0, 255, 0), (200, 50))}, layout)
+    assert out.size == layout.size
+    assert tuple(np.asarray(out)[layout.row_heights[0] // 2, 96]) == (0, 255, 0)
