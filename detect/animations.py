@@ -54,12 +54,12 @@ class AnimationFrame:
 
     key: FrameKey
     image: Image.Image = dataclasses.field(repr=False)  # RGB, `width` wide, for MP4
-    gif: GifFrame = dataclasses.field(repr=False)  # quantized + encoded GIF block
+    gif: GifFrame | None = dataclasses.field(repr=False)  # quantized + encoded GIF block (None: no GIFs)
     tile: Image.Image = dataclasses.field(repr=False)  # mosaic tile
 
 
 def prepare_animation_frame(
-    annotated: Image.Image | np.ndarray, key: FrameKey, width: int = DEFAULT_WIDTH
+    annotated: Image.Image | np.ndarray, key: FrameKey, width: int = DEFAULT_WIDTH, *, gif: bool = True
 ) -> AnimationFrame:
     """Downscale, quantize and GIF-encode one annotated frame; pure, thread-safe."""
     if isinstance(annotated, np.ndarray):
@@ -68,7 +68,7 @@ def prepare_animation_frame(
         annotated = annotated.convert("RGB")
     small = downscale_to_width(annotated, width)
     tile = downscale_to_width(small, mosaic_tile_width(width))
-    return AnimationFrame(key, small, encode_gif_frame(small), tile)
+    return AnimationFrame(key, small, encode_gif_frame(small) if gif else None, tile)
 
 
 class AnimationSet:
@@ -85,10 +85,12 @@ class AnimationSet:
         fps: float | None = None,
         mp4: bool = False,
         mosaic: bool = True,
+        gif: bool = True,
     ) -> None:
         self.out_dir = Path(out_dir)
         self.fps = fps
         self.mp4 = mp4
+        self.gif = gif
         # Pass False when only one camera is selected: saves composing mosaics that close() drops.
         self.mosaic = mosaic
         self._gifs: dict[str, GifWriter] = {}
@@ -140,7 +142,10 @@ class AnimationSet:
             self._pending[key.camera_name] = frame.tile
         self._cameras.add(key.camera_name)
         name = key.camera_name.name
-        self._gif(name).append(frame.gif, key.frame_timestamp_micros)
+        if self.gif:
+            if frame.gif is None:
+                raise ValueError(f"{key}: frame was prepared without its GIF encoding (gif=False)")
+            self._gif(name).append(frame.gif, key.frame_timestamp_micros)
         if self.mp4:
             self._mp4(name).append(frame.image, key.frame_timestamp_micros)
 
@@ -192,7 +197,8 @@ class AnimationSet:
         image = compose_mosaic(self._pending, self._layout, caption)
         self._pending = {}
         self._pending_ts = None
-        self._gif(MOSAIC).append(encode_gif_frame(image), ts)
+        if self.gif:
+            self._gif(MOSAIC).append(encode_gif_frame(image), ts)
         if self.mp4:
             self._mp4(MOSAIC).append(image, ts)
 
@@ -218,6 +224,7 @@ def rebuild_animations(
     width: int = DEFAULT_WIDTH,
     fps: float | None = None,
     mp4: bool = False,
+    gif: bool = True,
     segment_context_name: str | None = None,
     workers: int | None = None,
 ) -> list[Path]:
@@ -240,11 +247,11 @@ def rebuild_animations(
             image = read_frame(f.path)
         except (OSError, ValueError) as err:
             raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
-        return prepare_animation_frame(image, key, width)
+        return prepare_animation_frame(image, key, width, gif=gif)
 
     with (
         concurrent.futures.ThreadPoolExecutor(workers) as pool,
-        AnimationSet(segment_dir, fps=fps, mp4=mp4, mosaic=len(cameras) >= 2) as sink,
+        AnimationSet(segment_dir, fps=fps, mp4=mp4, gif=gif, mosaic=len(cameras) >= 2) as sink,
     ):
         # A bounded window of futures keeps memory flat however many frames the segment has.
         window: collections.deque[concurrent.futures.Future[AnimationFrame]] = collections.deque()

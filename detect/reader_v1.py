@@ -45,7 +45,9 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
             records.append(record_number)
         count += 1
     if count == 0:
-        raise InputError(f"{source.uri}: empty TFRecord (no frames)")
+        size = source.filesystem.get_file_info(source.path).size or 0
+        what = "not a TFRecord (no complete record in" if size else "empty TFRecord ("
+        raise InputError(f"{source.uri}: {what} {size} bytes)")
     unknown = sorted(set(cameras) - {int(c) for c in CameraName})
     if unknown:
         raise InputError(f"{source.uri}: unknown camera name value(s) {unknown}; expected 1-5")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["conftest_models"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"

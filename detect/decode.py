@@ -1,0 +1,125 @@
+"""Parallel JPEG decode (and resize for the model) in tf.data, prefetched ahead of the detector."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from detect.errors import UsageError
+from detect.tf_env import import_tensorflow
+
+# (width, height) frames are resized to before the model, or None to feed full frames.
+InputSize = tuple[int, int] | None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DecodedImage:
+    """One camera image decoded: the full frame for drawing (if wanted) and the model's input."""
+
+    index: int
+    width: int
+    height: int
+    full: np.ndarray | None
+    model_input: np.ndarray
+
+
+def parse_input_size(text: str) -> InputSize:
+    """'320' -> (320, 320); '640x384' -> (640, 384) as width x height; 'native' -> None."""
+    value = text.strip().lower()
+    if value in ("native", "full", "none"):
+        return None
+    parts = value.split("x")
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) == 1:
+        numbers = numbers * 2
+    if len(numbers) != 2 or min(numbers) < 32 or max(numbers) > 4096:
+        raise UsageError(f"input size {text!r}: expected N, WxH (32-4096 pixels) or 'native'")
+    return numbers[0], numbers[1]
+
+
+def decode_stream(
+    items: Iterable[tuple[int, bytes]],
+    *,
+    input_size: InputSize,
+    keep_full: bool,
+    parallel: int = 2,
+    prefetch: int = 8,
+) -> Iterator[DecodedImage]:
+    """Decode `(index, jpeg)` items in parallel, in order. Undecodable images are dropped (the
+    caller sees the gap in `index` and asks `decode_error` why); the run goes on.
+    """
+    tf = import_tensorflow()
+    producer_error: list[BaseException] = []
+    lock = threading.Lock()
+
+    def generate() -> Iterator[tuple[int, bytes]]:
+        try:
+            for index, jpeg in items:
+                yield index, jpeg
+        except BaseException as err:  # re-raised in the consumer: a reader error must not vanish
+            with lock:
+                producer_error.append(err)
+
+    def decode(index: tf.Tensor, jpeg: tf.Tensor):
+        image = tf.io.decode_jpeg(jpeg, channels=3, dct_method="INTEGER_FAST")
+        shape = tf.shape(image)
+        if input_size is None:
+            model_input = image
+        else:
+            width, height = input_size
+            resized = tf.image.resize(image, (height, width), method="bilinear", antialias=False)
+            model_input = tf.saturate_cast(tf.round(resized), tf.uint8)
+        full = image if keep_full else tf.zeros((0, 0, 3), tf.uint8)
+        return index, shape[1], shape[0], full, model_input
+
+    dataset = tf.data.Dataset.from_generator(
+        generate,
+        output_signature=(tf.TensorSpec((), tf.int64), tf.TensorSpec((), tf.string)),
+    )
+    dataset = (
+        dataset.map(decode, num_parallel_calls=parallel, deterministic=True)
+        .ignore_errors()
+        .prefetch(prefetch)
+    )
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = max(1, parallel)
+    dataset = dataset.with_options(options)
+    for index, width, height, full, model_input in dataset:
+        yield DecodedImage(
+            index=int(index),
+            width=int(width),
+            height=int(height),
+            full=full.numpy() if keep_full else None,
+            model_input=model_input.numpy(),
+        )
+    with lock:
+        if producer_error:
+            raise producer_error[0]
+
+
+def decode_error(jpeg: bytes) -> str:
+    """Why TensorFlow cannot decode this image, as one line (for the manifest)."""
+    tf = import_tensorflow()
+    if not jpeg:
+        return "empty image bytes"
+    try:
+        tf.io.decode_jpeg(jpeg, channels=3)
+    except (tf.errors.OpError, ValueError) as err:
+        return f"cannot decode JPEG: {tf_error_text(err)}"
+    return "cannot decode JPEG"
+
+
+def tf_error_text(err: BaseException) -> str:
+    """TensorFlow's error message without its `{{function_node ...}}` and `[Op:...]` wrapping."""
+    text = (getattr(err, "message", "") or str(err)).strip()
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:\w+\]\s*$", "", text)
+    lines = text.splitlines()
+    return lines[0].strip() if lines else type(err).__name__

@@ -1,0 +1,417 @@
+"""`detect segment`: reader -> tf.data decode -> batched detector -> render pool -> ordered sinks.
+
+Stages overlap and every queue is bounded: tf.data decodes ahead of the model (prefetch), the
+model works on batches while a thread pool draws and encodes the previous ones, and one ordered
+consumer feeds the animations and the journal. Memory stays flat however long the segment is.
+A frame that fails anywhere is recorded and skipped; the run goes on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from detect import journal
+from detect.atomic import is_temp_path
+from detect.animations import AnimationFrame, AnimationSet, prepare_animation_frame, rebuild_animations
+from detect.decode import DecodedImage, InputSize, decode_error, decode_stream
+from detect.draw import DrawStyle, draw_detections
+from detect.errors import OutputError, UsageError
+from detect.frames_io import write_frame
+from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, failure_json, now_iso, read_manifest, versions, write_manifest
+from detect.readers import SegmentKeys, iter_frames, read_keys
+from detect.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
+from detect.selection import FrameFilter, select
+from detect.sources import SegmentSource
+from detect.table import DETECTIONS_FILE, label_counts, write_table
+
+Mode = Literal["new", "resume", "overwrite"]
+
+
+class BatchDetector(Protocol):
+    batch_size: int
+
+    def __call__(self, images: np.ndarray, sizes: list[tuple[int, int]] | None = None) -> list[Detections]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentSettings:
+    """Everything that decides what `detect segment` writes (the CLI builds this from flags)."""
+
+    frame_filter: FrameFilter = FrameFilter()
+    input_size: InputSize = (320, 320)
+    write_frames: bool = True
+    frame_format: str = "png"
+    gif: bool = True
+    mp4: bool = False
+    gif_width: int = 640
+    style: DrawStyle = DrawStyle()
+    mode: Mode = "new"
+    workers: int = 2
+
+    @property
+    def animations(self) -> bool:
+        return self.gif or self.mp4
+
+    @property
+    def needs_full_frames(self) -> bool:
+        return self.write_frames or self.animations
+
+    def resume_key(self, model: dict[str, Any]) -> dict[str, Any]:
+        """What must match for frames of an earlier run to be reused as they are."""
+        f = self.frame_filter
+        return {
+            "model": model.get("path"),
+            "threshold": model.get("threshold"),
+            "classes": model.get("classes"),
+            "input_size": list(self.input_size) if self.input_size else "native",
+            "write_frames": self.write_frames,
+            "frame_format": self.frame_format,
+            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("threshold", "classes", "palette")},
+            "cameras": [c.name for c in f.cameras] if f.cameras else None,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentReport:
+    segment_context_name: str
+    segment_dir: Path
+    status: str
+    images_planned: int
+    images_processed: int
+    images_resumed: int
+    failures: tuple[FrameFailure, ...]
+    detections: int
+    seconds: float
+    already_complete: bool = False
+
+    @property
+    def images_per_second(self) -> float:
+        return self.images_processed / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclasses.dataclass
+class _Timings:
+    """Seconds per stage, summed; worker stages are thread CPU time."""
+
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def add(self, stage: str, seconds: float) -> None:
+        with self.lock:
+            self.values[stage] = self.values.get(stage, 0.0) + seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rendered:
+    result: FrameResult
+    animation: AnimationFrame | None
+
+
+ProgressFactory = Callable[[int, int], Any]  # (total, initial) -> object with update(n) and close()
+
+
+def process_segment(
+    source: SegmentSource,
+    out_root: Path,
+    detector: BatchDetector,
+    settings: SegmentSettings,
+    *,
+    model_facts: dict[str, Any],
+    progress: ProgressFactory | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SegmentReport:
+    """Run one segment end to end and write everything under `out_root/<segment>/`."""
+    started, started_at = clock(), now_iso()
+    keys = read_keys(source)
+    segment = keys.segment_context_name
+    rows = select(keys.index, settings.frame_filter)
+    planned = [(int(keys.index.timestamps[r]), int(keys.index.cameras[r])) for r in rows]
+    segment_dir = Path(out_root) / segment
+    resume_key = settings.resume_key(model_facts)
+    done, intact = _prepare_directory(segment_dir, settings, resume_key, segment)
+    done = {k: v for k, v in done.items() if k in set(planned)}
+    if settings.mode == "resume" and len(done) == len(planned) and _manifest_complete(segment_dir):
+        manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
+        return SegmentReport(segment, segment_dir, COMPLETE, len(planned), 0, len(done), (), int(manifest.get("counts", {}).get("detections", 0)), clock() - started, already_complete=True)
+
+    timings = _Timings()
+    failures: list[FrameFailure] = []
+    results: dict[tuple[int, int], FrameResult] = dict(done)
+    bar = progress(len(planned), len(done)) if progress else None
+    cameras = {c for _, c in planned}
+    incremental_animations = settings.animations and not done
+    animations = AnimationSet(segment_dir, mp4=settings.mp4, gif=settings.gif, mosaic=len(cameras) >= 2) if incremental_animations else None
+    processed = 0
+    loop_start = clock()
+    try:
+        with journal.Journal(segment_dir, intact) as log:
+            def consume(item: _Rendered | FrameFailure) -> None:
+                nonlocal processed
+                if isinstance(item, FrameFailure):
+                    failures.append(item)
+                else:
+                    log.append(item.result)
+                    key = item.result.key
+                    results[(key.frame_timestamp_micros, int(key.camera_name))] = item.result
+                    if animations is not None and item.animation is not None:
+                        t = clock()
+                        animations.add(item.animation)
+                        timings.add("animation_append", clock() - t)
+                processed += 1
+                if bar is not None:
+                    bar.update(1)
+
+            pending = (f for f in iter_frames(source, settings.frame_filter)
+                       if (f.frame_timestamp_micros, int(f.camera_name)) not in done)
+            _run_stages(pending, segment_dir, detector, settings, timings, consume, clock)
+        if animations is not None:
+            t = clock()
+            animations.close()
+            timings.add("animation_close", clock() - t)
+    except BaseException:
+        if animations is not None:
+            animations.abort()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    loop_seconds = clock() - loop_start
+
+    t = clock()
+    if settings.animations and done and settings.write_frames:
+        rebuild_animations(segment_dir, width=settings.gif_width, mp4=settings.mp4, gif=settings.gif, segment_context_name=segment)
+    timings.add("animation_rebuild", clock() - t)
+    t = clock()
+    rows_written = write_table(segment_dir / DETECTIONS_FILE, results.values())
+    timings.add("table", clock() - t)
+    status = COMPLETE_WITH_FAILURES if failures else COMPLETE
+    seconds = clock() - started
+    report = SegmentReport(segment, segment_dir, status, len(planned), processed - len(failures), len(done), tuple(failures), rows_written, seconds)
+    manifest = _manifest(source, keys, settings, model_facts, report, results, timings, loop_seconds, started_at)
+    write_manifest(segment_dir / MANIFEST_FILE, manifest)
+    journal.save_settings(segment_dir, resume_key)
+    return report
+
+
+def _run_stages(
+    frames: Iterator[CameraFrame],
+    segment_dir: Path,
+    detector: BatchDetector,
+    settings: SegmentSettings,
+    timings: _Timings,
+    consume: Callable[[_Rendered | FrameFailure], None],
+    clock: Callable[[], float],
+) -> None:
+    """The overlapped core. The main thread runs the model; workers draw and write."""
+    meta: dict[int, CameraFrame] = {}
+    meta_lock = threading.Lock()
+
+    def numbered() -> Iterator[tuple[int, bytes]]:
+        for index, frame in enumerate(frames):
+            with meta_lock:
+                meta[index] = frame
+            yield index, frame.jpeg
+
+    slots: dict[int, concurrent.futures.Future[_Rendered] | FrameFailure] = {}
+    next_index = 0
+    max_in_flight = 2 * detector.batch_size + 2 * settings.workers
+
+    def take(index: int) -> CameraFrame:
+        with meta_lock:
+            return meta.pop(index)
+
+    def drain(final: bool = False) -> None:
+        nonlocal next_index
+        while next_index in slots:
+            slot = slots[next_index]
+            if isinstance(slot, concurrent.futures.Future):
+                must_wait = final or len(slots) > max_in_flight
+                if not slot.done() and not must_wait:
+                    return
+                frame_key = _slot_keys.pop(next_index)
+                try:
+                    item: _Rendered | FrameFailure = slot.result()
+                except Exception as err:  # one frame's drawing or writing failed: skip it
+                    item = FrameFailure(frame_key, "render", _one_line(err))
+            else:
+                item = slot
+            del slots[next_index]
+            consume(item)
+            next_index += 1
+
+    _slot_keys: dict[int, FrameKey] = {}
+    groups: dict[tuple[int, ...], list[DecodedImage]] = {}
+    seen = 0
+
+    with concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render") as pool:
+        def run_batch(batch: list[DecodedImage]) -> None:
+            frames_ = [take(d.index) for d in batch]
+            t = clock()
+            outcomes = _detect(detector, batch, frames_)
+            timings.add("detect", clock() - t)
+            for decoded, frame, outcome in zip(batch, frames_, outcomes, strict=True):
+                if isinstance(outcome, FrameFailure):
+                    slots[decoded.index] = outcome
+                    continue
+                _slot_keys[decoded.index] = frame.key
+                slots[decoded.index] = pool.submit(_render, decoded, frame.key, outcome, segment_dir, settings, timings)
+
+        stream = decode_stream(numbered(), input_size=settings.input_size, keep_full=settings.needs_full_frames,
+                               parallel=settings.workers)
+        wait_start = clock()
+        for decoded in stream:
+            timings.add("decode_wait", clock() - wait_start)
+            for missing in range(seen, decoded.index):  # tf.data dropped what it could not decode
+                frame = take(missing)
+                slots[missing] = FrameFailure(frame.key, "decode", decode_error(frame.jpeg))
+            seen = decoded.index + 1
+            shape = decoded.model_input.shape
+            group = groups.setdefault(shape, [])
+            group.append(decoded)
+            if len(group) >= detector.batch_size:
+                run_batch(groups.pop(shape))
+            drain()
+            wait_start = clock()
+        with meta_lock:
+            leftover = sorted(meta)
+        for missing in leftover:
+            if missing >= seen:
+                frame = take(missing)
+                slots[missing] = FrameFailure(frame.key, "decode", decode_error(frame.jpeg))
+        for shape in list(groups):
+            run_batch(groups.pop(shape))
+        drain(final=True)
+
+
+def _detect(detector: BatchDetector, batch: list[DecodedImage], frames: list[CameraFrame]) -> list[Detections | FrameFailure]:
+    """Detections per image; if a batch fails, retry image by image to isolate the bad one."""
+    images = np.stack([d.model_input for d in batch])
+    sizes = [(d.width, d.height) for d in batch]
+    try:
+        return list(detector(images, sizes))
+    except Exception as err:
+        if len(batch) == 1:
+            return [FrameFailure(frames[0].key, "detect", _one_line(err))]
+    outcomes: list[Detections | FrameFailure] = []
+    for decoded, frame in zip(batch, frames, strict=True):
+        outcomes.extend(_detect(detector, [decoded], [frame]))
+    return outcomes
+
+
+def _render(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
+            settings: SegmentSettings, timings: _Timings) -> _Rendered:
+    """Worker: draw, write the frame, prepare the animation frame. Thread CPU time per step."""
+    result = FrameResult(key, decoded.width, decoded.height, detections)
+    if not settings.needs_full_frames:
+        return _Rendered(result, None)
+    assert decoded.full is not None
+    t0 = time.thread_time()
+    annotated = draw_detections(decoded.full, detections, settings.style)
+    t1 = time.thread_time()
+    timings.add("draw", t1 - t0)
+    if settings.write_frames:
+        write_frame(segment_dir, key, annotated, settings.frame_format)
+        t2 = time.thread_time()
+        timings.add("frame_write", t2 - t1)
+        t1 = t2
+    animation = None
+    if settings.animations:
+        animation = prepare_animation_frame(annotated, key, settings.gif_width, gif=settings.gif)
+        timings.add("animation_prepare", time.thread_time() - t1)
+    return _Rendered(result, animation)
+
+
+def _prepare_directory(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any], segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
+    """Refuse, clear or reopen the segment's output directory; frames already done on resume."""
+    if segment_dir.exists() and any(segment_dir.iterdir()):
+        if settings.mode == "new":
+            raise OutputError(f"{segment_dir} already exists; pass --resume to continue it or --overwrite to replace it")
+        if settings.mode == "overwrite":
+            shutil.rmtree(segment_dir)
+    segment_dir.mkdir(parents=True, exist_ok=True)
+    if settings.mode != "resume":
+        journal.save_settings(segment_dir, resume_key)
+        return {}, 0
+    previous = journal.load_settings(segment_dir)
+    if previous is not None and previous != resume_key:
+        changes = "; ".join(journal.differences(previous, resume_key))
+        raise UsageError(f"{segment_dir} was written with other settings ({changes}); use --overwrite to start again")
+    journal.save_settings(segment_dir, resume_key)
+    for stale in [p for p in segment_dir.rglob(".*") if p.is_file() and is_temp_path(p)]:
+        stale.unlink()  # half-written files of a run that was killed
+    if settings.animations and not settings.write_frames:
+        return {}, 0  # animations are rebuilt from frames on disk; without frames, start over
+    done, intact = journal.load(segment_dir, segment)
+    if settings.write_frames:
+        from detect.frames_io import frame_path
+
+        done = {k: v for k, v in done.items()
+                if frame_path(segment_dir, v.key.camera_name, v.key.frame_timestamp_micros, settings.frame_format).exists()}
+    return done, intact
+
+
+def _manifest_complete(segment_dir: Path) -> bool:
+    manifest = read_manifest(segment_dir / MANIFEST_FILE)
+    return bool(manifest) and manifest.get("status") == COMPLETE
+
+
+def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
+              report: SegmentReport, results: dict[tuple[int, int], FrameResult], timings: _Timings,
+              loop_seconds: float, started_at: str) -> dict[str, Any]:
+    f = settings.frame_filter
+    outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(timings.values.items())}
+    return {
+        "tool": "detect",
+        "status": report.status,
+        "segment_context_name": report.segment_context_name,
+        "input": {"path": source.uri, "format": source.format, "images_in_file": len(keys.index),
+                  "ground_truth": keys.labels},
+        "model": model_facts,
+        "settings": {
+            "cameras": [c.name for c in f.cameras] if f.cameras else "all",
+            "first_frame": f.first_frame, "max_frames": f.max_frames,
+            "input_size": list(settings.input_size) if settings.input_size else "native",
+            "batch_size": model_facts.get("batch_size"),
+            "write_frames": settings.write_frames, "frame_format": settings.frame_format,
+            "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,
+            "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
+            "mode": settings.mode,
+        },
+        "counts": {
+            "images_planned": report.images_planned,
+            "images_processed": report.images_processed,
+            "images_resumed": report.images_resumed,
+            "images_failed": len(report.failures),
+            "detections": report.detections,
+            "detections_by_label": label_counts(results.values()),
+        },
+        "failures": [failure_json(x) for x in report.failures],
+        "timings": {
+            "total_s": round(report.seconds, 3),
+            "pipeline_s": round(loop_seconds, 3),
+            "images_per_second": round(report.images_processed / loop_seconds, 3) if loop_seconds > 0 else None,
+            "stage_totals_s": {k: round(v, 3) for k, v in sorted(timings.values.items())},
+            "stage_ms_per_image": per_image,
+            "note": "detect and *_wait/append are main-thread wall time; draw, frame_write, animation_prepare are worker CPU time",
+        },
+        "outputs": outputs,
+        "versions": versions(),
+        "started_at": started_at,
+        "finished_at": now_iso(),
+    }
+
+
+def _one_line(err: BaseException) -> str:
+    from detect.decode import tf_error_text
+
+    return f"{type(err).__name__}: {tf_error_text(err)}"

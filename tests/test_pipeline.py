@@ -1,0 +1,185 @@
+"""`detect segment` end to end with the stub model: files, schema, boxes, manifest, failures, resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REAL_SEGMENT, ROOT
+from detect.cli import main
+from detect.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
+
+CAMERAS = ["FRONT", "FRONT_LEFT", "FRONT_RIGHT", "SIDE_LEFT", "SIDE_RIGHT"]
+
+
+def run(*args, model):
+    return main(["segment", *map(str, args), "--model", str(model), "--quiet"])
+
+
+def table(segment_dir):
+    return pq.read_table(segment_dir / "detections.parquet")
+
+
+def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stub_dynamic_dir, tmp_path):
+    assert run(real_frame_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
+    seg = tmp_path / REAL_SEGMENT
+    for camera in CAMERAS:
+        assert (seg / "frames" / camera / "1553735853462203.png").is_file()
+        assert (seg / f"{camera}.gif").is_file()
+    assert (seg / "mosaic.gif").is_file()
+    t = table(seg)
+    assert t.schema.field("key.camera_name").type == pa.int8()
+    assert t.schema.field("key.frame_timestamp_micros").type == pa.int64()
+    assert t.schema.field("score").type == pa.float32()
+    assert t.column_names == ["key.segment_context_name", "key.frame_timestamp_micros", "key.camera_name",
+                              "class_id", "label", "score", "xmin", "ymin", "xmax", "ymax"]
+    rows = t.to_pylist()
+    front_car = [r for r in rows if r["key.camera_name"] == 1 and r["label"] == "car"]
+    side_car = [r for r in rows if r["key.camera_name"] == 4 and r["label"] == "car"]
+    # The stub's car is (ymin, xmin, ymax, xmax) = (0.5, 0.25, 0.75, 0.5): x by width, y by height.
+    assert [front_car[0][k] for k in ("xmin", "ymin", "xmax", "ymax")] == [480.0, 640.0, 960.0, 960.0]
+    assert [side_car[0][k] for k in ("xmin", "ymin", "xmax", "ymax")] == [480.0, 443.0, 960.0, 664.5]
+    person = [r for r in rows if r["key.camera_name"] == 1 and r["label"] == "person"][0]
+    assert person["xmin"] == 0.0  # the stub's box starts left of the image: clipped
+    assert {r["label"] for r in rows} == {"car", "person", "traffic light", "class 12", "stop sign"}
+    manifest = json.loads((seg / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["counts"]["images_processed"] == 5 and manifest["counts"]["detections"] == len(rows)
+    assert manifest["model"]["kind"] == "stub"
+    assert manifest["input"]["format"] == "v1"
+    assert manifest["versions"]["tensorflow"]
+    assert {"detect", "draw", "frame_write"} <= set(manifest["timings"]["stage_totals_s"])
+
+
+def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_dynamic_dir, tmp_path):
+    assert run(real_frame_path, "--out", tmp_path / "v1", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
+    assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
+    assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
+    assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [".detect", "detections.parquet", "manifest.json"]
+
+
+def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub_dynamic_dir, stub_batch1_dir, tmp_path):
+    assert run(real_frame_path, "--out", tmp_path / "d", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
+    assert run(real_frame_path, "--out", tmp_path / "b", "--no-png", "--no-gif", model=stub_batch1_dir) == 0
+    assert run(real_frame_path, "--out", tmp_path / "n", "--no-png", "--no-gif", "--input-size", "native",
+               model=stub_dynamic_dir) == 0
+    d, b, n = (table(tmp_path / x / REAL_SEGMENT) for x in "dbn")
+    assert d.equals(b)
+    boxes = ["label", "xmin", "ymin", "xmax", "ymax"]
+    assert d.select(boxes).equals(n.select(boxes))  # the probe score differs: it sees other pixels
+
+
+def test_a_corrupt_jpeg_is_skipped_and_reported(real_camera_frames, stub_dynamic_dir, tmp_path, capsys):
+    frames = repeat_frames(real_camera_frames, 2, segment_context_name="seg")
+    broken = frames[3]
+    frames[3] = type(broken)(broken.segment_context_name, broken.frame_timestamp_micros, broken.camera_name, broken.jpeg[:2000])
+    path = write_camera_image_parquet(tmp_path / "seg.parquet", frames)
+    code = main(["segment", str(path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
+    assert code == 1
+    seg = tmp_path / "out" / "seg"
+    manifest = json.loads((seg / "manifest.json").read_text())
+    assert manifest["status"] == "complete_with_failures"
+    assert manifest["failures"] == [{
+        "key.frame_timestamp_micros": broken.frame_timestamp_micros, "key.camera_name": 4, "camera": "SIDE_LEFT",
+        "stage": "decode", "error": "cannot decode JPEG: jpeg::Uncompress failed. Invalid JPEG data or crop window.",
+    }]
+    assert len(list((seg / "frames").rglob("*.png"))) == 9
+    assert len(set(table(seg).column("key.frame_timestamp_micros").to_pylist())) == 2
+    captured = capsys.readouterr()
+    assert "9 images, 1 FAILED" in captured.out
+    assert f"failed seg/SIDE_LEFT/{broken.frame_timestamp_micros}: decode: cannot decode JPEG" in captured.err
+
+
+def test_existing_output_is_refused_without_resume_or_overwrite(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    assert run(tiny_v2_path, "--out", tmp_path, "--no-gif", model=stub_dynamic_dir) == 0
+    capsys.readouterr()
+    assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 2
+    seg = tmp_path / "tiny_synthetic_0000000000000000_000_000_000_000"
+    assert capsys.readouterr().err.strip() == (
+        f"detect: error: {seg} already exists; pass --resume to continue it or --overwrite to replace it"
+    )
+    assert run(tiny_v2_path, "--out", tmp_path, "--overwrite", model=stub_dynamic_dir) == 0
+    assert (seg / "mosaic.gif").exists()
+
+
+def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
+    capsys.readouterr()
+    assert run(tiny_v2_path, "--out", tmp_path, "--resume", "--threshold", "0.3", model=stub_dynamic_dir) == 2
+    assert "was written with other settings (threshold 0.5 -> 0.3); use --overwrite to start again" in capsys.readouterr().err
+
+
+def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
+    assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--resume"]) == 0
+    assert "already complete" in capsys.readouterr().out
+
+
+def test_mp4_and_jpg_frames(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    assert run(tiny_v2_path, "--out", tmp_path, "--mp4", "--frame-format", "jpg", "--cameras", "front,side_left",
+               model=stub_dynamic_dir) == 0
+    seg = tmp_path / "tiny_synthetic_0000000000000000_000_000_000_000"
+    assert sorted(p.name for p in seg.glob("*.mp4")) == ["FRONT.mp4", "SIDE_LEFT.mp4", "mosaic.mp4"]
+    assert len(list((seg / "frames").rglob("*.jpg"))) == 6
+    assert set(table(seg).column("key.camera_name").to_pylist()) == {1, 4}
+
+
+def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DETECT_MODEL", raising=False)
+    monkeypatch.setattr("detect.jobs.DEFAULT_MODEL", Path("no") / "such_model")
+    assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "detect: error: no model at no/such_model/: run `make model` to download SSD MobileNet v2, "
+        "or pass --model DIR (or set DETECT_MODEL)"
+    )
+
+
+def _outputs(seg):
+    files = {}
+    for path in sorted(seg.rglob("*")):
+        if path.is_file() and ".detect" not in path.parts and path.name != "manifest.json":
+            files[str(path.relative_to(seg))] = path.read_bytes()
+    return files
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, stub_dynamic_dir, tmp_path):
+    frames = repeat_frames(real_camera_frames, 8, segment_context_name="killed")
+    path = write_frames_tfrecord(tmp_path / "killed.tfrecord", frames)
+    args = ["segment", str(path), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2"]
+    assert main([*args, "--out", str(tmp_path / "clean")]) == 0
+
+    out = tmp_path / "killed_run"
+    journal = out / "killed" / ".detect" / "journal.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "detect.cli", *args, "--out", str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and journal.read_text().count("\n") >= 12:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "killed" / "detections.parquet").exists()
+    with journal.open("a") as handle:  # a torn last line, as a kill mid-write leaves it
+        handle.write('{"t": 1, "c"')
+
+    assert main([*args, "--out", str(out), "--resume"]) == 0
+    manifest = json.loads((out / "killed" / "manifest.json").read_text())
+    assert manifest["counts"]["images_resumed"] >= 12
+    assert manifest["counts"]["images_resumed"] + manifest["counts"]["images_processed"] == 40
+    clean, resumed = _outputs(tmp_path / "clean" / "killed"), _outputs(out / "killed")
+    assert clean.keys() == resumed.keys()
+    assert [k for k in clean if clean[k] != resumed[k]] == []
+    assert table(out / "killed").num_rows == table(tmp_path / "clean" / "killed").num_rows
