@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,ray]'
 	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
 	$(PY) -m pip install --quiet --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
 	touch $(STAMP)

@@ -42,6 +42,9 @@ DEFAULT_PALETTE: tuple[RGB, ...] = (
 )
 
 
+WATERMARK_COLOR: RGB = (40, 40, 40)
+
+
 @dataclasses.dataclass(frozen=True)
 class DrawStyle:
     """What to draw and how. `None` sizes scale with the image (legible at full size and at 1/3)."""
@@ -55,6 +58,8 @@ class DrawStyle:
     max_boxes: int | None = 100
     palette: tuple[RGB, ...] = DEFAULT_PALETTE
     dashed: bool = False
+    # Written in the bottom-left corner, e.g. "stub model: boxes are not detections".
+    watermark: str | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.threshold) <= 1.0:
@@ -157,6 +162,10 @@ def draw_detections(
         font_size=style.font_size,
         dashed=style.dashed,
     )
+    if style.watermark:
+        width, height = canvas.size
+        size = style.font_size or scaled_font_size(width, height)
+        _chip(ImageDraw.Draw(canvas), (0, height, 0, height), style.watermark, WATERMARK_COLOR, size, width, height)
     return canvas
 
 

@@ -31,7 +31,7 @@ def default_model_path(cwd: Path | None = None) -> Path:
     )
 
 
-def settings_from_args(args: argparse.Namespace):
+def settings_from_args(args: argparse.Namespace, watermark: str | None = None):
     from detect.decode import parse_input_size
     from detect.draw import DrawStyle
     from detect.pipeline import SegmentSettings
@@ -47,6 +47,7 @@ def settings_from_args(args: argparse.Namespace):
         show_scores=args.show_scores,
         line_width=args.line_width,
         max_boxes=args.max_boxes,
+        watermark=watermark,
     )
     return SegmentSettings(
         frame_filter=FrameFilter(cameras=cameras, first_frame=args.first_frame, max_frames=args.max_frames),
@@ -109,6 +110,16 @@ def progress_factory(err: TextIO, quiet: bool, label: str):
     return make
 
 
+def watermark(detector: Any) -> str | None:
+    """Frames drawn with a stand-in model say so on the picture itself."""
+    kind = detector.info.kind
+    if kind == "stub":
+        return "STUB MODEL: fixed boxes, not detections"
+    if kind == "benchmark":
+        return "BENCHMARK MODEL: random weights, boxes meaningless"
+    return None
+
+
 def model_notice(detector: Any) -> str | None:
     info = detector.info
     if info.kind == "real":
@@ -122,11 +133,12 @@ def run_segment_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     from detect.pipeline import process_segment
     from detect.sources import resolve_one
 
-    settings = settings_from_args(args)
+    settings_from_args(args)  # flag errors before the slow model load
     source = resolve_one(args.path)
     t = time.perf_counter()
     detector = load_detector(args)
     facts = model_facts(detector, time.perf_counter() - t)
+    settings = settings_from_args(args, watermark(detector))
     notice = model_notice(detector)
     if notice and not args.quiet:
         print(notice, file=err)
@@ -135,7 +147,7 @@ def run_segment_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         progress=progress_factory(err, args.quiet, "detect"),
     )
     if not args.quiet:
-        print(summary_line(report), file=out)
+        print(summary_line(report) + ("" if detector.info.kind == "real" else f" [{detector.info.kind} model]"), file=out)
         for failure in report.failures[:5]:
             print(f"  failed {failure.key}: {failure.stage}: {failure.error}", file=err)
         if len(report.failures) > 5:

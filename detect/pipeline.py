@@ -9,6 +9,7 @@ A frame that fails anywhere is recorded and skipped; the run goes on.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import dataclasses
 import shutil
 import threading
@@ -26,6 +27,7 @@ from detect.decode import DecodedImage, InputSize, decode_error, decode_stream
 from detect.draw import DrawStyle, draw_detections
 from detect.errors import OutputError, UsageError
 from detect.frames_io import write_frame
+from detect.ordered import OrderedConsumer
 from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, failure_json, now_iso, read_manifest, versions, write_manifest
 from detect.readers import SegmentKeys, iter_frames, read_keys
 from detect.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
@@ -56,6 +58,9 @@ class SegmentSettings:
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
     workers: int = 2
+    # One decode thread is plenty beside a CPU-bound model on a small machine (and steals the
+    # least from it); on a GPU box decode must scale with the cores.
+    decode_threads: int = dataclasses.field(default_factory=lambda: 1 if (os.cpu_count() or 1) <= 4 else (os.cpu_count() or 2) - 2)
 
     @property
     def animations(self) -> bool:
@@ -211,7 +216,9 @@ def _run_stages(
     consume: Callable[[_Rendered | FrameFailure], None],
     clock: Callable[[], float],
 ) -> None:
-    """The overlapped core. The main thread runs the model; workers draw and write."""
+    """The overlapped core. This thread only feeds the model; tf.data decodes ahead of it, a pool
+    draws and writes, and an ordered consumer thread feeds the animations and the journal.
+    """
     meta: dict[int, CameraFrame] = {}
     meta_lock = threading.Lock()
 
@@ -221,38 +228,23 @@ def _run_stages(
                 meta[index] = frame
             yield index, frame.jpeg
 
-    slots: dict[int, concurrent.futures.Future[_Rendered] | FrameFailure] = {}
-    next_index = 0
-    max_in_flight = 2 * detector.batch_size + 2 * settings.workers
-
     def take(index: int) -> CameraFrame:
         with meta_lock:
             return meta.pop(index)
 
-    def drain(final: bool = False) -> None:
-        nonlocal next_index
-        while next_index in slots:
-            slot = slots[next_index]
-            if isinstance(slot, concurrent.futures.Future):
-                must_wait = final or len(slots) > max_in_flight
-                if not slot.done() and not must_wait:
-                    return
-                frame_key = _slot_keys.pop(next_index)
-                try:
-                    item: _Rendered | FrameFailure = slot.result()
-                except Exception as err:  # one frame's drawing or writing failed: skip it
-                    item = FrameFailure(frame_key, "render", _one_line(err))
-            else:
-                item = slot
-            del slots[next_index]
-            consume(item)
-            next_index += 1
+    keys: dict[int, FrameKey] = {}
+    keys_lock = threading.Lock()
 
-    _slot_keys: dict[int, FrameKey] = {}
+    def render_failed(index: int, err: BaseException) -> FrameFailure:
+        with keys_lock:
+            key = keys[index]
+        return FrameFailure(key, "render", _one_line(err))
+
     groups: dict[tuple[int, ...], list[DecodedImage]] = {}
     seen = 0
-
     with concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render") as pool:
+        consumer = OrderedConsumer(consume, render_failed, max_pending=2 * detector.batch_size + 2 * settings.workers)
+
         def run_batch(batch: list[DecodedImage]) -> None:
             frames_ = [take(d.index) for d in batch]
             t = clock()
@@ -260,36 +252,43 @@ def _run_stages(
             timings.add("detect", clock() - t)
             for decoded, frame, outcome in zip(batch, frames_, outcomes, strict=True):
                 if isinstance(outcome, FrameFailure):
-                    slots[decoded.index] = outcome
+                    consumer.put(decoded.index, outcome)
                     continue
-                _slot_keys[decoded.index] = frame.key
-                slots[decoded.index] = pool.submit(_render, decoded, frame.key, outcome, segment_dir, settings, timings)
+                with keys_lock:
+                    keys[decoded.index] = frame.key
+                future = pool.submit(_render, decoded, frame.key, outcome, segment_dir, settings, timings)
+                consumer.put(decoded.index, future)
 
-        stream = decode_stream(numbered(), input_size=settings.input_size, keep_full=settings.needs_full_frames,
-                               parallel=settings.workers)
-        wait_start = clock()
-        for decoded in stream:
-            timings.add("decode_wait", clock() - wait_start)
-            for missing in range(seen, decoded.index):  # tf.data dropped what it could not decode
+        def fail_undecodable(stop: int) -> None:
+            for missing in range(seen, stop):  # tf.data dropped what it could not decode
                 frame = take(missing)
-                slots[missing] = FrameFailure(frame.key, "decode", decode_error(frame.jpeg))
-            seen = decoded.index + 1
-            shape = decoded.model_input.shape
-            group = groups.setdefault(shape, [])
-            group.append(decoded)
-            if len(group) >= detector.batch_size:
-                run_batch(groups.pop(shape))
-            drain()
+                consumer.put(missing, FrameFailure(frame.key, "decode", decode_error(frame.jpeg)))
+
+        try:
+            stream = decode_stream(numbered(), input_size=settings.input_size,
+                                   keep_full=settings.needs_full_frames, parallel=settings.decode_threads)
             wait_start = clock()
-        with meta_lock:
-            leftover = sorted(meta)
-        for missing in leftover:
-            if missing >= seen:
-                frame = take(missing)
-                slots[missing] = FrameFailure(frame.key, "decode", decode_error(frame.jpeg))
-        for shape in list(groups):
-            run_batch(groups.pop(shape))
-        drain(final=True)
+            for decoded in stream:
+                timings.add("decode_wait", clock() - wait_start)
+                fail_undecodable(decoded.index)
+                seen = decoded.index + 1
+                shape = decoded.model_input.shape
+                group = groups.setdefault(shape, [])
+                group.append(decoded)
+                if len(group) >= detector.batch_size:
+                    run_batch(groups.pop(shape))
+                if consumer.pending > consumer.max_pending:
+                    for other in list(groups):  # every index below `seen` must be handed over first
+                        run_batch(groups.pop(other))
+                    consumer.wait_for_room()
+                wait_start = clock()
+            with meta_lock:
+                last = max(meta, default=seen - 1) + 1
+            fail_undecodable(last)
+            for shape in list(groups):
+                run_batch(groups.pop(shape))
+        finally:
+            consumer.close()
 
 
 def _detect(detector: BatchDetector, batch: list[DecodedImage], frames: list[CameraFrame]) -> list[Detections | FrameFailure]:
@@ -366,7 +365,7 @@ def _manifest_complete(segment_dir: Path) -> bool:
 
 def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
               report: SegmentReport, results: dict[tuple[int, int], FrameResult], timings: _Timings,
-              loop_seconds: float, started_at: str) -> dict[str, Any]:
+              loop_seconds: float, started_at: str, engine: dict[str, Any] | None = None) -> dict[str, Any]:
     f = settings.frame_filter
     outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
     per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(timings.values.items())}
@@ -377,6 +376,7 @@ def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSetting
         "input": {"path": source.uri, "format": source.format, "images_in_file": len(keys.index),
                   "ground_truth": keys.labels},
         "model": model_facts,
+        "engine": engine or {"name": "local"},
         "settings": {
             "cameras": [c.name for c in f.cameras] if f.cameras else "all",
             "first_frame": f.first_frame, "max_frames": f.max_frames,

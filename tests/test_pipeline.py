@@ -35,6 +35,13 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
         assert (seg / "frames" / camera / "1553735853462203.png").is_file()
         assert (seg / f"{camera}.gif").is_file()
     assert (seg / "mosaic.gif").is_file()
+    from PIL import Image
+
+    from detect.draw import WATERMARK_COLOR
+
+    with Image.open(seg / "frames" / "FRONT" / "1553735853462203.png") as png:
+        assert png.size == (1920, 1280)
+        assert png.getpixel((2, 1277)) == WATERMARK_COLOR  # frames from a stub model say so on the picture
     t = table(seg)
     assert t.schema.field("key.camera_name").type == pa.int8()
     assert t.schema.field("key.frame_timestamp_micros").type == pa.int64()

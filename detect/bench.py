@@ -1,0 +1,248 @@
+"""`make bench`: the pipeline against the detector alone and against the blog script's loop.
+
+    python -m detect.bench [--models models/build] [--out bench-out] [--images 200] [--repeats 2]
+
+Uses the benchmark model (SSD MobileNet v2 architecture, random weights: real compute,
+meaningless boxes) on synthetic segments made of the real fixture frame's JPEGs. Every figure
+is measured in this one run on this machine; rates exclude start-up (imports, model load), which
+is reported on its own. Medians over `--repeats` interleaved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+BENCH_MODEL = "ssd_mobilenet_v2_random"
+TARGETS = {"efficiency_no_outputs": 0.90, "efficiency_default": 0.75, "speedup_vs_blog": 8.0, "rss_ratio": 1.3}
+
+
+def cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def ensure_model(models: Path) -> Path:
+    path = models / BENCH_MODEL
+    if not (path / "saved_model.pb").exists():
+        print(f"building the benchmark model into {path} (~20 s) ...", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "models" / "build_benchmark.py"), "--out", str(path)], check=True)
+    return path
+
+
+def make_segments(frame_path: Path, out: Path, sizes: list[int]) -> dict[int, Path]:
+    from detect.readers import iter_frames
+    from detect.synthetic import repeat_frames, write_camera_image_parquet
+
+    templates = list(iter_frames(str(frame_path)))
+    paths = {}
+    for images in sizes:
+        path = out / "inputs" / f"synthetic_{images}.parquet"
+        if not path.exists():
+            frames = repeat_frames(templates, images // len(templates), segment_context_name=f"synthetic_{images}")
+            write_camera_image_parquet(path, frames)
+        paths[images] = path
+    return paths
+
+
+def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
+    """Every image decoded and resized exactly as the pipeline feeds the model, and the CPU cost."""
+    from detect.decode import decode_stream
+    from detect.readers import iter_frames
+
+    items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
+    start = cpu_seconds()
+    decoded = list(decode_stream(items, input_size=input_size, keep_full=True))
+    per_image = (cpu_seconds() - start) / len(decoded)
+    return [dataclasses.replace(d, full=None) for d in decoded], per_image
+
+
+def detector_alone(detector, decoded) -> tuple[float, float]:
+    """images/s and CPU s per image of the model and nothing else, on pre-decoded inputs."""
+    batches = [decoded[i:i + detector.batch_size] for i in range(0, len(decoded), detector.batch_size)]
+    stacked = [(np.stack([d.model_input for d in b]), [(d.width, d.height) for d in b]) for b in batches]
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    for images, sizes in stacked:
+        detector(images, sizes)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    return len(decoded) / wall, cpu / len(decoded)
+
+
+def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[float, float, dict]:
+    from detect.pipeline import SegmentSettings, process_segment
+    from detect.sources import resolve_one
+
+    settings = SegmentSettings(mode="overwrite", **overrides)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    report = process_segment(resolve_one(str(segment)), out, detector, settings, model_facts=facts)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    manifest = json.loads((report.segment_dir / "manifest.json").read_text())
+    if report.failures:
+        raise RuntimeError(f"benchmark run had failures: {report.failures[:3]}")
+    return report.images_processed / wall, cpu / report.images_processed, manifest["timings"]["stage_totals_s"]
+
+
+def blog_loop(detector, segment: Path, out: Path, count: int) -> float:
+    """The blog script as written: PIL decode, batch 1 on the full frame, matplotlib savefig."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches as patches
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from detect.readers import iter_frames
+
+    out.mkdir(parents=True, exist_ok=True)
+    frames = [f for _, f in zip(range(count), iter_frames(str(segment)))]
+    start = time.perf_counter()
+    for n, frame in enumerate(frames):
+        image = np.array(Image.open(io.BytesIO(frame.jpeg)))
+        detections = detector(image[None])[0]
+        fig, ax = plt.subplots()
+        ax.imshow(image)
+        for (x0, y0, x1, y1), label, score in zip(detections.xyxy, detections.labels, detections.scores):
+            ax.add_patch(patches.Rectangle((x0, y0), x1 - x0, y1 - y0, linewidth=1, edgecolor="r", facecolor="none"))
+            ax.text(x0, y0, f"{label} {score:.2f}", color="r")
+        plt.savefig(out / f"{n}.png", bbox_inches="tight")
+        plt.close(fig)
+    return len(frames) / (time.perf_counter() - start)
+
+
+def peak_rss_mb(segment: Path, model: Path, out: Path) -> float:
+    """Peak RSS of a fresh `detect segment` process with default outputs."""
+    cmd = [sys.executable, "-m", "detect.cli", "segment", str(segment), "--model", str(model),
+           "--out", str(out), "--overwrite", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
+    return usage.ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m detect.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=ROOT / "models" / "build")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    parser.add_argument("--frame", type=Path, default=SHARED_FRAME, help="the real Waymo frame to build inputs from")
+    parser.add_argument("--images", type=int, default=200)
+    parser.add_argument("--big-images", type=int, default=1000, help="segment size for the memory comparison")
+    parser.add_argument("--blog-images", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--skip-rss", action="store_true", help="skip the two fresh-process memory runs")
+    args = parser.parse_args(argv)
+    if not args.frame.exists():
+        print(f"bench: the real Waymo frame is needed at {args.frame} (../shared/fixtures)", file=sys.stderr)
+        return 2
+
+    t0 = time.perf_counter()
+    from detect.detector import DEFAULT_BATCH_SIZE, Detector
+    from detect.jobs import model_facts
+    from detect.tf_env import import_tensorflow
+
+    import_tensorflow()
+    imports = time.perf_counter() - t0
+    model = ensure_model(args.models)
+    segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
+    t0 = time.perf_counter()
+    detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
+    load = time.perf_counter() - t0
+    facts = model_facts(detector, load)
+    print(f"model: {detector.info.description}; batch {detector.batch_size}; imports {imports:.1f} s, load + warm-up {load:.1f} s")
+
+    decoded, decode_cpu = decoded_inputs(segments[args.images], (320, 320))
+    # One untimed pass of each so tracing and caches do not land in the first repeat.
+    detector_alone(detector, decoded[: 4 * detector.batch_size])
+    runs: dict[str, list] = {"alone": [], "off": [], "default": []}
+    for repeat in range(args.repeats):
+        runs["alone"].append(detector_alone(detector, decoded))
+        runs["off"].append(pipeline(detector, facts, segments[args.images], args.out / "off", write_frames=False, gif=False))
+        runs["default"].append(pipeline(detector, facts, segments[args.images], args.out / "default"))
+        print(f"  repeat {repeat + 1}/{args.repeats}: detector {runs['alone'][-1][0]:.2f}, "
+              f"no outputs {runs['off'][-1][0]:.2f}, default {runs['default'][-1][0]:.2f} images/s", flush=True)
+    alone = statistics.median(r[0] for r in runs["alone"])
+    off = statistics.median(r[0] for r in runs["off"])
+    default = statistics.median(r[0] for r in runs["default"])
+    blog = blog_loop(detector, segments[args.images], args.out / "blog", args.blog_images)
+
+    stages = runs["default"][-1][2]
+    n = args.images
+    per_stage = {
+        "decode (full frame + resize, tf.data)": 1000 * decode_cpu,
+        "detect (model alone)": 1000 * statistics.median(r[1] for r in runs["alone"]),
+        "draw": 1000 * stages.get("draw", 0) / n,
+        "PNG (fpng encode + atomic write)": 1000 * stages.get("frame_write", 0) / n,
+        "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / n,
+        "GIF + mosaic append (main thread, wall)": 1000 * stages.get("animation_append", 0) / n,
+    }
+    results: dict[str, Any] = {
+        "model": facts["description"], "batch_size": detector.batch_size, "images": n,
+        "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
+        "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off, "pipeline_default": default,
+                         "blog_loop": blog},
+        "efficiency_no_outputs": off / alone, "efficiency_default": default / alone,
+        "speedup_vs_blog": default / blog,
+        "cpu_ms_per_image": per_stage,
+        "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * statistics.median(r[1] for r in runs["off"]),
+                                       "default": 1000 * statistics.median(r[1] for r in runs["default"])},
+        "raw_runs": {k: [list(r[:2]) for r in v] for k, v in runs.items()},
+    }
+    if not args.skip_rss:
+        small = peak_rss_mb(segments[args.images], model, args.out / "rss")
+        big = peak_rss_mb(segments[args.big_images], model, args.out / "rss")
+        results["peak_rss_mb"] = {str(args.images): small, str(args.big_images): big, "ratio": big / small}
+
+    for line in report_lines(results):
+        print(line)
+    (args.out / "bench.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    ips = r["images_per_s"]
+    def verdict(value: float, target: float, above: bool = True) -> str:
+        ok = value >= target if above else value <= target
+        return f"(target {'>=' if above else '<='} {target:g}: {'met' if ok else 'MISSED'})"
+
+    lines = [
+        "",
+        f"detect benchmark: {r['images']} images, {r['model']}, batch {r['batch_size']}",
+        f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up {r['startup_s']['model_load_and_warmup']} s",
+        f"  detector alone          {ips['detector_alone']:7.2f} images/s",
+        f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "
+        + verdict(r["efficiency_no_outputs"], TARGETS["efficiency_no_outputs"]),
+        f"  pipeline, PNG+GIF+mosaic{ips['pipeline_default']:7.2f} images/s   efficiency {r['efficiency_default']:.2f} "
+        + verdict(r["efficiency_default"], TARGETS["efficiency_default"]),
+        f"  blog loop (20 images)   {ips['blog_loop']:7.2f} images/s   speed-up {r['speedup_vs_blog']:.1f}x "
+        + verdict(r["speedup_vs_blog"], TARGETS["speedup_vs_blog"]),
+        "CPU ms per image by stage:",
+    ]
+    lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r["cpu_ms_per_image"].items()]
+    pc = r["pipeline_cpu_ms_per_image"]
+    lines.append(f"  {'whole process, no outputs / default':<42} {pc['no_outputs']:7.1f} / {pc['default']:.1f}")
+    if "peak_rss_mb" in r:
+        rss = r["peak_rss_mb"]
+        sizes = [k for k in rss if k != "ratio"]
+        lines.append(f"peak RSS: {sizes[0]} images {rss[sizes[0]]:.0f} MB, {sizes[1]} images {rss[sizes[1]]:.0f} MB, "
+                     f"ratio {rss['ratio']:.2f} " + verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
