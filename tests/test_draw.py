@@ -35,7 +35,7 @@ GOLDEN_DETECTIONS = dets(
 
 
 def test_golden_image():
-    out = draw_detections(synthetic_image(), GOLDEN_DETECTIONS, DrawStyle(line_width=2, font_size=12))
+    out = Image.fromarray(draw_detections(synthetic_image(), GOLDEN_DETECTIONS, DrawStyle(line_width=2, font_size=12)))
     if REGENERATE:
         GOLDEN.parent.mkdir(exist_ok=True)
         out.save(GOLDEN)
@@ -57,16 +57,19 @@ def test_input_not_modified_and_output_is_new_image():
     before = image.copy()
     out = draw_detections(image, GOLDEN_DETECTIONS)
     assert np.array_equal(image, before)
-    assert isinstance(out, Image.Image) and out.mode == "RGB" and out.size == (160, 120)
-    assert not np.array_equal(np.asarray(out), image)
+    assert isinstance(out, np.ndarray) and out.dtype == np.uint8 and out.shape == (120, 160, 3)
+    assert out is not image and not np.shares_memory(out, image)
+    assert not np.array_equal(out, image)
 
 
 def test_pil_input_not_modified():
     image = Image.fromarray(synthetic_image())
     before = np.asarray(image).copy()
     out = draw_detections(image, GOLDEN_DETECTIONS)
-    assert out is not image
+    assert out is not image and isinstance(out, Image.Image) and out.mode == "RGB"
     assert np.array_equal(np.asarray(image), before)
+    # PIL in, PIL out, and the very same pixels as the array path
+    assert np.array_equal(np.asarray(out), draw_detections(before, GOLDEN_DETECTIONS))
 
 
 @pytest.mark.parametrize(
@@ -84,7 +87,7 @@ def test_pil_input_not_modified():
 )
 def test_edge_and_outside_boxes_are_clipped(box):
     out = draw_detections(synthetic_image(), dets([box]), DrawStyle(font_size=12))
-    assert out.size == (160, 120)
+    assert out.shape == (120, 160, 3)
 
 
 def test_non_finite_boxes_are_skipped():
@@ -127,10 +130,10 @@ def test_dashed_style_for_overlays():
 
 
 def test_draw_boxes_composes_a_second_set_on_one_canvas():
-    canvas = Image.new("RGB", (80, 60))
+    canvas = np.zeros((60, 80, 3), np.uint8)
     draw_boxes(canvas, np.array([[10, 10, 30, 30]]), [None], [(0, 255, 0)], line_width=1, dashed=True)
     draw_boxes(canvas, np.array([[40, 10, 70, 50]]), ["car"], [(255, 0, 0)], line_width=1, font_size=10)
-    out = np.asarray(canvas)
+    out = canvas
     assert (out[10, 10] == (0, 255, 0)).all() and (out[50, 40] == (255, 0, 0)).all()
     with pytest.raises(ValueError, match=r"one entry per box, got 1, 2 and 1"):
         draw_boxes(canvas, np.array([[0, 0, 1, 1]]), ["a", "b"], [(0, 0, 0)])

@@ -6,7 +6,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REAL_SEGMENT, TINY_SEGMENT
-from detect import reader_v2
 from detect.cameras import CameraName
 from detect.cli import main
 from detect.errors import InputError, UnsupportedURIError
