@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     _job_options(run)
     run.add_argument("--engine", choices=("local", "ray"), default="local", help="local (default) or a Ray cluster")
     run.add_argument("--ray-address", metavar="ADDR", help="attach to this Ray cluster (default: start one locally)")
+    run.add_argument("--ray-actors", type=_positive_int, metavar="N",
+                     help="detector actors for --engine ray (default: one per GPU, else one per node)")
     run.add_argument("--shard", metavar="I/N", help="process every N-th segment starting at I (0-based)")
     run.add_argument("--retry-failed", action="store_true", help="run segments whose manifest records failures again")
     run.set_defaults(handler=_cmd_run)

@@ -1,0 +1,148 @@
+"""`detect run --engine ray`: the same files and detections as the local engine, on a small local Ray."""
+
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REAL_SEGMENT, TINY_SEGMENT
+from detect.cli import main
+
+# Ray Data's own DataContext copies touch its deprecated fields; nothing here sets them.
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")]
+
+BROKEN_ERROR = ("not a readable Parquet file (Parquet magic bytes not found in footer. "
+                "Either the file is corrupted or this is not a parquet file.)")
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """One small local Ray for the module: 2 CPUs and a 200 MB object store (not 30% of RAM)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'waymo-detect[ray]'")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'waymo-detect[ray]'")
+    ray.init(num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False,
+             logging_level=logging.WARNING, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, real_frame_path, tiny_v2_path) -> Path:
+    """Two small segments (the real frame as v1, the tiny v2 file) and a broken third."""
+    folder = tmp_path_factory.mktemp("ray_in")
+    shutil.copy(real_frame_path, folder / "real.tfrecord")
+    shutil.copy(tiny_v2_path, folder / tiny_v2_path.name)
+    (folder / "broken.parquet").write_bytes(b"not a parquet file")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_out(inputs, stub_dynamic_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local_out")
+    assert run(inputs, "--out", out, "--quiet", model=stub_dynamic_dir) == 1  # the broken segment fails
+    return out
+
+
+def run(*args, model, engine="local"):
+    return main(["run", *map(str, args), "--model", str(model), "--engine", engine])
+
+
+def files(out: Path) -> dict[str, Path]:
+    return {str(p.relative_to(out)): p for p in sorted(out.rglob("*")) if p.is_file() and p.name != "run.json"}
+
+
+def run_entries(out: Path) -> dict[str, dict]:
+    return {Path(e["path"]).name: e for e in json.loads((out / "run.json").read_text())["segments"]}
+
+
+def test_ray_writes_what_the_local_engine_writes(ray_local, inputs, local_out, stub_dynamic_dir, tmp_path, capsys):
+    out = tmp_path / "ray_out"
+    capsys.readouterr()
+    assert run(inputs, "--out", out, model=stub_dynamic_dir, engine="ray") == 1
+    captured = capsys.readouterr()
+    broken = inputs / "broken.parquet"
+    assert f"detect: segment failed: {broken}: {BROKEN_ERROR}" in captured.err.splitlines()
+    assert captured.out.splitlines()[-1].startswith("3 segments: 2 done, 0 with failed frames, 0 skipped, 1 failed; 20 images")
+
+    ray_files, local_files = files(out), files(local_out)
+    assert ray_files.keys() == local_files.keys()
+    for segment in (REAL_SEGMENT, TINY_SEGMENT):
+        ray_table = pq.read_table(out / segment / "detections.parquet")
+        assert ray_table.equals(pq.read_table(local_out / segment / "detections.parquet"))
+        assert ray_table.num_rows == {REAL_SEGMENT: 25, TINY_SEGMENT: 75}[segment]
+        ray_manifest = json.loads((out / segment / "manifest.json").read_text())
+        local_manifest = json.loads((local_out / segment / "manifest.json").read_text())
+        assert ray_manifest.keys() == local_manifest.keys()
+        assert ray_manifest["engine"]["name"] == "ray" and local_manifest["engine"] == {"name": "local"}
+        for key in ("status", "counts", "settings", "outputs", "input", "failures"):
+            assert ray_manifest[key] == local_manifest[key], key
+    # Same pixels: the frames and the animations rebuilt from them are byte-identical.
+    pictures = [name for name in ray_files if name.endswith((".png", ".gif"))]
+    assert len(pictures) == 5 + 6 + 15 + 6
+    assert [n for n in pictures if ray_files[n].read_bytes() != local_files[n].read_bytes()] == []
+
+    entries = run_entries(out)
+    assert (entries["broken.parquet"]["status"], entries["broken.parquet"]["error"]) == ("failed", f"{broken}: {BROKEN_ERROR}")
+    assert entries["real.tfrecord"]["status"] == entries[f"{TINY_SEGMENT}.parquet"]["status"] == "done"
+    assert json.loads((out / "run.json").read_text())["engine"] == "ray"
+
+
+def test_ray_skips_complete_segments_and_resumes_a_local_journal(ray_local, inputs, local_out, stub_dynamic_dir, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(local_out, out)
+    tiny = out / TINY_SEGMENT
+    journal = tiny / ".detect" / "journal.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:7]) + '{"t": 1, "c"')  # killed
+    for name in ("manifest.json", "detections.parquet", "mosaic.gif", "FRONT.gif"):
+        (tiny / name).unlink()
+    real_manifest = (out / REAL_SEGMENT / "manifest.json").read_bytes()
+
+    assert run(inputs, "--out", out, "--quiet", model=stub_dynamic_dir, engine="ray") == 1  # broken: not retried
+    entries = run_entries(out)
+    assert entries["real.tfrecord"]["note"] == "already complete"
+    assert entries["broken.parquet"]["note"].endswith("(not retried; use --retry-failed)")
+    assert (out / REAL_SEGMENT / "manifest.json").read_bytes() == real_manifest
+    counts = json.loads((tiny / "manifest.json").read_text())["counts"]
+    assert (counts["images_resumed"], counts["images_processed"]) == (7, 8)
+    assert pq.read_table(tiny / "detections.parquet").equals(pq.read_table(local_out / TINY_SEGMENT / "detections.parquet"))
+    for name in ("mosaic.gif", "FRONT.gif"):
+        assert (tiny / name).read_bytes() == (local_out / TINY_SEGMENT / name).read_bytes()
+
+
+def test_ray_refuses_what_it_cannot_do(ray_local, inputs, stub_dynamic_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run(inputs, "--out", out, "--ray-actors", "2", model=stub_dynamic_dir, engine="ray") == 2
+    assert capsys.readouterr().err.strip() == (
+        "detect: error: --ray-actors 2: the detector actors reserve 1.5 CPUs and reading, decoding and "
+        "drawing need 1.25 more; this cluster has 2")
+    assert run(inputs, "--out", out, "--no-png", model=stub_dynamic_dir, engine="ray") == 2
+    assert capsys.readouterr().err.strip() == (
+        "detect: error: --engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
+
+
+def test_without_ray_the_message_says_how_to_install_it(inputs, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    assert main(["run", str(inputs), "--out", str(tmp_path), "--engine", "ray"]) == 2
+    assert capsys.readouterr().err.strip() == "detect: error: --engine ray needs Ray: pip install 'waymo-detect[ray]'"
+
+
+def test_a_read_task_turns_a_file_that_breaks_into_a_row(tiny_v2_path, tmp_path):
+    from detect.ray_stages import WorkItem, read_frames
+    from detect.selection import FrameFilter
+    from detect.sources import resolve_one
+
+    path = tmp_path / "gone.parquet"
+    shutil.copy(tiny_v2_path, path)
+    item = WorkItem.for_source(resolve_one(str(path)), TINY_SEGMENT, FrameFilter(), done={(1600000000000000, 1)})
+    batches = list(read_frames({"item": np.array([item.to_json()], dtype=object)}))
+    rows = [(int(t), int(c)) for b in batches for t, c in zip(b["ts"], b["camera"], strict=True)]
+    assert len(rows) == 14 and (1600000000000000, 1) not in rows and all(not s for b in batches for s in b["stage"])
+    path.write_bytes(b"truncated")
+    [batch] = list(read_frames({"item": np.array([item.to_json()], dtype=object)}))
+    assert list(batch["stage"]) == ["read"] and list(batch["source"]) == [str(path)]
+    assert batch["error"][0] == f"{path}: {BROKEN_ERROR}"
