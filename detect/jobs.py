@@ -62,6 +62,15 @@ def settings_from_args(args: argparse.Namespace, watermark: str | None = None):
     )
 
 
+def model_kind(args: argparse.Namespace) -> str:
+    """"real", "stub" or "benchmark" from the model's sidecar file, without loading TensorFlow."""
+    from detect.model_contract import check_is_saved_model, read_sidecar
+
+    path = Path(args.model or default_model_path())
+    check_is_saved_model(path)
+    return read_sidecar(path)[0]
+
+
 def load_detector(args: argparse.Namespace):
     from detect.coco import UnknownClassError
     from detect.detector import DEFAULT_BATCH_SIZE, Detector
@@ -110,9 +119,8 @@ def progress_factory(err: TextIO, quiet: bool, label: str):
     return make
 
 
-def watermark(detector: Any) -> str | None:
-    """Frames drawn with a stand-in model say so on the picture itself."""
-    kind = detector.info.kind
+def watermark(kind: str) -> str | None:
+    """Frames drawn with a stand-in model ("stub", "benchmark") say so on the picture itself."""
     if kind == "stub":
         return "STUB MODEL: fixed boxes, not detections"
     if kind == "benchmark":
@@ -138,7 +146,7 @@ def run_segment_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     t = time.perf_counter()
     detector = load_detector(args)
     facts = model_facts(detector, time.perf_counter() - t)
-    settings = settings_from_args(args, watermark(detector))
+    settings = settings_from_args(args, watermark(detector.info.kind))
     notice = model_notice(detector)
     if notice and not args.quiet:
         print(notice, file=err)

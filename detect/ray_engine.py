@@ -72,7 +72,7 @@ FINISHERS = 4  # segments whose table, animations and manifest are being written
 def run_on_ray(sources: list[SegmentSource], root: Path, settings: SegmentSettings, args: argparse.Namespace,
                previous: dict[str, dict[str, Any]], err: TextIO) -> list[SegmentOutcome]:
     """Run every segment that needs work as one Ray Data job; outcomes in the order of `sources`."""
-    ray = _import_ray()
+    ray = import_ray()
     _check_settings(settings, args)
     root = root.resolve()  # workers may start in another directory
     outcomes: dict[str, SegmentOutcome] = {}
@@ -93,7 +93,7 @@ def run_on_ray(sources: list[SegmentSource], root: Path, settings: SegmentSettin
     return [outcomes[s.uri] for s in sources]
 
 
-def _import_ray():
+def import_ray():
     try:
         import ray
         import ray.data  # noqa: F401  (ray without the [data] extra)

@@ -101,9 +101,15 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
 
 
 def run_many(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.jobs import settings_from_args
+    from detect.jobs import model_kind, settings_from_args, watermark
 
-    settings = settings_from_args(args)
+    parse_shard(args.shard)  # usage errors before anything touches the model
+    settings_from_args(args)
+    if args.engine == "ray":
+        from detect.ray_engine import import_ray
+
+        import_ray()
+    settings = settings_from_args(args, watermark(model_kind(args)))
     if settings.mode == "new":  # resumable by default
         settings = dataclasses.replace(settings, mode="resume")
     sources = plan_sources(args.paths, parse_shard(args.shard))

@@ -48,6 +48,12 @@ def test_run_writes_both_segments_and_a_rerun_skips_them(inputs, stub_dynamic_di
         assert (m["status"], m["input"]["format"], m["engine"]) == ("complete", fmt, {"name": "local"})
         assert (out / segment / "detections.parquet").is_file() and (out / segment / "mosaic.gif").is_file()
     assert statuses(out) == {"real.tfrecord": "done", f"{TINY_SEGMENT}.parquet": "done"}
+    from PIL import Image
+
+    from detect.draw import WATERMARK_COLOR
+
+    with Image.open(out / REAL_SEGMENT / "frames" / "FRONT" / "1553735853462203.png") as png:
+        assert png.getpixel((2, 1277)) == WATERMARK_COLOR  # stub frames say so, as with detect segment
     assert run_file(out)["this_run"] | {"seconds": 0, "images_per_second": 0} == {
         "done": 2, "done_with_failures": 0, "skipped": 0, "failed": 0, "images": 20, "detections": 100,
         "seconds": 0, "images_per_second": 0}
