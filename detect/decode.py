@@ -90,6 +90,10 @@ def decode_stream(
     )
     options = tf.data.Options()
     options.threading.private_threadpool_size = max(1, parallel)
+    # Parallelism and prefetch depth are set explicitly above. With autotuning on, tearing the
+    # iterator down while the model had been busy stalled for 5-7 s in about half the runs here
+    # (the autotuner's background loop), once per segment.
+    options.autotune.enabled = False
     dataset = dataset.with_options(options)
     for index, width, height, full, model_input in dataset:
         yield DecodedImage(
