@@ -14,11 +14,11 @@ import concurrent.futures
 import dataclasses
 import os
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 from PIL import Image
 
+from detect.atomic import Sink
 from detect.cameras import CameraName
 from detect.draw import to_canvas
 from detect.errors import InputError, UsageError
@@ -71,7 +71,7 @@ def prepare_animation_frame(
     return AnimationFrame(key, small, encode_gif_frame(small) if gif else None, tile)
 
 
-class AnimationSet:
+class AnimationSet(Sink):
     """Ordered sink of `AnimationFrame`s -> `<CAMERA>.gif`, `mosaic.gif` (2+ cameras), and MP4s.
 
     Feed frames in (timestamp, camera) order from one thread. Files are written incrementally under
@@ -104,20 +104,6 @@ class AnimationSet:
         self._layout: MosaicLayout | None = None
         self._written: list[Path] = []
         self._closed = False
-
-    def __enter__(self) -> AnimationSet:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def add(self, frame: AnimationFrame) -> None:
         """Append one camera image; frames must come in increasing (timestamp, camera) order."""

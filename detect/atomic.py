@@ -7,6 +7,8 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 
 def temp_path_for(path: Path) -> Path:
@@ -38,3 +40,28 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         with open(temp, "wb") as f:
             f.write(data)
     return Path(path)
+
+
+class Sink:
+    """Context-manager protocol shared by the incremental writers: `close()` when the block
+    succeeds, `abort()` (drop the unfinished file) when it raises."""
+
+    def close(self) -> Any:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

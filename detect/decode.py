@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from detect.errors import UsageError
-from detect.tf_env import import_tensorflow
+from detect.tf_env import import_tensorflow, tf_error_text
 
 # (width, height) frames are resized to before the model, or None to feed full frames.
 InputSize = tuple[int, int] | None
@@ -118,12 +117,3 @@ def decode_error(jpeg: bytes) -> str:
     except (tf.errors.OpError, ValueError) as err:
         return f"cannot decode JPEG: {tf_error_text(err)}"
     return "cannot decode JPEG"
-
-
-def tf_error_text(err: BaseException) -> str:
-    """TensorFlow's error message without its `{{function_node ...}}` and `[Op:...]` wrapping."""
-    text = (getattr(err, "message", "") or str(err)).strip()
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
-    text = re.sub(r"\s*\[Op:\w+\]\s*$", "", text)
-    lines = text.splitlines()
-    return lines[0].strip() if lines else type(err).__name__

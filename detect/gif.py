@@ -13,12 +13,11 @@ import dataclasses
 import os
 import struct
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO
 
 from PIL import GifImagePlugin, Image
 
-from detect.atomic import temp_path_for
+from detect.atomic import Sink, temp_path_for
 
 # Waymo cameras run at 10 Hz: a lone frame (no interval to measure) shows for 100 ms.
 DEFAULT_DELAY_CS = 10
@@ -57,7 +56,7 @@ def delays_cs(timestamps_micros: list[int], fps: float | None = None) -> list[in
     return delays
 
 
-class GifWriter:
+class GifWriter(Sink):
     """Context-manager sink: `append(frame, timestamp_micros)` in increasing time order.
 
     The file is written under a hidden temp name and renamed at `close()`; on error or `abort()`
@@ -77,20 +76,6 @@ class GifWriter:
         self._last_delay = DEFAULT_DELAY_CS
         self._start_tick = 0
         self._closed = False
-
-    def __enter__(self) -> GifWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def append(self, frame: GifFrame | Image.Image, timestamp_micros: int) -> None:
         """Add a frame shown from `timestamp_micros`; a PIL image is encoded here (slower path)."""

@@ -91,7 +91,7 @@ def frame_rate(frame_times: np.ndarray) -> float | None:
 def _first_image_sizes(keys: SegmentKeys) -> dict[CameraName, tuple[int, int]]:
     """Read images of the first frame only (JPEG headers, not pixels) to learn each camera's size."""
     first = int(keys.index.timestamps.min())
-    frames = iter_frames(keys.source, FrameFilter(min_timestamp=first, max_timestamp=first))
+    frames = iter_frames(keys.source, FrameFilter(min_timestamp=first, max_timestamp=first), keys)
     sizes: dict[CameraName, tuple[int, int]] = {}
     for frame in frames:
         size = jpeg_size(frame.jpeg)

@@ -175,7 +175,7 @@ def process_segment(
                 if bar is not None:
                     bar.update(1)
 
-            pending = (f for f in iter_frames(source, settings.frame_filter)
+            pending = (f for f in iter_frames(source, settings.frame_filter, keys)
                        if (f.frame_timestamp_micros, int(f.camera_name)) not in done)
             _run_stages(pending, segment_dir, detector, settings, timings, consume, clock)
         if animations is not None:
@@ -412,6 +412,6 @@ def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSetting
 
 
 def _one_line(err: BaseException) -> str:
-    from detect.decode import tf_error_text
+    from detect.tf_env import tf_error_text
 
     return f"{type(err).__name__}: {tf_error_text(err)}"

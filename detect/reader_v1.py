@@ -12,7 +12,7 @@ from detect.errors import InputError
 from detect.records import CameraFrame
 from detect.selection import FrameFilter, KeyIndex, in_order, select
 from detect.sources import SegmentSource
-from detect.tf_env import import_tensorflow
+from detect.tf_env import import_tensorflow, tf_error_text
 
 # Frames (records) held back while restoring timestamp order in an unsorted file.
 REORDER_CAPACITY = 16
@@ -59,9 +59,10 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
     return TFRecordKeys(tuple(sorted(names)), index, count, labels)
 
 
-def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()) -> Iterator[CameraFrame]:
+def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter(),
+                keys: TFRecordKeys | None = None) -> Iterator[CameraFrame]:
     """Camera images in (timestamp, camera) order."""
-    keys = read_keys(source)
+    keys = keys or read_keys(source)
     rows = select(keys.index, frame_filter)
     wanted_cameras: dict[int, set[int]] = {}
     record_order: list[int] = []
@@ -130,5 +131,4 @@ def _file_error(source: SegmentSource, err: Exception) -> InputError:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(getattr(err, "message", "") or err).strip().splitlines()
-    return text[0] if text else type(err).__name__
+    return tf_error_text(err)

@@ -98,10 +98,11 @@ def read_keys(source: SegmentSource, parquet: pq.ParquetFile) -> ParquetKeys:
     return ParquetKeys(names, index, starts)
 
 
-def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()) -> Iterator[CameraFrame]:
+def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter(),
+                keys: ParquetKeys | None = None) -> Iterator[CameraFrame]:
     """Camera images in (timestamp, camera) order, reading only the row groups that hold them."""
     parquet = open_parquet(source)
-    keys = read_keys(source, parquet)
+    keys = keys or read_keys(source, parquet)
     rows = select(keys.index, frame_filter)
     yield from in_order(rows.tolist(), lambda wanted: _scan(source, parquet, keys, wanted), REORDER_CAPACITY)
 

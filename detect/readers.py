@@ -23,6 +23,8 @@ class SegmentKeys:
     segment_names: tuple[str, ...]
     index: KeyIndex
     labels: str | None  # where ground truth lives ("camera_box file ...", "camera_labels ..."), or None
+    # The reader's own keys (row-group offsets, record numbers): lets iter_frames skip its key pass.
+    reader_keys: object = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def segment_context_name(self) -> str:
@@ -41,23 +43,30 @@ def as_source(path_or_source: str | SegmentSource) -> SegmentSource:
 def read_keys(path_or_source: str | SegmentSource) -> SegmentKeys:
     source = as_source(path_or_source)
     if source.format == "v2":
-        keys = reader_v2.read_keys(source, reader_v2.open_parquet(source))
+        keys: object = reader_v2.read_keys(source, reader_v2.open_parquet(source))
         labels = _camera_box_sibling(source)
-        names, index = keys.segment_names, keys.index
     else:
-        v1 = reader_v1.read_keys(source)
-        names, index = v1.segment_names, v1.index
-        labels = f"camera_labels in the frames ({v1.num_camera_labels} boxes)" if v1.num_camera_labels else None
+        keys = reader_v1.read_keys(source)
+        count = keys.num_camera_labels
+        labels = f"camera_labels in the frames ({count} boxes)" if count else None
+    names, index = keys.segment_names, keys.index
     if len(index) == 0:
         raise InputError(f"{source.uri}: holds no camera images")
-    return SegmentKeys(source, names, index, labels)
+    return SegmentKeys(source, names, index, labels, keys)
 
 
-def iter_frames(path_or_source: str | SegmentSource, frame_filter: FrameFilter = FrameFilter()) -> Iterator[CameraFrame]:
-    """Camera images in (timestamp, camera) order, streamed in bounded memory."""
-    source = as_source(path_or_source)
+def iter_frames(
+    path_or_source: str | SegmentSource,
+    frame_filter: FrameFilter = FrameFilter(),
+    keys: SegmentKeys | None = None,
+) -> Iterator[CameraFrame]:
+    """Camera images in (timestamp, camera) order, streamed in bounded memory.
+
+    Pass the `keys` from `read_keys` when you have them: a v1 file is then read once more, not twice.
+    """
+    source = keys.source if keys is not None else as_source(path_or_source)
     reader = reader_v2 if source.format == "v2" else reader_v1
-    return reader.iter_frames(source, frame_filter)
+    return reader.iter_frames(source, frame_filter, keys.reader_keys if keys is not None else None)
 
 
 def _camera_box_sibling(source: SegmentSource) -> str | None:

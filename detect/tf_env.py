@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -50,3 +51,12 @@ def _stderr_silenced() -> Iterator[None]:
         os.dup2(saved, fd)
         os.close(saved)
         os.close(devnull)
+
+
+def tf_error_text(err: BaseException) -> str:
+    """TensorFlow's error message without its `{{function_node ...}}` and `[Op:...]` wrapping."""
+    text = (getattr(err, "message", "") or str(err)).strip()
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:\w+\]\s*$", "", text)
+    lines = text.splitlines()
+    return lines[0].strip() if lines else type(err).__name__

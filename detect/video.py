@@ -11,14 +11,13 @@ import os
 import statistics
 from fractions import Fraction
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import imageio.v2 as imageio
 import numpy as np
 from PIL import Image
 
-from detect.atomic import temp_path_for
+from detect.atomic import Sink, temp_path_for
 
 DEFAULT_FPS = 10.0
 PROBE_FRAMES = 10
@@ -43,7 +42,7 @@ def even_rgb(image: Image.Image | np.ndarray) -> np.ndarray:
     return padded
 
 
-class Mp4Writer:
+class Mp4Writer(Sink):
     """Context-manager sink: `append(image, timestamp_micros)` in increasing time order.
 
     Written to a hidden temp file and renamed at `close()`; on error or `abort()` nothing appears
@@ -73,20 +72,6 @@ class Mp4Writer:
         self._shape: tuple[int, ...] | None = None
         self._writer: Any = None
         self._closed = False
-
-    def __enter__(self) -> Mp4Writer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def append(self, image: Image.Image | np.ndarray, timestamp_micros: int) -> None:
         if self._closed:
