@@ -180,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: the real Waymo frame is needed at {args.frame} (../shared/fixtures)", file=sys.stderr)
         return 2
 
+    t0 = time.perf_counter()
+    from detect.tf_env import import_tensorflow
+
+    import_tensorflow()  # timed here: building the inputs below would import it anyway
+    args.import_seconds = time.perf_counter() - t0
     model = ensure_model(args.models)
     segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
     results: dict[str, Any] = {} if args.only_rss else rates(args, segments, model)
@@ -193,13 +198,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
     """Detector alone, the pipeline without and with outputs (interleaved), the blog loop."""
-    t0 = time.perf_counter()
     from detect.detector import DEFAULT_BATCH_SIZE, Detector
     from detect.jobs import model_facts
-    from detect.tf_env import import_tensorflow
 
-    import_tensorflow()
-    imports = time.perf_counter() - t0
+    imports = args.import_seconds
     t0 = time.perf_counter()
     detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
     load = time.perf_counter() - t0
