@@ -143,7 +143,8 @@ def process_segment(
     segment_dir = Path(out_root) / segment
     resume_key = settings.resume_key(model_facts)
     done, intact = _prepare_directory(segment_dir, settings, resume_key, segment)
-    done = {k: v for k, v in done.items() if k in set(planned)}
+    wanted = set(planned)
+    done = {k: v for k, v in done.items() if k in wanted}
     if settings.mode == "resume" and len(done) == len(planned) and _manifest_complete(segment_dir):
         manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
         return SegmentReport(segment, segment_dir, COMPLETE, len(planned), 0, len(done), (), int(manifest.get("counts", {}).get("detections", 0)), clock() - started, already_complete=True)
