@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 from detect.errors import DetectError
+from detect.jobs import MODEL_ENV
 
 EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE = 0, 1, 2
-MODEL_ENV = "DETECT_MODEL"
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -121,9 +120,5 @@ def differences(old: dict, new: dict) -> list[str]:
     return [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
-def ordered(results: Iterable[FrameResult]) -> list[FrameResult]:
-    return sorted(results, key=lambda r: (r.key.frame_timestamp_micros, int(r.key.camera_name)))
-
-
-__all__ = ["Journal", "differences", "journal_path", "load", "load_settings", "ordered", "save_settings"]
+__all__ = ["Journal", "differences", "journal_path", "load", "load_settings", "save_settings"]
 
