@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from detect.allocator import keep_freed_memory
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 BENCH_MODEL = "ssd_mobilenet_v2_random"
@@ -180,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: the real Waymo frame is needed at {args.frame} (../shared/fixtures)", file=sys.stderr)
         return 2
 
+    keep_freed_memory()  # as the `detect` command does
     t0 = time.perf_counter()
     from detect.tf_env import import_tensorflow
 

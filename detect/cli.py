@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from detect.allocator import keep_freed_memory
 from detect.errors import DetectError
 from detect.jobs import MODEL_ENV
 
@@ -32,6 +33,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return EXIT_USAGE if exit_.code else EXIT_OK
     if args.debug:
         os.environ["DETECT_TF_VERBOSE"] = "1"
+    keep_freed_memory()
     try:
         return int(args.handler(args, out, err))
     except DetectError as error:

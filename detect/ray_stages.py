@@ -146,8 +146,10 @@ def read_frames(batch: Batch) -> Iterator[Batch]:
 
 def decode_images(batch: Batch, *, input_size: tuple[int, int] | None) -> Batch:
     """Decode task: the model's input, exactly as the local pipeline makes it (`decode_stream`)."""
+    from detect.allocator import keep_freed_memory
     from detect.decode import decode_error, decode_stream
 
+    keep_freed_memory()
     tensorflow_on_cpu()
     n = len(batch["ts"])
     out = dict(batch)
@@ -223,8 +225,10 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
     from pathlib import Path
 
     from detect.decode import decode_error, decode_stream
+    from detect.allocator import keep_freed_memory
     from detect.pipeline import _one_line, _render, _Timings
 
+    keep_freed_memory()
     tensorflow_on_cpu()
     n = len(batch["ts"])
     out = {k: v for k, v in batch.items() if k not in ("jpeg", "model_h", "model_w")}
