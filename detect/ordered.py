@@ -22,8 +22,9 @@ class OrderedConsumer:
     """Resolve numbered slots in order on a background thread; bound how many are unconsumed."""
 
     def __init__(self, consume: Callable[[Any], None], on_error: Callable[[int, BaseException], Any],
-                 *, max_pending: int) -> None:
+                 *, max_pending: int, initializer: Callable[[], object] | None = None) -> None:
         self._consume = consume
+        self._initializer = initializer
         self._on_error = on_error
         self.max_pending = max_pending
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -67,6 +68,8 @@ class OrderedConsumer:
         waiting: dict[int, Any] = {}
         next_index = 0
         try:
+            if self._initializer is not None:
+                self._initializer()
             while True:
                 item = self._queue.get()
                 if item is _END:

@@ -28,6 +28,7 @@ from detect.draw import DrawStyle, draw_detections
 from detect.errors import OutputError, UsageError
 from detect.frames_io import write_frame
 from detect.ordered import OrderedConsumer
+from detect.priority import lower_thread_priority
 from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, failure_json, now_iso, read_manifest, versions, write_manifest
 from detect.readers import SegmentKeys, iter_frames, read_keys
 from detect.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
@@ -243,8 +244,11 @@ def _run_stages(
 
     groups: dict[tuple[int, ...], list[DecodedImage]] = {}
     seen = 0
-    with concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render") as pool:
-        consumer = OrderedConsumer(consume, render_failed, max_pending=2 * detector.batch_size + 2 * settings.workers)
+    # Drawing, encoding and the animations yield the CPU to the model (see detect.priority).
+    with concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render",
+                                               initializer=lower_thread_priority) as pool:
+        consumer = OrderedConsumer(consume, render_failed, max_pending=2 * detector.batch_size + 2 * settings.workers,
+                                   initializer=lower_thread_priority)
 
         def run_batch(batch: list[DecodedImage]) -> None:
             frames_ = [take(d.index) for d in batch]

@@ -64,3 +64,22 @@ def test_close_returns_when_the_producer_stops_early():
     done = threading.Event()
     threading.Thread(target=lambda: (consumer.close(), done.set()), daemon=True).start()
     assert done.wait(5), "close() hung"
+
+
+def test_the_initializer_runs_on_the_consumer_thread_before_anything_is_consumed():
+    events = []
+    consumer = OrderedConsumer(lambda v: events.append(("consume", v, threading.get_ident())), lambda i, e: None,
+                               max_pending=4, initializer=lambda: events.append(("init", None, threading.get_ident())))
+    consumer.put(0, "a")
+    consumer.close()
+    assert [e[:2] for e in events] == [("init", None), ("consume", "a")]
+    assert events[0][2] == events[1][2] != threading.get_ident()
+
+
+def test_an_initializer_error_reaches_the_producer():
+    def broken() -> None:
+        raise RuntimeError("no priority for you")
+
+    consumer = OrderedConsumer(lambda v: None, lambda i, e: None, max_pending=4, initializer=broken)
+    with pytest.raises(RuntimeError, match="no priority for you"):
+        consumer.close()
