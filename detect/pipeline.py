@@ -319,7 +319,7 @@ def _render(decoded: DecodedImage, key: FrameKey, detections: Detections, segmen
         return _Rendered(result, None)
     assert decoded.full is not None
     t0 = time.thread_time()
-    annotated = draw_detections(decoded.full, detections, settings.style)
+    annotated = draw_detections(decoded.full, detections, settings.style, in_place=True)  # the frame is ours
     t1 = time.thread_time()
     timings.add("draw", t1 - t0)
     if settings.write_frames:

@@ -62,6 +62,24 @@ def test_input_not_modified_and_output_is_new_image():
     assert not np.array_equal(out, image)
 
 
+def test_in_place_draws_the_same_pixels_on_the_callers_array():
+    image = synthetic_image()
+    copied = draw_detections(image, GOLDEN_DETECTIONS)
+    out = draw_detections(image, GOLDEN_DETECTIONS, in_place=True)
+    assert out is image
+    assert np.array_equal(image, copied)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [Image.fromarray(synthetic_image()), synthetic_image()[:, ::2], np.frombuffer(synthetic_image().tobytes(), np.uint8).reshape(120, 160, 3)],
+    ids=["pil", "strided", "read-only"],
+)
+def test_in_place_needs_a_writable_contiguous_array(image):
+    with pytest.raises(ValueError, match="in_place drawing needs a writable, C-contiguous numpy array"):
+        draw_detections(image, GOLDEN_DETECTIONS, in_place=True)
+
+
 def test_pil_input_not_modified():
     image = Image.fromarray(synthetic_image())
     before = np.asarray(image).copy()
