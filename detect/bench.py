@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--big-images", type=int, default=1000, help="segment size for the memory comparison")
     parser.add_argument("--blog-images", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int)
     memory_runs = parser.add_mutually_exclusive_group()
     memory_runs.add_argument("--skip-rss", action="store_true", help="skip the fresh-process memory runs")

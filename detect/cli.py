@@ -124,6 +124,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
     parser.add_argument("--max-boxes", type=_positive_int, default=100, metavar="N", help="draw at most N boxes per image")
+    parser.add_argument("--workers", type=_positive_int, metavar="N",
+                        help="threads drawing and encoding frames (default: 2, or all cores but two above 4 cores)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")

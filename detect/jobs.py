@@ -59,6 +59,7 @@ def settings_from_args(args: argparse.Namespace, watermark: str | None = None):
         gif_width=args.gif_width,
         style=style,
         mode=mode,
+        **({"workers": args.workers} if getattr(args, "workers", None) else {}),
     )
 
 

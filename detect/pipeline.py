@@ -45,6 +45,13 @@ class BatchDetector(Protocol):
     def __call__(self, images: np.ndarray, sizes: list[tuple[int, int]] | None = None) -> list[Detections]: ...
 
 
+def _scaled_threads(small_machine: int) -> int:
+    """`small_machine` threads on up to 4 cores, else all cores but two (the model's feeder and
+    the ordered consumer)."""
+    cores = os.cpu_count() or 1
+    return small_machine if cores <= 4 else cores - 2
+
+
 @dataclasses.dataclass(frozen=True)
 class SegmentSettings:
     """Everything that decides what `detect segment` writes (the CLI builds this from flags)."""
@@ -58,10 +65,17 @@ class SegmentSettings:
     gif_width: int = 640
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
-    workers: int = 2
+    # Threads that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
+    # on a GPU box the outputs are the work, so they scale with the cores.
+    workers: int = dataclasses.field(default_factory=lambda: _scaled_threads(2))
     # One decode thread is plenty beside a CPU-bound model on a small machine (and steals the
     # least from it); on a GPU box decode must scale with the cores.
-    decode_threads: int = dataclasses.field(default_factory=lambda: 1 if (os.cpu_count() or 1) <= 4 else (os.cpu_count() or 2) - 2)
+    decode_threads: int = dataclasses.field(default_factory=lambda: _scaled_threads(1))
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "decode_threads"):
+            if int(getattr(self, name)) < 1:
+                raise UsageError(f"{name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
 
     @property
     def animations(self) -> bool:
@@ -391,6 +405,7 @@ def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSetting
             "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,
             "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
             "mode": settings.mode,
+            "workers": settings.workers, "decode_threads": settings.decode_threads,
         },
         "counts": {
             "images_planned": report.images_planned,

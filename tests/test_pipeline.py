@@ -138,6 +138,25 @@ def test_mp4_and_jpg_frames(tiny_v2_path, stub_dynamic_dir, tmp_path):
     assert set(table(seg).column("key.camera_name").to_pylist()) == {1, 4}
 
 
+def test_workers_flag_sets_the_render_threads_and_the_manifest_records_them(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    assert run(tiny_v2_path, "--out", tmp_path, "--workers", "3", model=stub_dynamic_dir) == 0
+    manifest = json.loads((tmp_path / "tiny_synthetic_0000000000000000_000_000_000_000" / "manifest.json").read_text())
+    assert manifest["settings"]["workers"] == 3
+    assert manifest["settings"]["decode_threads"] >= 1
+
+
+def test_thread_counts_below_one_are_refused(capsys):
+    from detect.errors import UsageError
+    from detect.pipeline import SegmentSettings
+
+    with pytest.raises(UsageError, match="^workers must be at least 1, got 0$"):
+        SegmentSettings(workers=0)
+    with pytest.raises(UsageError, match="^decode threads must be at least 1, got 0$"):
+        SegmentSettings(decode_threads=0)
+    assert main(["segment", "x.parquet", "--workers", "0"]) == 2
+    assert "detect segment: error: argument --workers: must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DETECT_MODEL", raising=False)
