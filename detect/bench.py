@@ -1,11 +1,12 @@
 """`make bench`: the pipeline against the detector alone and against the blog script's loop.
 
-    python -m detect.bench [--models models/build] [--out bench-out] [--images 200] [--repeats 2]
+    python -m detect.bench [--models models/build] [--out bench-out] [--images 200] [--repeats 3]
 
 Uses the benchmark model (SSD MobileNet v2 architecture, random weights: real compute,
 meaningless boxes) on synthetic segments made of the real fixture frame's JPEGs. Every figure
 is measured in this one run on this machine; rates exclude start-up (imports, model load), which
-is reported on its own. Medians over `--repeats` interleaved runs.
+is reported on its own. Medians over `--repeats` interleaved runs; efficiency is the median of
+per-repeat ratios (each pipeline run against its repeat's detector run).
 """
 
 from __future__ import annotations
