@@ -224,8 +224,8 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
     """
     from pathlib import Path
 
-    from detect.decode import decode_error, decode_stream
     from detect.allocator import keep_freed_memory
+    from detect.decode import decode_error, decode_stream
     from detect.pipeline import _one_line, _render, _Timings
 
     keep_freed_memory()
