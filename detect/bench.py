@@ -217,13 +217,15 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> d
     decoded, decode_cpu = decoded_inputs(segments[args.images], (320, 320))
     # One untimed pass so tracing and caches do not land in the first repeat.
     detector_alone(detector, decoded[: 4 * detector.batch_size])
-    runs: dict[str, list] = {"alone": [], "off": [], "default": []}
+    runs: dict[str, list] = {"alone": [], "off": [], "png": [], "default": []}
     for repeat in range(args.repeats):
         runs["alone"].append(detector_alone(detector, decoded))
         runs["off"].append(pipeline(detector, facts, segments[args.images], args.out / "off", write_frames=False, gif=False))
+        runs["png"].append(pipeline(detector, facts, segments[args.images], args.out / "png", gif=False))
         runs["default"].append(pipeline(detector, facts, segments[args.images], args.out / "default"))
         print(f"  repeat {repeat + 1}/{args.repeats}: detector {runs['alone'][-1][0]:.2f}, "
-              f"no outputs {runs['off'][-1][0]:.2f}, default {runs['default'][-1][0]:.2f} images/s", flush=True)
+              f"no outputs {runs['off'][-1][0]:.2f}, PNG only {runs['png'][-1][0]:.2f}, "
+              f"default {runs['default'][-1][0]:.2f} images/s", flush=True)
     alone = statistics.median(r[0] for r in runs["alone"])
     off = statistics.median(r[0] for r in runs["off"])
     default = statistics.median(r[0] for r in runs["default"])
@@ -232,7 +234,8 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> d
     # median: on a shared machine whose speed drifts by tens of percent over minutes, pairing
     # runs made seconds apart cancels the drift that a ratio of separate medians would keep.
     paired = {mode: statistics.median(p[0] / a[0] for p, a in zip(runs[mode], runs["alone"], strict=True))
-              for mode in ("off", "default")}
+              for mode in ("off", "png", "default")}
+    cpu = {mode: statistics.median(r[1] for r in runs[mode]) for mode in runs}
 
     stages = runs["default"][-1][2]
     n = args.images
@@ -245,18 +248,33 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> d
         "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / n,
     }
     return {
-        "model": facts["description"], "batch_size": detector.batch_size, "images": n,
+        "model": facts["description"], "batch_size": detector.batch_size, "images": n, "cores": os.cpu_count() or 1,
         "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
-        "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off, "pipeline_default": default,
-                         "blog_loop": blog},
+        "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off,
+                         "pipeline_png_only": statistics.median(r[0] for r in runs["png"]),
+                         "pipeline_default": default, "blog_loop": blog},
         "efficiency_no_outputs": paired["off"], "efficiency_default": paired["default"],
+        "efficiency_png_only": paired["png"],
         "efficiency_of_medians": {"no_outputs": off / alone, "default": default / alone},
+        "efficiency_bound": efficiency_bounds(alone, cpu, os.cpu_count() or 1),
         "speedup_vs_blog": default / blog,
         "cpu_ms_per_image": per_stage,
-        "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * statistics.median(r[1] for r in runs["off"]),
-                                       "default": 1000 * statistics.median(r[1] for r in runs["default"])},
+        "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * cpu["off"], "png_only": 1000 * cpu["png"],
+                                       "default": 1000 * cpu["default"]},
         "raw_runs": {k: [list(r[:2]) for r in v] for k, v in runs.items()},
     }
+
+
+def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], cores: int) -> dict[str, float]:
+    """The best efficiency each pipeline could reach here if scheduling were perfect.
+
+    The model alone keeps `model_cores` busy; a pipeline that needs `c` CPU-seconds an image can
+    go no faster than `cores / c` images/s, so its efficiency is at most
+    (cores / model_cores) x model CPU / pipeline CPU (and at most 1).
+    """
+    model_cores = alone_rate * cpu_s_per_image["alone"]
+    return {mode: min(1.0, cores / model_cores * cpu_s_per_image["alone"] / c)
+            for mode, c in cpu_s_per_image.items() if mode != "alone"} | {"model_cores": model_cores}
 
 
 def _row_groups(path: Path) -> int:
@@ -299,6 +317,7 @@ def _verdict(value: float, target: float, above: bool = True) -> str:
 
 def rate_lines(r: dict[str, Any]) -> list[str]:
     ips = r["images_per_s"]
+    b = r["efficiency_bound"]
     verdict = _verdict
     lines = [
         "",
@@ -307,19 +326,23 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
         f"  detector alone          {ips['detector_alone']:7.2f} images/s",
         f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "
         + verdict(r["efficiency_no_outputs"], TARGETS["efficiency_no_outputs"]),
+        f"  pipeline, PNG only      {ips['pipeline_png_only']:7.2f} images/s   efficiency {r['efficiency_png_only']:.2f}",
         f"  pipeline, PNG+GIF+mosaic{ips['pipeline_default']:7.2f} images/s   efficiency {r['efficiency_default']:.2f} "
         + verdict(r["efficiency_default"], TARGETS["efficiency_default"]),
         f"  blog loop (20 images)   {ips['blog_loop']:7.2f} images/s   speed-up {r['speedup_vs_blog']:.1f}x "
         + verdict(r["speedup_vs_blog"], TARGETS["speedup_vs_blog"]),
         "  efficiency: median over repeats of (pipeline run / the same repeat's detector run); per repeat,"
-        "\n  detector / no outputs / default images/s: "
-        + "; ".join(f"{a:.2f} / {o:.2f} / {d:.2f}" for (a, _), (o, _), (d, _) in
-                    zip(*(r["raw_runs"][k] for k in ("alone", "off", "default")), strict=True)),
+        "\n  detector / no outputs / PNG only / default images/s: "
+        + "; ".join(" / ".join(f"{run[0]:.2f}" for run in repeat) for repeat in
+                    zip(*(r["raw_runs"][k] for k in ("alone", "off", "png", "default")), strict=True)),
+        f"  best possible here (the model alone keeps {b['model_cores']:.2f} of {r['cores']} cores busy; "
+        "efficiency <= cores / model cores x model CPU / pipeline CPU):"
+        f"\n  no outputs {b['off']:.2f}, PNG only {b['png']:.2f}, default {b['default']:.2f}",
         "CPU ms per image by stage:",
     ]
     lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r["cpu_ms_per_image"].items()]
     pc = r["pipeline_cpu_ms_per_image"]
-    lines.append(f"  {'whole process, no outputs / default':<42} {pc['no_outputs']:7.1f} / {pc['default']:.1f}")
+    lines.append(f"  {'whole process, no outputs / PNG only / default':<42} {pc['no_outputs']:7.1f} / {pc['png_only']:.1f} / {pc['default']:.1f}")
     return lines
 
 
