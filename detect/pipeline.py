@@ -4,6 +4,10 @@ Stages overlap and every queue is bounded: tf.data decodes ahead of the model (p
 model works on batches while a thread pool draws and encodes the previous ones, and one ordered
 consumer feeds the animations and the journal. Memory stays flat however long the segment is.
 A frame that fails anywhere is recorded and skipped; the run goes on.
+
+The per-stage building blocks (`detect_images`, `render_frame`, `prepare_segment_dir`,
+`build_manifest`, `StageTimings`, ...) are public because the Ray engine runs the same steps in
+its own tasks, so both engines write the same files.
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ class SegmentReport:
 
 
 @dataclasses.dataclass
-class _Timings:
+class StageTimings:
     """Seconds per stage, summed; worker stages are thread CPU time."""
 
     values: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -157,14 +161,14 @@ def process_segment(
     planned = [(int(keys.index.timestamps[r]), int(keys.index.cameras[r])) for r in rows]
     segment_dir = Path(out_root) / segment
     resume_key = settings.resume_key(model_facts)
-    done, intact = _prepare_directory(segment_dir, settings, resume_key, segment)
+    done, intact = prepare_segment_dir(segment_dir, settings, resume_key, segment)
     wanted = set(planned)
     done = {k: v for k, v in done.items() if k in wanted}
-    if settings.mode == "resume" and len(done) == len(planned) and _manifest_complete(segment_dir):
+    if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
         manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
         return SegmentReport(segment, segment_dir, COMPLETE, len(planned), 0, len(done), (), int(manifest.get("counts", {}).get("detections", 0)), clock() - started, already_complete=True)
 
-    timings = _Timings()
+    timings = StageTimings()
     failures: list[FrameFailure] = []
     results: dict[tuple[int, int], FrameResult] = dict(done)
     bar = progress(len(planned), len(done)) if progress else None
@@ -217,7 +221,7 @@ def process_segment(
     status = COMPLETE_WITH_FAILURES if failures else COMPLETE
     seconds = clock() - started
     report = SegmentReport(segment, segment_dir, status, len(planned), processed - len(failures), len(done), tuple(failures), rows_written, seconds)
-    manifest = _manifest(source, keys, settings, model_facts, report, results, timings, loop_seconds, started_at)
+    manifest = build_manifest(source, keys, settings, model_facts, report, results, timings, loop_seconds, started_at)
     write_manifest(segment_dir / MANIFEST_FILE, manifest)
     journal.save_settings(segment_dir, resume_key)
     return report
@@ -228,7 +232,7 @@ def _run_stages(
     segment_dir: Path,
     detector: BatchDetector,
     settings: SegmentSettings,
-    timings: _Timings,
+    timings: StageTimings,
     consume: Callable[[_Rendered | FrameFailure], None],
     clock: Callable[[], float],
 ) -> None:
@@ -254,7 +258,7 @@ def _run_stages(
     def render_failed(index: int, err: BaseException) -> FrameFailure:
         with keys_lock:
             key = keys[index]
-        return FrameFailure(key, "render", _one_line(err))
+        return FrameFailure(key, "render", error_line(err))
 
     groups: dict[tuple[int, ...], list[DecodedImage]] = {}
     seen = 0
@@ -267,7 +271,7 @@ def _run_stages(
         def run_batch(batch: list[DecodedImage]) -> None:
             frames_ = [take(d.index) for d in batch]
             t = clock()
-            outcomes = _detect(detector, batch, frames_)
+            outcomes = detect_images(detector, batch, frames_)
             timings.add("detect", clock() - t)
             for decoded, frame, outcome in zip(batch, frames_, outcomes, strict=True):
                 if isinstance(outcome, FrameFailure):
@@ -275,7 +279,7 @@ def _run_stages(
                     continue
                 with keys_lock:
                     keys[decoded.index] = frame.key
-                future = pool.submit(_render, decoded, frame.key, outcome, segment_dir, settings, timings)
+                future = pool.submit(render_frame, decoded, frame.key, outcome, segment_dir, settings, timings)
                 consumer.put(decoded.index, future)
 
         def fail_undecodable(stop: int) -> None:
@@ -310,7 +314,7 @@ def _run_stages(
             consumer.close()
 
 
-def _detect(detector: BatchDetector, batch: list[DecodedImage], frames: list[CameraFrame]) -> list[Detections | FrameFailure]:
+def detect_images(detector: BatchDetector, batch: list[DecodedImage], frames: list[CameraFrame]) -> list[Detections | FrameFailure]:
     """Detections per image; if a batch fails, retry image by image to isolate the bad one."""
     images = np.stack([d.model_input for d in batch])
     sizes = [(d.width, d.height) for d in batch]
@@ -318,15 +322,15 @@ def _detect(detector: BatchDetector, batch: list[DecodedImage], frames: list[Cam
         return list(detector(images, sizes))
     except Exception as err:
         if len(batch) == 1:
-            return [FrameFailure(frames[0].key, "detect", _one_line(err))]
+            return [FrameFailure(frames[0].key, "detect", error_line(err))]
     outcomes: list[Detections | FrameFailure] = []
     for decoded, frame in zip(batch, frames, strict=True):
-        outcomes.extend(_detect(detector, [decoded], [frame]))
+        outcomes.extend(detect_images(detector, [decoded], [frame]))
     return outcomes
 
 
-def _render(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
-            settings: SegmentSettings, timings: _Timings) -> _Rendered:
+def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
+            settings: SegmentSettings, timings: StageTimings) -> _Rendered:
     """Worker: draw, write the frame, prepare the animation frame. Thread CPU time per step."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
     if not settings.needs_full_frames:
@@ -348,7 +352,7 @@ def _render(decoded: DecodedImage, key: FrameKey, detections: Detections, segmen
     return _Rendered(result, animation)
 
 
-def _prepare_directory(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any], segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
+def prepare_segment_dir(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any], segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
     """Refuse, clear or reopen the segment's output directory; frames already done on resume."""
     if segment_dir.exists() and any(segment_dir.iterdir()):
         if settings.mode == "new":
@@ -377,13 +381,13 @@ def _prepare_directory(segment_dir: Path, settings: SegmentSettings, resume_key:
     return done, intact
 
 
-def _manifest_complete(segment_dir: Path) -> bool:
+def manifest_complete(segment_dir: Path) -> bool:
     manifest = read_manifest(segment_dir / MANIFEST_FILE)
     return bool(manifest) and manifest.get("status") == COMPLETE
 
 
-def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
-              report: SegmentReport, results: dict[tuple[int, int], FrameResult], timings: _Timings,
+def build_manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
+              report: SegmentReport, results: dict[tuple[int, int], FrameResult], timings: StageTimings,
               loop_seconds: float, started_at: str, engine: dict[str, Any] | None = None) -> dict[str, Any]:
     f = settings.frame_filter
     outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
@@ -431,7 +435,7 @@ def _manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSetting
     }
 
 
-def _one_line(err: BaseException) -> str:
+def error_line(err: BaseException) -> str:
     from detect.tf_env import tf_error_text
 
     return f"{type(err).__name__}: {tf_error_text(err)}"

@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from detect import journal
 from detect.errors import DetectError, UsageError
 from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest, write_manifest
-from detect.pipeline import SegmentReport, SegmentSettings, _manifest, _manifest_complete, _prepare_directory, _Timings
+from detect.pipeline import SegmentReport, SegmentSettings, StageTimings, build_manifest, manifest_complete, prepare_segment_dir
 from detect.ray_stages import TIMING_COLUMNS, WorkItem, error_text, failure_of
 from detect.readers import SegmentKeys
 from detect.records import FrameFailure, FrameResult
@@ -141,7 +141,7 @@ class _Segment:
     received: int = 0
     results: dict[tuple[int, int], FrameResult] = dataclasses.field(default_factory=dict)
     failures: list[FrameFailure] = dataclasses.field(default_factory=list)
-    timings: _Timings = dataclasses.field(default_factory=_Timings)
+    timings: StageTimings = dataclasses.field(default_factory=StageTimings)
     log: journal.Journal | None = None
     read_error: str | None = None
     job_started: float | None = None
@@ -253,9 +253,9 @@ def _open_segment(source: SegmentSource, keys: SegmentKeys, root: Path, settings
     planned = [(int(keys.index.timestamps[r]), int(keys.index.cameras[r])) for r in rows]
     segment_dir = root / name
     resume_key = settings.resume_key(facts)
-    done, intact = _prepare_directory(segment_dir, settings, resume_key, name)
+    done, intact = prepare_segment_dir(segment_dir, settings, resume_key, name)
     done = {k: v for k, v in done.items() if k in set(planned)}
-    if settings.mode == "resume" and len(done) == len(planned) and _manifest_complete(segment_dir):
+    if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
         manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
         return SegmentOutcome(source.uri, name, SKIPPED, detections=int(manifest.get("counts", {}).get("detections", 0)))
     segment = _Segment(source, keys, segment_dir, resume_key, planned, done, intact, started, now_iso(),
@@ -359,7 +359,7 @@ def _finish(segment: _Segment, settings: SegmentSettings, facts: dict[str, Any],
     report = SegmentReport(segment.name, segment_dir, status, len(segment.planned), processed, len(segment.done),
                            failures, rows_written, seconds)
     loop_seconds = (segment.last_row - segment.job_started) if segment.job_started and segment.last_row else 0.0
-    manifest = _manifest(segment.source, segment.keys, settings, facts, report, segment.results, timings,
+    manifest = build_manifest(segment.source, segment.keys, settings, facts, report, segment.results, timings,
                          loop_seconds, segment.started_at, engine=engine)
     write_manifest(segment_dir / MANIFEST_FILE, manifest)
     journal.save_settings(segment_dir, segment.resume_key)

@@ -189,7 +189,7 @@ class DetectorActor:
 def detect_batch(detector: Any, batch: Batch) -> Batch:
     """Detections for every decoded row, as journal lines; same-shape images share a model call."""
     from detect.decode import DecodedImage
-    from detect.pipeline import _detect
+    from detect.pipeline import detect_images
 
     n = len(batch["ts"])
     out = {k: v for k, v in batch.items() if k != "model_input"}
@@ -205,7 +205,7 @@ def detect_batch(detector: Any, batch: Batch) -> Batch:
                                 np.frombuffer(batch["model_input"][i], np.uint8).reshape(h, w, 3)) for i in rows]
         frames = [CameraFrame(str(batch["segment"][i]), int(batch["ts"][i]), int(batch["camera"][i]), b"") for i in rows]
         start = time.perf_counter()
-        outcomes = _detect(detector, decoded, frames)
+        outcomes = detect_images(detector, decoded, frames)
         t_detect[rows] = (time.perf_counter() - start) / len(rows)
         for i, d, frame, outcome in zip(rows, decoded, frames, outcomes, strict=True):
             if isinstance(outcome, FrameFailure):
@@ -226,7 +226,7 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
 
     from detect.allocator import keep_freed_memory
     from detect.decode import decode_error, decode_stream
-    from detect.pipeline import _one_line, _render, _Timings
+    from detect.pipeline import error_line, render_frame, StageTimings
 
     keep_freed_memory()
     tensorflow_on_cpu()
@@ -247,12 +247,12 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
             seen.add(i)
             t_decode[i] += time.perf_counter() - start
             segment = str(batch["segment"][i])
-            timings = _Timings()
+            timings = StageTimings()
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
-                _render(decoded, result.key, result.detections, Path(root) / segment, settings, timings)
+                render_frame(decoded, result.key, result.detections, Path(root) / segment, settings, timings)
             except Exception as err:  # one frame's drawing or writing failed: skip it
-                stage[i], error[i] = RENDER, _one_line(err)
+                stage[i], error[i] = RENDER, error_line(err)
             t_draw[i] = timings.values.get("draw", 0.0)
             t_write[i] = timings.values.get("frame_write", 0.0)
             start = time.perf_counter()
@@ -274,9 +274,9 @@ def error_text(err: BaseException) -> str:
     """One line: our own messages as they are, anything else with its type."""
     if isinstance(err, DetectError):
         return str(err)
-    from detect.pipeline import _one_line
+    from detect.pipeline import error_line
 
-    return _one_line(getattr(err, "cause", None) or err)  # RayTaskError wraps the real one
+    return error_line(getattr(err, "cause", None) or err)  # RayTaskError wraps the real one
 
 
 def _frame_row(uri: str, frame: CameraFrame, stage: str = "", error: str = "") -> dict[str, Any]:
