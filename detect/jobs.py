@@ -59,7 +59,7 @@ def settings_from_args(args: argparse.Namespace, watermark: str | None = None):
         gif_width=args.gif_width,
         style=style,
         mode=mode,
-        **({"workers": args.workers} if getattr(args, "workers", None) else {}),
+        **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
     )
 
 
