@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from pathlib import Path
 from typing import BinaryIO
 
 from PIL import GifImagePlugin, Image
 
-from detect.atomic import Sink, temp_path_for
+from detect.atomic import TempFileSink
 
 # Waymo cameras run at 10 Hz: a lone frame (no interval to measure) shows for 100 ms.
 DEFAULT_DELAY_CS = 10
@@ -56,7 +55,7 @@ def delays_cs(timestamps_micros: list[int], fps: float | None = None) -> list[in
     return delays
 
 
-class GifWriter(Sink):
+class GifWriter(TempFileSink):
     """Context-manager sink: `append(frame, timestamp_micros)` in increasing time order.
 
     The file is written under a hidden temp name and renamed at `close()`; on error or `abort()`
@@ -66,16 +65,13 @@ class GifWriter(Sink):
     def __init__(self, path: str | os.PathLike[str], *, fps: float | None = None) -> None:
         if fps is not None and fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
-        self.path = Path(path)
+        super().__init__(path)
         self.fps = fps
-        self.frame_count = 0
-        self._temp = temp_path_for(self.path)
         self._file: BinaryIO | None = None
         self._size: tuple[int, int] | None = None
         self._held: tuple[GifFrame, int] | None = None
         self._last_delay = DEFAULT_DELAY_CS
         self._start_tick = 0
-        self._closed = False
 
     def append(self, frame: GifFrame | Image.Image, timestamp_micros: int) -> None:
         """Add a frame shown from `timestamp_micros`; a PIL image is encoded here (slower path)."""
@@ -98,34 +94,21 @@ class GifWriter(Sink):
             self._write(self._held[0], self._delay_until(previous, timestamp_micros))
         self._held = (frame, int(timestamp_micros))
 
-    def close(self) -> Path | None:
-        """Flush the held frame, finish and rename the file; None (and no file) if no frames came."""
-        if self._closed:
-            return self.path if self.frame_count else None
-        try:
-            if self._held is None:
-                self.abort()
-                return None
-            self._write(self._held[0], self._last_delay)
-            self._held = None
-            assert self._file is not None
-            self._file.write(b";")
-            self._file.close()
-            os.replace(self._temp, self.path)
-            self._closed = True
-            return self.path
-        except BaseException:
-            self.abort()
-            raise
+    def _finish(self) -> bool:
+        """Flush the held frame (it shows for the last delay seen) and the trailer."""
+        if self._held is None:
+            return False
+        self._write(self._held[0], self._last_delay)
+        self._held = None
+        assert self._file is not None
+        self._file.write(b";")
+        self._file.close()
+        return True
 
-    def abort(self) -> None:
-        """Drop everything written so far; the final path is not touched."""
-        self._closed = True
+    def _discard(self) -> None:
         self._held = None
         if self._file is not None:
             self._file.close()
-        self._temp.unlink(missing_ok=True)
-        self.frame_count = 0
 
     def _open(self, size: tuple[int, int], timestamp_micros: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

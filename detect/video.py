@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import statistics
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import imageio.v2 as imageio
 import numpy as np
 from PIL import Image
 
-from detect.atomic import Sink, temp_path_for
+from detect.atomic import TempFileSink
 
 DEFAULT_FPS = 10.0
 PROBE_FRAMES = 10
@@ -42,7 +41,7 @@ def even_rgb(image: Image.Image | np.ndarray) -> np.ndarray:
     return padded
 
 
-class Mp4Writer(Sink):
+class Mp4Writer(TempFileSink):
     """Context-manager sink: `append(image, timestamp_micros)` in increasing time order.
 
     Written to a hidden temp file and renamed at `close()`; on error or `abort()` nothing appears
@@ -60,18 +59,15 @@ class Mp4Writer(Sink):
     ) -> None:
         if fps is not None and fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
-        self.path = Path(path)
+        super().__init__(path)
         self.fps: Fraction | None = None if fps is None else Fraction(fps).limit_denominator(1001)
         self.preset = preset
         self.crf = crf
-        self.frame_count = 0
         self._probe_frames = max(2, probe_frames)
-        self._temp = temp_path_for(self.path)
         self._pending: list[tuple[np.ndarray, int]] = []
         self._last_ts: int | None = None
         self._shape: tuple[int, ...] | None = None
         self._writer: Any = None
-        self._closed = False
 
     def append(self, image: Image.Image | np.ndarray, timestamp_micros: int) -> None:
         if self._closed:
@@ -97,28 +93,18 @@ class Mp4Writer(Sink):
         if self.fps is not None or len(self._pending) >= self._probe_frames:
             self._start()
 
-    def close(self) -> Path | None:
-        """Finish encoding and rename; None (and no file) if no frames came."""
-        if self._closed:
-            return self.path if self.frame_count else None
-        try:
-            if self._writer is None:
-                if not self._pending:
-                    self.abort()
-                    return None
-                self._start()
-            self._writer.close()
-            self._writer = None
-            os.replace(self._temp, self.path)
-            self._closed = True
-            return self.path
-        except BaseException:
-            self.abort()
-            raise
+    def _finish(self) -> bool:
+        """Start ffmpeg now if the probe frames never filled, then let it finish the file."""
+        if self._writer is None:
+            if not self._pending:
+                return False
+            self._start()
+        self._writer.close()
+        self._writer = None
+        return True
 
-    def abort(self) -> None:
-        """Stop ffmpeg and remove the temp file; the final path is not touched."""
-        self._closed = True
+    def _discard(self) -> None:
+        """Stop ffmpeg (its temp file is removed by `abort`)."""
         self._pending.clear()
         if self._writer is not None:
             try:
@@ -126,8 +112,6 @@ class Mp4Writer(Sink):
             except Exception:  # noqa: BLE001 - already failing; the temp file goes anyway
                 pass
             self._writer = None
-        self._temp.unlink(missing_ok=True)
-        self.frame_count = 0
 
     def _start(self) -> None:
         if self.fps is None:
