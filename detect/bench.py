@@ -241,7 +241,7 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> d
     n = args.images
     per_stage = {
         "decode (full frame + resize, tf.data)": 1000 * decode_cpu,
-        "detect (model alone)": 1000 * statistics.median(r[1] for r in runs["alone"]),
+        "detect (model alone)": 1000 * cpu["alone"],
         "draw": 1000 * stages.get("draw", 0) / n,
         "PNG (fpng encode + atomic write)": 1000 * stages.get("frame_write", 0) / n,
         "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / n,
