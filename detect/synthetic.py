@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.records import CameraFrame
-from detect.waymo_schema import CAMERA, IMAGE, SEGMENT, TIMESTAMP
+from detect.waymo_schema import CAMERA, IMAGE, KEY_FIELDS, SEGMENT, TIMESTAMP
 
 FRAME_INTERVAL_MICROS = 100_000  # 10 Hz, as Waymo records
 
@@ -18,9 +18,7 @@ FRAME_INTERVAL_MICROS = 100_000  # 10 Hz, as Waymo records
 # never touch (pose, velocity, rolling shutter): projection is only proven if they are there.
 CAMERA_IMAGE_SCHEMA = pa.schema(
     [
-        (SEGMENT, pa.string()),
-        (TIMESTAMP, pa.int64()),
-        (CAMERA, pa.int8()),
+        *KEY_FIELDS,
         (IMAGE, pa.binary()),
         ("[CameraImageComponent].pose.transform", pa.list_(pa.float64())),
         ("[CameraImageComponent].velocity.linear_velocity.x", pa.float32()),

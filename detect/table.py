@@ -12,15 +12,13 @@ import pyarrow.parquet as pq
 
 from detect.atomic import atomic_path
 from detect.records import FrameResult
-from detect.waymo_schema import CAMERA, SEGMENT, TIMESTAMP
+from detect.waymo_schema import CAMERA, KEY_FIELDS, SEGMENT, TIMESTAMP
 
 DETECTIONS_FILE = "detections.parquet"
 
 SCHEMA = pa.schema(
     [
-        (SEGMENT, pa.string()),
-        (TIMESTAMP, pa.int64()),
-        (CAMERA, pa.int8()),
+        *KEY_FIELDS,
         ("class_id", pa.int32()),
         ("label", pa.string()),
         ("score", pa.float32()),

@@ -10,6 +10,12 @@ SEGMENT = "key.segment_context_name"
 TIMESTAMP = "key.frame_timestamp_micros"
 CAMERA = "key.camera_name"
 KEY_COLUMNS: tuple[str, ...] = (SEGMENT, TIMESTAMP, CAMERA)
+# The key columns with the types Waymo's converter writes: tables we write join on them as they are.
+KEY_FIELDS: tuple[pa.Field, ...] = (
+    pa.field(SEGMENT, pa.string()),
+    pa.field(TIMESTAMP, pa.int64()),
+    pa.field(CAMERA, pa.int8()),
+)
 
 IMAGE = "[CameraImageComponent].image"
 CAMERA_IMAGE_COMPONENT = "camera_image"
