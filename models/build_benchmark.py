@@ -24,6 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
+from detect.tf_env import import_tensorflow  # noqa: E402
+
 INPUT_SIZE = 300
 NUM_CLASSES = 91  # COCO ids 0..90; 0 = background, not scored
 MAX_DETECTIONS = 100
@@ -110,14 +112,14 @@ def standardize(logits):
     Random weights shift all logits of an image together, so with a plain bias one frame gets 90
     boxes above 0.5 and the next none; standardizing makes the count steady from frame to frame.
     """
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     mean, variance = tf.nn.moments(logits, axes=[1, 2], keepdims=True)
     return (logits - mean) * tf.math.rsqrt(variance + 1e-12)
 
 
 def _module(model, anchors: np.ndarray):
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     class SSDMobileNetV2(tf.Module):
         def __init__(self) -> None:
@@ -178,7 +180,7 @@ def calibrate(module, images: Sequence[np.ndarray], target: int) -> float:
     after NMS (on the fixture frame: 2-34 per camera image, median 7).
     """
     import keras
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     model = module.model
     batch = module.preprocess(
@@ -212,7 +214,7 @@ def calibrate(module, images: Sequence[np.ndarray], target: int) -> float:
 
 def count_flops(model) -> float:
     """Floating-point operations (2 per multiply-add) of one 300x300 image through the network."""
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
@@ -228,7 +230,7 @@ def count_flops(model) -> float:
 
 def fixture_images(tfrecord: Path) -> list[np.ndarray]:
     """Decoded camera images of the first frame of a Waymo v1 TFRecord."""
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
     from waymo_open_dataset import dataset_pb2
 
     record = next(iter(tf.data.TFRecordDataset(str(tfrecord)))).numpy()
@@ -240,7 +242,7 @@ def build_benchmark(
     path: str | os.PathLike, *, calibration_images: Sequence[np.ndarray] = (), seed: int = 0
 ) -> dict:
     """Write the benchmark SavedModel to `path`; returns facts about it (params, GFLOPs, ...)."""
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     path = Path(path)
     model = build_keras_model(seed)

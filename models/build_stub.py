@@ -20,6 +20,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
+from detect.tf_env import import_tensorflow  # noqa: E402
+
 MAX_DETECTIONS = 100
 NUM_CLASSES = 91  # COCO ids 0..90, 0 = background
 NUM_ANCHORS = 8  # size of the fake raw_* outputs
@@ -74,7 +76,7 @@ def build_stub(path: str | os.PathLike, dynamic_batch: bool, *, omit: Iterable[s
 
     `omit` drops outputs from the signature, to build models that break the contract in tests.
     """
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     path = Path(path)
     omit = frozenset(omit)

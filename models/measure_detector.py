@@ -22,6 +22,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+
+from detect.tf_env import import_tensorflow  # noqa: E402
 FIXTURE = HERE.parents[1] / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 BATCHES = (1, 4, 8, 16)
 
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import build_benchmark
-    import tensorflow as tf
+    tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
     from detect.detector import Detector
 
