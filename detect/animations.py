@@ -24,7 +24,8 @@ from detect.draw import to_canvas
 from detect.errors import InputError, UsageError
 from detect.frames_io import FRAMES_DIR, list_frames, read_frame
 from detect.gif import GifFrame, GifWriter, encode_gif_frame
-from detect.mosaic import MosaicLayout, compose_mosaic, mosaic_layout
+from detect.names import printable
+from detect.mosaic import MIN_TILE_WIDTH, MosaicLayout, compose_mosaic, letterbox, mosaic_layout
 from detect.records import FrameKey
 from detect.video import Mp4Writer
 
@@ -45,7 +46,7 @@ def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
 
 
 def mosaic_tile_width(width: int) -> int:
-    return max(8, width // 2)
+    return max(MIN_TILE_WIDTH, width // 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +98,7 @@ class AnimationSet(Sink):
         self._mp4s: dict[str, Mp4Writer] = {}
         self._last: tuple[int, int] | None = None
         self._cameras: set[CameraName] = set()
+        self._sizes: dict[CameraName, tuple[int, int]] = {}  # each camera's animation size (its first frame's)
         self._pending: dict[CameraName, Image.Image] = {}
         self._pending_ts: int | None = None
         self._first_ts: int | None = None
@@ -120,7 +122,8 @@ class AnimationSet(Sink):
         if self._first_ts is None:
             self._first_ts = key.frame_timestamp_micros
             self._segment = key.segment_context_name
-            self._layout = mosaic_layout(frame.tile.width)
+            # Tiles are fitted into cells, so a tiny first image still gets a usable layout.
+            self._layout = mosaic_layout(max(MIN_TILE_WIDTH, frame.tile.width))
         if self._pending_ts is not None and key.frame_timestamp_micros != self._pending_ts:
             self._flush_mosaic()
         self._pending_ts = key.frame_timestamp_micros
@@ -128,12 +131,17 @@ class AnimationSet(Sink):
             self._pending[key.camera_name] = frame.tile
         self._cameras.add(key.camera_name)
         name = key.camera_name.name
-        if self.gif:
-            if frame.gif is None:
-                raise ValueError(f"{key}: frame was prepared without its GIF encoding (gif=False)")
-            self._gif(name).append(frame.gif, key.frame_timestamp_micros)
+        if self.gif and frame.gif is None:
+            raise ValueError(f"{key}: frame was prepared without its GIF encoding (gif=False)")
+        image, gif = frame.image, frame.gif
+        size = self._sizes.setdefault(key.camera_name, image.size)
+        if image.size != size:  # a camera changed its image size: fit it into the animation's first size
+            image = letterbox(image, size)
+            gif = encode_gif_frame(image) if self.gif else None
+        if gif is not None:
+            self._gif(name).append(gif, key.frame_timestamp_micros)
         if self.mp4:
-            self._mp4(name).append(frame.image, key.frame_timestamp_micros)
+            self._mp4(name).append(image, key.frame_timestamp_micros)
 
     def close(self) -> list[Path]:
         """Finish every file; returns the paths written (no mosaic for fewer than 2 cameras)."""
@@ -179,7 +187,7 @@ class AnimationSet(Sink):
             return
         assert self._first_ts is not None
         ts = self._pending_ts
-        caption = (self._segment, f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
+        caption = (printable(self._segment), f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
         image = compose_mosaic(self._pending, self._layout, caption)
         self._pending = {}
         self._pending_ts = None

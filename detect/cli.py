@@ -11,15 +11,21 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from detect.allocator import keep_freed_memory
+from detect.decode import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 from detect.errors import DetectError
 from detect.jobs import MODEL_ENV
 
-EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
+# 1920x1280 frames are 1.9 GB; 64 drawing threads keep a 64-core box busy.
+MAX_BATCH_SIZE = 256
+MAX_WORKERS = 64
+MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH = 16, 7680
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -39,13 +45,36 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except DetectError as error:
         if args.debug:
             raise
-        print(f"detect: error: {error}", file=err)
+        print(f"detect: error: {one_line(str(error))}", file=err)
         return EXIT_USAGE
     except BrokenPipeError:  # `detect info ... | head`
         return EXIT_OK
     except KeyboardInterrupt:
         print("detect: interrupted; rerun with --resume to continue where it stopped", file=err)
-        return 130
+        return EXIT_INTERRUPTED
+    except OSError as error:  # read-only or full disk, no permission, OUT is a file...
+        if args.debug:
+            raise
+        print(f"detect: error: {os_error_line(error)}", file=err)
+        return EXIT_USAGE
+    except Exception as error:  # a bug: still one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"detect: error: unexpected {type(error).__name__}: {one_line(str(error))} "
+              f"(rerun with --debug for the traceback, and please report it)", file=err)
+        return EXIT_USAGE
+
+
+def one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "(no message)"
+
+
+def os_error_line(error: OSError) -> str:
+    """`path: reason` for an operating-system error, as one line."""
+    reason = error.strerror or one_line(str(error)) or type(error).__name__
+    where = error.filename if error.filename is not None else None
+    return f"{where}: {reason}" if where else reason
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rebuild <CAMERA>.gif and mosaic.gif (and MP4s) for every segment under RESULTS_DIR.",
     )
     gif.add_argument("results", metavar="RESULTS_DIR")
-    gif.add_argument("--width", type=_positive_int, default=640, help="animation width in pixels (default 640)")
+    gif.add_argument("--width", type=_bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640,
+                     help=f"animation width in pixels, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
     gif.add_argument("--fps", type=_positive_float, help="frame rate (default: from the timestamps)")
     gif.add_argument("--mp4", action="store_true", help="also write H.264 MP4s")
     _common(gif)
@@ -110,22 +140,28 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
     parser.add_argument("--first-frame", type=_non_negative_int, default=0, metavar="N", help="skip the first N frames")
     parser.add_argument("--max-frames", type=_positive_int, metavar="N", help="process at most N frames")
-    parser.add_argument("--batch-size", type=_positive_int, metavar="N", help="images per model call (default: measured best)")
+    parser.add_argument("--batch-size", type=_bounded_int(1, MAX_BATCH_SIZE), metavar="N",
+                        help=f"images per model call, 1-{MAX_BATCH_SIZE} (default: measured best)")
     parser.add_argument("--input-size", default="320", metavar="SIZE",
-                        help="resize frames to SIZE or HxW before the model, 'native' for full frames (default 320)")
+                        help="resize frames to SIZExSIZE or WxH (width x height) before the model, "
+                        "'native' for full frames (default 320)")
+    parser.add_argument("--max-pixels", type=_bounded_int(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE), default=DEFAULT_MAX_PIXELS,
+                        metavar="N", help=f"skip images whose header claims more pixels, before decoding them "
+                        f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
     parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
     parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")
     parser.add_argument("--frame-format", choices=("png", "jpg"), default="png", help="annotated frame format")
-    parser.add_argument("--gif-width", type=_positive_int, default=640, metavar="PX", help="animation width (default 640)")
-    parser.add_argument("--line-width", type=_positive_int, metavar="PX", help="box line width (default: scaled to the image)")
+    parser.add_argument("--gif-width", type=_bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640, metavar="PX",
+                        help=f"animation width, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
+    parser.add_argument("--line-width", type=_bounded_int(1, 64), metavar="PX", help="box line width, 1-64 (default: scaled to the image)")
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
-    parser.add_argument("--max-boxes", type=_positive_int, default=100, metavar="N", help="draw at most N boxes per image")
-    parser.add_argument("--workers", type=_positive_int, metavar="N",
-                        help="threads drawing and encoding frames (default: 2, or all cores but two above 4 cores)")
+    parser.add_argument("--max-boxes", type=_bounded_int(1, 10_000), default=100, metavar="N", help="draw at most N boxes per image")
+    parser.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), metavar="N",
+                        help=f"threads drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two above 4 cores)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
@@ -168,6 +204,17 @@ def _cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in written:
         print(path, file=out)
     return EXIT_OK
+
+
+def _bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = _int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {text}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its messages
+    return parse
 
 
 def _positive_int(text: str) -> int:

@@ -14,6 +14,14 @@ from detect.tf_env import import_tensorflow, tf_error_text
 # (width, height) frames are resized to before the model, or None to feed full frames.
 InputSize = tuple[int, int] | None
 
+# Image headers are untrusted: a JPEG of a few hundred bytes can claim 13000x13000 pixels (a
+# "decompression bomb", 500 MB decoded). Sizes are read from the header and checked before any
+# pixel is decoded. Waymo's largest camera is 1920x1280 (2.5 MP); the default limit is ~6.8x that.
+DEFAULT_MAX_PIXELS = 4096 * 4096
+# Below 16 pixels a side there is nothing to detect or draw; above 16,384 the GIF and H.264
+# encoders refuse the frame. Neither is a camera image.
+MIN_SIDE, MAX_SIDE = 16, 16384
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DecodedImage:
@@ -43,6 +51,16 @@ def parse_input_size(text: str) -> InputSize:
     return numbers[0], numbers[1]
 
 
+def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
+    """Why an image of this (header) size is refused, or None when it may be decoded."""
+    if width * height > max_pixels:
+        return (f"image is {width}x{height} ({width * height:,} pixels), over the limit of {max_pixels:,} "
+                f"(--max-pixels); not decoded")
+    if min(width, height) < MIN_SIDE or max(width, height) > MAX_SIDE:
+        return f"image is {width}x{height}: each side must be {MIN_SIDE}-{MAX_SIDE} pixels; not decoded"
+    return None
+
+
 def decode_stream(
     items: Iterable[tuple[int, bytes]],
     *,
@@ -50,9 +68,11 @@ def decode_stream(
     keep_full: bool,
     parallel: int = 2,
     prefetch: int = 8,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Iterator[DecodedImage]:
-    """Decode `(index, jpeg)` items in parallel, in order. Undecodable images are dropped (the
-    caller sees the gap in `index` and asks `decode_error` why); the run goes on.
+    """Decode `(index, jpeg)` items in parallel, in order. Undecodable images, and images whose
+    header size `check_size` refuses, are dropped (the caller sees the gap in `index` and asks
+    `decode_error` why); the run goes on.
     """
     tf = import_tensorflow()
     producer_error: list[BaseException] = []
@@ -67,7 +87,14 @@ def decode_stream(
                 producer_error.append(err)
 
     def decode(index: tf.Tensor, jpeg: tf.Tensor):
-        image = tf.io.decode_jpeg(jpeg, channels=3, dct_method="INTEGER_FAST")
+        header = tf.cast(tf.io.extract_jpeg_shape(jpeg), tf.int64)  # the header only, no pixels
+        height, width = header[0], header[1]
+        size_ok = tf.logical_and(
+            height * width <= max_pixels,
+            tf.logical_and(tf.minimum(height, width) >= MIN_SIDE, tf.maximum(height, width) <= MAX_SIDE),
+        )
+        with tf.control_dependencies([tf.debugging.Assert(size_ok, [height, width])]):
+            image = tf.io.decode_jpeg(jpeg, channels=3, dct_method="INTEGER_FAST")
         shape = tf.shape(image)
         if input_size is None:
             model_input = image
@@ -107,11 +134,19 @@ def decode_stream(
             raise producer_error[0]
 
 
-def decode_error(jpeg: bytes) -> str:
-    """Why TensorFlow cannot decode this image, as one line (for the manifest)."""
+def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
+    """Why `decode_stream` dropped this image, as one line (for the manifest); never decodes an
+    image whose header size is refused."""
     tf = import_tensorflow()
     if not jpeg:
         return "empty image bytes"
+    try:
+        height, width = (int(v) for v in tf.io.extract_jpeg_shape(jpeg).numpy()[:2])
+    except (tf.errors.OpError, ValueError) as err:
+        return f"cannot decode JPEG: {tf_error_text(err)}"
+    refused = check_size(width, height, max_pixels)
+    if refused:
+        return refused
     try:
         tf.io.decode_jpeg(jpeg, channels=3)
     except (tf.errors.OpError, ValueError) as err:

@@ -25,3 +25,7 @@ class UsageError(DetectError):
 
 class OutputError(DetectError):
     """Results cannot be written (existing directory without --resume/--overwrite, disk full...)."""
+
+
+class DependencyError(DetectError):
+    """A package this input, model or engine needs is not installed; the message says how to install it."""

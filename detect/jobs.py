@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from detect.cameras import UnknownCameraError, parse_cameras
 from detect.errors import ModelError, UsageError
+from detect.names import printable
 from detect.selection import FrameFilter
 
 MODEL_ENV = "DETECT_MODEL"
@@ -59,6 +60,7 @@ def settings_from_args(args: argparse.Namespace, watermark: str | None = None):
         gif_width=args.gif_width,
         style=style,
         mode=mode,
+        max_pixels=args.max_pixels,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
     )
 
@@ -161,16 +163,29 @@ def run_segment_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
             print(f"  failed {failure.key}: {failure.stage}: {failure.error}", file=err)
         if len(report.failures) > 5:
             print(f"  ... and {len(report.failures) - 5} more in {report.segment_dir / 'manifest.json'}", file=err)
+        warning = invalid_boxes_warning(report)
+        if warning:
+            print(warning, file=err)
     return 1 if report.failures else 0
 
 
+def invalid_boxes_warning(report: Any) -> str | None:
+    """One line when the model emitted rows that were dropped as invalid."""
+    if not report.invalid_boxes:
+        return None
+    return (f"warning: {printable(report.segment_context_name)}: the model emitted {report.invalid_boxes} invalid boxes "
+            f"(NaN or infinite values, zero area inside the image, or a class that is not a whole number); they were "
+            f"dropped and are counted per image in {report.segment_dir / 'manifest.json'}")
+
+
 def summary_line(report: Any) -> str:
+    name = printable(report.segment_context_name)
     if report.already_complete:
-        return f"{report.segment_context_name}: already complete in {report.segment_dir} (nothing to do)"
+        return f"{name}: already complete in {report.segment_dir} (nothing to do)"
     resumed = f", {report.images_resumed} resumed" if report.images_resumed else ""
     failed = f", {len(report.failures)} FAILED" if report.failures else ""
     return (
-        f"{report.segment_context_name}: {report.images_processed} images{resumed}{failed}, "
+        f"{name}: {report.images_processed} images{resumed}{failed}, "
         f"{report.detections} detections, {report.images_per_second:.1f} images/s -> {report.segment_dir}"
     )
 

@@ -7,13 +7,14 @@ line names a frame whose outputs are complete. A kill mid-line leaves a torn las
 
 from __future__ import annotations
 
-
 import json
 from pathlib import Path
 
 import numpy as np
 
+from detect.atomic import atomic_write_bytes
 from detect.cameras import CameraName
+from detect.errors import OutputError
 from detect.records import Detections, FrameKey, FrameResult
 
 STATE_DIR = ".detect"
@@ -38,6 +39,7 @@ def encode(result: FrameResult) -> str:
             "s": [float(v) for v in d.scores],
             "k": [int(v) for v in d.class_ids],
             "l": list(d.labels),
+            **({"x": d.invalid} if d.invalid else {}),  # absent when 0: older journals read the same
         },
         separators=(",", ":"),
     )
@@ -50,6 +52,7 @@ def decode(line: str, segment: str) -> FrameResult:
         np.asarray(data["s"], np.float32),
         np.asarray(data["k"], np.int32),
         tuple(data["l"]),
+        invalid=int(data.get("x", 0)),
     )
     key = FrameKey(segment, int(data["t"]), CameraName(int(data["c"])))
     return FrameResult(key, int(data["w"]), int(data["h"]), detections)
@@ -101,17 +104,31 @@ class Journal:
 
 
 def save_settings(segment_dir: Path, settings: dict) -> None:
-    path = segment_dir / STATE_DIR / SETTINGS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    """Atomically: a kill never leaves a half-written settings file."""
+    atomic_write_bytes(segment_dir / STATE_DIR / SETTINGS, json.dumps(settings, indent=2, sort_keys=True).encode())
 
 
 def load_settings(segment_dir: Path) -> dict | None:
+    """The settings an earlier run recorded; None when there are none. An unreadable, empty or
+    corrupt file raises: it must never let a resume go ahead unchecked."""
     path = segment_dir / STATE_DIR / SETTINGS
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+    if not path.exists():
         return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({_reason(err)})"
+        raise OutputError(f"{path} {reason}: cannot check the earlier run's settings; use --overwrite to start again") from None
+    if not isinstance(data, dict):
+        raise OutputError(f"{path} is corrupt (not a JSON object): cannot check the earlier run's settings; "
+                          f"use --overwrite to start again")
+    return data
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        return err.strerror or type(err).__name__
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def differences(old: dict, new: dict) -> list[str]:

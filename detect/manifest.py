@@ -7,11 +7,12 @@ import datetime as dt
 import json
 import platform
 from importlib import metadata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from detect.atomic import atomic_write_bytes
-from detect.records import FrameFailure
+from detect.records import FrameFailure, FrameResult
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"
@@ -39,6 +40,14 @@ def failure_json(failure: FrameFailure) -> dict[str, Any]:
         "stage": failure.stage,
         "error": failure.error,
     }
+
+
+def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, Any]]:
+    """Per image, how many rows the model emitted that were dropped as invalid (only images with some)."""
+    rows = [r for r in results if r.detections.invalid]
+    rows.sort(key=lambda r: (r.key.frame_timestamp_micros, int(r.key.camera_name)))
+    return [{"key.frame_timestamp_micros": r.key.frame_timestamp_micros, "key.camera_name": int(r.key.camera_name),
+             "camera": r.key.camera_name.name, "invalid_boxes": r.detections.invalid} for r in rows]
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> None:

@@ -22,6 +22,8 @@ from detect.records import Detections
 
 REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
 INPUT_NAME = "input_tensor"
+# Classes arrive as floats: 1.0 is class 1, 1.5 is no class at all.
+CLASS_TOLERANCE = 1e-3
 SIDECAR = "detect_model.json"
 KINDS = ("real", "stub", "benchmark")
 _DEFAULT_DESCRIPTIONS = {
@@ -148,12 +150,29 @@ def to_detections(
     """One image's raw model rows -> `Detections` in pixels of a `width` x `height` image.
 
     Keeps rows before `num_detections` with `score >= threshold` (and a class in `class_ids`
-    when given), clips boxes to the image, best score first.
+    when given), clips boxes to the image, best score first. Rows a model should never emit (a
+    NaN or infinite coordinate or score, a box of zero area once clipped to the image, a class
+    that is NaN or not a whole number) are dropped and counted in `Detections.invalid`.
     """
-    n = max(0, min(int(round(float(num_detections))), scores.shape[0]))
-    boxes = np.asarray(boxes[:n], np.float32)
+    total = scores.shape[0]
+    n = int(round(float(num_detections))) if np.isfinite(num_detections) else total
+    n = max(0, min(n, total))
+    boxes = np.asarray(boxes[:n], np.float32).reshape(n, 4)
     scores = np.asarray(scores[:n], np.float32)
-    ids = np.rint(np.asarray(classes[:n], np.float64)).astype(np.int32)
+    raw_classes = np.asarray(classes[:n], np.float64)
+    with np.errstate(invalid="ignore"):
+        clipped = np.clip(boxes, 0.0, 1.0)
+        valid = (
+            np.isfinite(boxes).all(axis=1)
+            & np.isfinite(scores)
+            & np.isfinite(raw_classes)
+            & (np.abs(raw_classes - np.rint(raw_classes)) <= CLASS_TOLERANCE)
+            & (np.abs(clipped[:, 2] - clipped[:, 0]) > 0)
+            & (np.abs(clipped[:, 3] - clipped[:, 1]) > 0)
+        )
+    invalid = int(n - np.count_nonzero(valid))
+    boxes, scores = boxes[valid], scores[valid]
+    ids = np.rint(raw_classes[valid]).astype(np.int32)
     keep = scores >= threshold
     if class_ids is not None:
         keep &= np.isin(ids, np.fromiter(class_ids, np.int32, len(class_ids)))
@@ -170,7 +189,7 @@ def to_detections(
         ],
         axis=1,
     ).astype(np.float32)
-    return Detections(xyxy, scores, ids, tuple(label_for(i) for i in ids))
+    return Detections(xyxy, scores, ids, tuple(label_for(i) for i in ids), invalid=invalid)
 
 
 def default_description(kind: str) -> str:

@@ -21,6 +21,7 @@ GRID: tuple[tuple[CameraName | None, ...], ...] = (
 )
 # Waymo's camera sizes set the row heights, so tiles downscaled from real frames fit exactly.
 _ROW_ASPECT = ((1280, 1920), (886, 1920))
+MIN_TILE_WIDTH = 8
 BACKGROUND = (24, 24, 24)
 MISSING_FILL = (48, 48, 48)
 TEXT = (235, 235, 235)
@@ -45,8 +46,8 @@ class MosaicLayout:
 
 def mosaic_layout(tile_width: int) -> MosaicLayout:
     """Row heights follow Waymo's aspect ratios (rounded up, as `Image.reduce` rounds)."""
-    if tile_width < 8:
-        raise ValueError(f"tile_width must be at least 8, got {tile_width}")
+    if tile_width < MIN_TILE_WIDTH:
+        raise ValueError(f"tile_width must be at least {MIN_TILE_WIDTH}, got {tile_width}")
     heights = tuple(math.ceil(tile_width * h / w) for h, w in _ROW_ASPECT)
     return MosaicLayout(tile_width, (heights[0], heights[1]))
 
@@ -75,6 +76,13 @@ def compose_mosaic(
             else:
                 _paste_fitted(canvas, tile, (x, y, w, h))
             _name_chip(draw, (x, y), camera.name, label_size)
+    return canvas
+
+
+def letterbox(image: Image.Image, size: tuple[int, int], fill: tuple[int, int, int] = (0, 0, 0)) -> Image.Image:
+    """A new RGB image of `size`: `image` scaled to fit (aspect kept) and centered on `fill`."""
+    canvas = Image.new("RGB", size, fill)
+    _paste_fitted(canvas, image, (0, 0, *size))
     return canvas
 
 

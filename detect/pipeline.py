@@ -13,30 +13,41 @@ its own tasks, so both engines write the same files.
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import dataclasses
-import shutil
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from detect import journal
-from detect.atomic import is_temp_path
+from detect import journal, outdir
 from detect.animations import AnimationFrame, AnimationSet, prepare_animation_frame, rebuild_animations
-from detect.decode import DecodedImage, InputSize, decode_error, decode_stream
+from detect.decode import DEFAULT_MAX_PIXELS, DecodedImage, InputSize, decode_error, decode_stream
 from detect.draw import DrawStyle, draw_detections
-from detect.errors import OutputError, UsageError
-from detect.frames_io import write_frame
+from detect.cameras import CameraName
+from detect.errors import InputError, OutputError, UsageError
+from detect.frames_io import frame_path, write_frame
+from detect.names import printable, segment_dir_name
+from detect.outdir import SegmentLock
 from detect.ordered import OrderedConsumer
 from detect.priority import lower_thread_priority
-from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, failure_json, now_iso, read_manifest, versions, write_manifest
+from detect.manifest import (
+    COMPLETE,
+    COMPLETE_WITH_FAILURES,
+    MANIFEST_FILE,
+    failure_json,
+    invalid_boxes,
+    now_iso,
+    read_manifest,
+    versions,
+    write_manifest,
+)
 from detect.readers import SegmentKeys, iter_frames, read_keys
 from detect.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
-from detect.selection import FrameFilter, select
+from detect.selection import FrameFilter, duplicate_rows, select
 from detect.sources import SegmentSource
 from detect.table import DETECTIONS_FILE, label_counts, write_table
 
@@ -69,6 +80,7 @@ class SegmentSettings:
     gif_width: int = 640
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
+    max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
     # Threads that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
     # on a GPU box the outputs are the work, so they scale with the cores.
     workers: int = dataclasses.field(default_factory=lambda: _scaled_threads(2))
@@ -89,10 +101,11 @@ class SegmentSettings:
     def needs_full_frames(self) -> bool:
         return self.write_frames or self.animations
 
-    def resume_key(self, model: dict[str, Any]) -> dict[str, Any]:
+    def resume_key(self, model: dict[str, Any], segment: str) -> dict[str, Any]:
         """What must match for frames of an earlier run to be reused as they are."""
         f = self.frame_filter
         return {
+            "segment_context_name": segment,
             "model": model.get("path"),
             "threshold": model.get("threshold"),
             "classes": model.get("classes"),
@@ -116,6 +129,8 @@ class SegmentReport:
     detections: int
     seconds: float
     already_complete: bool = False
+    invalid_boxes: int = 0  # model rows dropped as invalid (NaN, zero area, ...), over every image
+
 
     @property
     def images_per_second(self) -> float:
@@ -152,24 +167,40 @@ def process_segment(
     model_facts: dict[str, Any],
     progress: ProgressFactory | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    claims: dict[str, str] | None = None,
 ) -> SegmentReport:
-    """Run one segment end to end and write everything under `out_root/<segment>/`."""
+    """Run one segment end to end and write everything under `out_root/<segment dir>/`.
+
+    `claims` (directory name -> input) lets a caller running many inputs refuse a second file
+    whose segment would land in a directory this run already gave to another file.
+    """
     started, started_at = clock(), now_iso()
     keys = read_keys(source)
     segment = keys.segment_context_name
-    rows = select(keys.index, settings.frame_filter)
-    planned = [(int(keys.index.timestamps[r]), int(keys.index.cameras[r])) for r in rows]
-    segment_dir = Path(out_root) / segment
-    resume_key = settings.resume_key(model_facts)
-    done, intact = prepare_segment_dir(segment_dir, settings, resume_key, segment)
+    planned, duplicates = plan_frames(keys, settings.frame_filter)
+    claim_directory(claims, segment, source.uri)
+    resume_key = settings.resume_key(model_facts, segment)
+    prepared = prepare_segment_dir(out_root, segment, settings, resume_key)
+    try:
+        return _process_prepared(source, keys, prepared, planned, duplicates, detector, settings, model_facts,
+                                 progress, clock, started, started_at)
+    finally:
+        prepared.lock.release()
+
+
+def _process_prepared(source: SegmentSource, keys: SegmentKeys, prepared: PreparedDir, planned: list[tuple[int, int]],
+                      duplicates: list[FrameFailure], detector: BatchDetector, settings: SegmentSettings,
+                      model_facts: dict[str, Any], progress: ProgressFactory | None, clock: Callable[[], float],
+                      started: float, started_at: str) -> SegmentReport:
+    segment, segment_dir = keys.segment_context_name, prepared.path
     wanted = set(planned)
-    done = {k: v for k, v in done.items() if k in wanted}
+    done = {k: v for k, v in prepared.done.items() if k in wanted}
     if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
         manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
         return SegmentReport(segment, segment_dir, COMPLETE, len(planned), 0, len(done), (), int(manifest.get("counts", {}).get("detections", 0)), clock() - started, already_complete=True)
 
     timings = StageTimings()
-    failures: list[FrameFailure] = []
+    failures: list[FrameFailure] = list(duplicates)
     results: dict[tuple[int, int], FrameResult] = dict(done)
     bar = progress(len(planned), len(done)) if progress else None
     cameras = {c for _, c in planned}
@@ -178,12 +209,13 @@ def process_segment(
     processed = 0
     loop_start = clock()
     try:
-        with journal.Journal(segment_dir, intact) as log:
+        with journal.Journal(segment_dir, prepared.intact) as log:
             def consume(item: _Rendered | FrameFailure) -> None:
                 nonlocal processed
                 if isinstance(item, FrameFailure):
                     failures.append(item)
                 else:
+                    processed += 1
                     log.append(item.result)
                     key = item.result.key
                     results[(key.frame_timestamp_micros, int(key.camera_name))] = item.result
@@ -191,7 +223,6 @@ def process_segment(
                         t = clock()
                         animations.add(item.animation)
                         timings.add("animation_append", clock() - t)
-                processed += 1
                 if bar is not None:
                     bar.update(1)
 
@@ -220,10 +251,11 @@ def process_segment(
     timings.add("table", clock() - t)
     status = COMPLETE_WITH_FAILURES if failures else COMPLETE
     seconds = clock() - started
-    report = SegmentReport(segment, segment_dir, status, len(planned), processed - len(failures), len(done), tuple(failures), rows_written, seconds)
+    report = SegmentReport(segment, segment_dir, status, len(planned), processed, len(done), sorted_failures(failures),
+                           rows_written, seconds, invalid_boxes=count_invalid(results.values()))
     manifest = build_manifest(source, keys, settings, model_facts, report, results, timings, loop_seconds, started_at)
     write_manifest(segment_dir / MANIFEST_FILE, manifest)
-    journal.save_settings(segment_dir, resume_key)
+    journal.save_settings(segment_dir, prepared.resume_key)
     return report
 
 
@@ -285,10 +317,10 @@ def _run_stages(
         def fail_undecodable(stop: int) -> None:
             for missing in range(seen, stop):  # tf.data dropped what it could not decode
                 frame = take(missing)
-                consumer.put(missing, FrameFailure(frame.key, "decode", decode_error(frame.jpeg)))
+                consumer.put(missing, FrameFailure(frame.key, "decode", decode_error(frame.jpeg, settings.max_pixels)))
 
         try:
-            stream = decode_stream(numbered(), input_size=settings.input_size,
+            stream = decode_stream(numbered(), input_size=settings.input_size, max_pixels=settings.max_pixels,
                                    keep_full=settings.needs_full_frames, parallel=settings.decode_threads)
             wait_start = clock()
             for decoded in stream:
@@ -352,14 +384,76 @@ def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, s
     return _Rendered(result, animation)
 
 
-def prepare_segment_dir(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any], segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
-    """Refuse, clear or reopen the segment's output directory; frames already done on resume."""
-    if segment_dir.exists() and any(segment_dir.iterdir()):
+@dataclasses.dataclass(frozen=True, eq=False)
+class PreparedDir:
+    """A segment directory made ready for writing, locked by this process until `lock.release()`."""
+
+    path: Path
+    lock: SegmentLock
+    resume_key: dict[str, Any]
+    done: dict[tuple[int, int], FrameResult]  # frames finished by an earlier run (resume)
+    intact: int  # bytes of the journal that hold whole lines
+
+
+def plan_frames(keys: SegmentKeys, frame_filter: FrameFilter) -> tuple[list[tuple[int, int]], list[FrameFailure]]:
+    """The (timestamp, camera) keys to process, in order, and one failure per duplicate image."""
+    index = keys.index
+    planned = [(int(index.timestamps[r]), int(index.cameras[r])) for r in select(index, frame_filter)]
+    segment = keys.segment_context_name
+    duplicates = [
+        FrameFailure(FrameKey(segment, int(index.timestamps[r]), CameraName(int(index.cameras[r]))), "read",
+                     f"duplicate image: this (timestamp, camera) key appears again at position {int(index.positions[r])} "
+                     f"of the file; the first one is used")
+        for r in duplicate_rows(index, frame_filter)
+    ]
+    return planned, duplicates
+
+
+def count_invalid(results: Iterable[FrameResult]) -> int:
+    return sum(r.detections.invalid for r in results)
+
+
+def sorted_failures(failures: list[FrameFailure]) -> tuple[FrameFailure, ...]:
+    """In (timestamp, camera) order, whichever engine or thread found them first."""
+    return tuple(sorted(failures, key=lambda f: (f.key.frame_timestamp_micros, int(f.key.camera_name))))
+
+
+def claim_directory(claims: dict[str, str] | None, segment: str, uri: str) -> None:
+    """Refuse a second input whose segment would write the directory another input has in this run."""
+    if claims is None:
+        return
+    name = segment_dir_name(segment)
+    owner = claims.setdefault(name, uri)
+    if owner != uri:
+        raise InputError(f"{uri}: segment {printable(segment)} also comes from {owner} in this run; "
+                         f"both would write {name}/: run them one at a time")
+
+
+def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings, resume_key: dict[str, Any]) -> PreparedDir:
+    """Lock, then refuse, clear or reopen the segment's output directory; frames already done on resume."""
+    try:
+        Path(out_root).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"{out_root}: cannot create the output directory ({err.strerror or err})") from None
+    segment_dir = outdir.segment_dir(out_root, segment)
+    lock = SegmentLock(segment_dir)
+    try:
+        done, intact = _reopen(segment_dir, settings, resume_key, segment)
+    except BaseException:
+        lock.release()
+        raise
+    return PreparedDir(segment_dir, lock, resume_key, done, intact)
+
+
+def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any], segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
+    if outdir.has_content(segment_dir):
         if settings.mode == "new":
             raise OutputError(f"{segment_dir} already exists; pass --resume to continue it or --overwrite to replace it")
         if settings.mode == "overwrite":
-            shutil.rmtree(segment_dir)
-    segment_dir.mkdir(parents=True, exist_ok=True)
+            outdir.clear_outputs(segment_dir, segment)
+        elif not outdir.is_marked(segment_dir):
+            raise OutputError(f"{segment_dir} exists but was not written by detect; refusing to resume into it: "
+                              f"move it away or choose another --out")
     if settings.mode != "resume":
         journal.save_settings(segment_dir, resume_key)
         return {}, 0
@@ -368,14 +462,12 @@ def prepare_segment_dir(segment_dir: Path, settings: SegmentSettings, resume_key
         changes = "; ".join(journal.differences(previous, resume_key))
         raise UsageError(f"{segment_dir} was written with other settings ({changes}); use --overwrite to start again")
     journal.save_settings(segment_dir, resume_key)
-    for stale in [p for p in segment_dir.rglob(".*") if p.is_file() and is_temp_path(p)]:
+    for stale in list(outdir.temp_files(segment_dir)):
         stale.unlink()  # half-written files of a run that was killed
     if settings.animations and not settings.write_frames:
         return {}, 0  # animations are rebuilt from frames on disk; without frames, start over
     done, intact = journal.load(segment_dir, segment)
     if settings.write_frames:
-        from detect.frames_io import frame_path
-
         done = {k: v for k, v in done.items()
                 if frame_path(segment_dir, v.key.camera_name, v.key.frame_timestamp_micros, settings.frame_format).exists()}
     return done, intact
@@ -392,6 +484,7 @@ def build_manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSe
     f = settings.frame_filter
     outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
     per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(timings.values.items())}
+    invalid = invalid_boxes(results.values())
     return {
         "tool": "detect",
         "status": report.status,
@@ -418,8 +511,10 @@ def build_manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSe
             "images_failed": len(report.failures),
             "detections": report.detections,
             "detections_by_label": label_counts(results.values()),
+            "invalid_boxes": sum(entry["invalid_boxes"] for entry in invalid),
         },
         "failures": [failure_json(x) for x in report.failures],
+        "invalid_boxes": invalid,
         "timings": {
             "total_s": round(report.seconds, 3),
             "pipeline_s": round(loop_seconds, 3),

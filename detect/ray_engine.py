@@ -36,12 +36,23 @@ from typing import Any, TextIO
 from detect import journal
 from detect.errors import DetectError, UsageError
 from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest, write_manifest
-from detect.pipeline import SegmentReport, SegmentSettings, StageTimings, build_manifest, manifest_complete, prepare_segment_dir
+from detect.pipeline import (
+    PreparedDir,
+    SegmentReport,
+    SegmentSettings,
+    StageTimings,
+    build_manifest,
+    claim_directory,
+    count_invalid,
+    manifest_complete,
+    plan_frames,
+    prepare_segment_dir,
+    sorted_failures,
+)
 from detect.ray_stages import TIMING_COLUMNS, WorkItem, error_text, failure_of
 from detect.readers import SegmentKeys
 from detect.records import FrameFailure, FrameResult
-from detect.run import DONE, FAILED, PARTIAL, SKIPPED, SegmentOutcome, carried_over
-from detect.selection import select
+from detect.run import DONE, FAILED, PARTIAL, SKIPPED, SegmentOutcome, carry_over
 from detect.sources import SegmentSource
 from detect.table import DETECTIONS_FILE, write_table
 
@@ -70,15 +81,16 @@ FINISHERS = 4  # segments whose table, animations and manifest are being written
 
 
 def run_on_ray(sources: list[SegmentSource], root: Path, settings: SegmentSettings, args: argparse.Namespace,
-               previous: dict[str, dict[str, Any]], err: TextIO) -> list[SegmentOutcome]:
+               previous: dict[str, dict[str, Any]], err: TextIO, claims: dict[str, str] | None = None) -> list[SegmentOutcome]:
     """Run every segment that needs work as one Ray Data job; outcomes in the order of `sources`."""
     ray = import_ray()
     _check_settings(settings, args)
     root = root.resolve()  # workers may start in another directory
     outcomes: dict[str, SegmentOutcome] = {}
+    claims = {} if claims is None else claims
     todo = []
     for source in sources:
-        before = None if settings.mode == "overwrite" else carried_over(root, source, previous.get(source.uri), args.retry_failed)
+        before = None if settings.mode == "overwrite" else carry_over(root, source, previous.get(source.uri), args.retry_failed, claims)
         if before is not None:
             outcomes[source.uri] = before
         else:
@@ -86,7 +98,7 @@ def run_on_ray(sources: list[SegmentSource], root: Path, settings: SegmentSettin
     if todo:
         started_here = _start_ray(ray, args)
         try:
-            _run(ray, todo, root, settings, args, err, outcomes)
+            _run(ray, todo, root, settings, args, err, outcomes, claims)
         finally:
             if started_here:
                 ray.shutdown()
@@ -130,11 +142,9 @@ class _Segment:
 
     source: SegmentSource
     keys: SegmentKeys
-    segment_dir: Path
-    resume_key: dict[str, Any]
+    prepared: PreparedDir
     planned: list[tuple[int, int]]
     done: dict[tuple[int, int], FrameResult]
-    intact: int
     started: float
     started_at: str
     expected: int = 0
@@ -152,9 +162,13 @@ class _Segment:
     def name(self) -> str:
         return self.keys.segment_context_name
 
+    @property
+    def segment_dir(self) -> Path:
+        return self.prepared.path
+
 
 def _run(ray: Any, todo: list[SegmentSource], root: Path, settings: SegmentSettings, args: argparse.Namespace,
-         err: TextIO, outcomes: dict[str, SegmentOutcome]) -> None:
+         err: TextIO, outcomes: dict[str, SegmentOutcome], claims: dict[str, str]) -> None:
     from detect.animations import rebuild_animations
     from detect.jobs import load_detector, model_facts, model_notice
     from detect.ray_stages import plan_segment, tensorflow_on_cpu
@@ -177,19 +191,15 @@ def _run(ray: Any, todo: list[SegmentSource], root: Path, settings: SegmentSetti
             print(f"detect: segment failed: {message}", file=err)
 
     segments: dict[str, _Segment] = {}
-    owners: dict[str, str] = {}  # segment name -> the file it comes from in this run
     for source, planned in zip(todo, ray.get(pending_plans), strict=True):
         try:
             if isinstance(planned, str):
                 raise _PlanError(planned)
             keys = SegmentKeys(source, *planned)
-            name = keys.segment_context_name
-            if name in owners:  # two files, one output directory
-                raise _PlanError(f"{source.uri}: segment {name} also comes from {owners[name]}; run them one at a time")
-            owners[name] = source.uri
+            claim_directory(claims, keys.segment_context_name, source.uri)
             opened = _open_segment(source, keys, root, settings, facts)
-        except DetectError as error:
-            failed(source, str(error))
+        except Exception as error:  # this segment cannot start; the others go on
+            failed(source, error_text(error))
             continue
         if isinstance(opened, SegmentOutcome):
             outcomes[source.uri] = opened
@@ -207,6 +217,8 @@ def _run(ray: Any, todo: list[SegmentSource], root: Path, settings: SegmentSetti
                                                    lambda *a, **k: ray.get(rebuild.remote(*a, **k)))
         except Exception as error:  # this segment's files could not be finished; the others go on
             failed(segment.source, error_text(error), time.perf_counter() - segment.started)
+        finally:
+            segment.prepared.lock.release()
 
     busy = [s for s in segments.values() if s.expected]
     with concurrent.futures.ThreadPoolExecutor(FINISHERS, thread_name_prefix="detect-finish") as finisher:
@@ -235,6 +247,7 @@ def _run(ray: Any, todo: list[SegmentSource], root: Path, settings: SegmentSetti
             if segment.read_error:  # like a local InputError: no manifest; the journal keeps what was done
                 if segment.log is not None:
                     segment.log.close()
+                segment.prepared.lock.release()
                 failed(segment.source, segment.read_error, time.perf_counter() - segment.started)
             else:  # the reader yielded fewer images than planned: finish with what came
                 finisher.submit(finish, segment)
@@ -249,19 +262,22 @@ def _open_segment(source: SegmentSource, keys: SegmentKeys, root: Path, settings
     """Plan and prepare one segment's directory as `process_segment` does (an outcome if complete)."""
     started = time.perf_counter()
     name = keys.segment_context_name
-    rows = select(keys.index, settings.frame_filter)
-    planned = [(int(keys.index.timestamps[r]), int(keys.index.cameras[r])) for r in rows]
-    segment_dir = root / name
-    resume_key = settings.resume_key(facts)
-    done, intact = prepare_segment_dir(segment_dir, settings, resume_key, name)
-    done = {k: v for k, v in done.items() if k in set(planned)}
-    if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
-        manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
-        return SegmentOutcome(source.uri, name, SKIPPED, detections=int(manifest.get("counts", {}).get("detections", 0)))
-    segment = _Segment(source, keys, segment_dir, resume_key, planned, done, intact, started, now_iso(),
-                       expected=len(planned) - len(done), results=dict(done))
-    if segment.expected:
-        segment.log = journal.Journal(segment_dir, intact)
+    planned, duplicates = plan_frames(keys, settings.frame_filter)
+    prepared = prepare_segment_dir(root, name, settings, settings.resume_key(facts, name))
+    try:
+        segment_dir = prepared.path
+        done = {k: v for k, v in prepared.done.items() if k in set(planned)}
+        if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
+            manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
+            prepared.lock.release()
+            return SegmentOutcome(source.uri, name, SKIPPED, detections=int(manifest.get("counts", {}).get("detections", 0)))
+        segment = _Segment(source, keys, prepared, planned, done, started, now_iso(),
+                           expected=len(planned) - len(done), results=dict(done), failures=list(duplicates))
+        if segment.expected:
+            segment.log = journal.Journal(segment_dir, prepared.intact)
+    except BaseException:
+        prepared.lock.release()
+        raise
     return segment
 
 
@@ -282,7 +298,7 @@ def _stream(ray: Any, segments: list[_Segment], root: Path, settings: SegmentSet
         .map_batches(read_frames, batch_size=1, batch_format="numpy", num_cpus=READ_CPUS,
                      compute=TaskPoolStrategy(size=min(len(items), READS_PER_ACTOR * actors)))
         .map_batches(decode_images, batch_size=None, batch_format="numpy", num_cpus=DECODE_CPUS,
-                     fn_kwargs={"input_size": settings.input_size})
+                     fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
         .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                      compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
                      fn_constructor_kwargs={"model": facts["path"], "threshold": args.threshold,
@@ -352,17 +368,17 @@ def _finish(segment: _Segment, settings: SegmentSettings, facts: dict[str, Any],
     t = time.perf_counter()
     rows_written = write_table(segment_dir / DETECTIONS_FILE, segment.results.values())
     timings.add("table", time.perf_counter() - t)
-    failures = tuple(sorted(segment.failures, key=lambda f: (f.key.frame_timestamp_micros, int(f.key.camera_name))))
+    failures = sorted_failures(segment.failures)
     status = COMPLETE_WITH_FAILURES if failures else COMPLETE
-    processed = segment.received - len(failures)
+    processed = len(segment.results) - len(segment.done)
     seconds = time.perf_counter() - segment.started
     report = SegmentReport(segment.name, segment_dir, status, len(segment.planned), processed, len(segment.done),
-                           failures, rows_written, seconds)
+                           failures, rows_written, seconds, invalid_boxes=count_invalid(segment.results.values()))
     loop_seconds = (segment.last_row - segment.job_started) if segment.job_started and segment.last_row else 0.0
     manifest = build_manifest(segment.source, segment.keys, settings, facts, report, segment.results, timings,
                          loop_seconds, segment.started_at, engine=engine)
     write_manifest(segment_dir / MANIFEST_FILE, manifest)
-    journal.save_settings(segment_dir, segment.resume_key)
+    journal.save_settings(segment_dir, segment.prepared.resume_key)
     return SegmentOutcome(segment.source.uri, segment.name, PARTIAL if failures else DONE, processed,
                           rows_written, len(failures), seconds)
 

@@ -144,7 +144,7 @@ def read_frames(batch: Batch) -> Iterator[Batch]:
             yield _columns(rows)
 
 
-def decode_images(batch: Batch, *, input_size: tuple[int, int] | None) -> Batch:
+def decode_images(batch: Batch, *, input_size: tuple[int, int] | None, max_pixels: int) -> Batch:
     """Decode task: the model's input, exactly as the local pipeline makes it (`decode_stream`)."""
     from detect.allocator import keep_freed_memory
     from detect.decode import decode_error, decode_stream
@@ -160,11 +160,12 @@ def decode_images(batch: Batch, *, input_size: tuple[int, int] | None) -> Batch:
     ok = [i for i in range(n) if not stage[i]]
     start = time.perf_counter()
     decoded = {d.index: d for d in decode_stream(((i, bytes(batch["jpeg"][i])) for i in ok),
-                                                 input_size=input_size, keep_full=False, parallel=1)}
+                                                 input_size=input_size, keep_full=False, parallel=1,
+                                                 max_pixels=max_pixels)}
     for i in ok:
         d = decoded.get(i)
         if d is None:
-            stage[i], error[i] = DECODE, decode_error(bytes(batch["jpeg"][i]))
+            stage[i], error[i] = DECODE, decode_error(bytes(batch["jpeg"][i]), max_pixels)
             continue
         out["width"][i], out["height"][i] = d.width, d.height
         out["model_h"][i], out["model_w"][i] = d.model_input.shape[:2]
@@ -226,7 +227,8 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
 
     from detect.allocator import keep_freed_memory
     from detect.decode import decode_error, decode_stream
-    from detect.pipeline import error_line, render_frame, StageTimings
+    from detect.outdir import segment_dir
+    from detect.pipeline import StageTimings, error_line, render_frame
 
     keep_freed_memory()
     tensorflow_on_cpu()
@@ -239,6 +241,7 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
     if settings.write_frames and ok:
         # prefetch=1: at most a few full-size frames per task are ever decoded at once.
         stream = decode_stream(((i, bytes(batch["jpeg"][i])) for i in ok), input_size=None, keep_full=True,
+                               max_pixels=settings.max_pixels,
                                parallel=1, prefetch=1)
         seen = set()
         start = time.perf_counter()
@@ -250,7 +253,7 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
             timings = StageTimings()
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
-                render_frame(decoded, result.key, result.detections, Path(root) / segment, settings, timings)
+                render_frame(decoded, result.key, result.detections, segment_dir(Path(root), segment), settings, timings)
             except Exception as err:  # one frame's drawing or writing failed: skip it
                 stage[i], error[i] = RENDER, error_line(err)
             t_draw[i] = timings.values.get("draw", 0.0)
@@ -258,7 +261,7 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
             start = time.perf_counter()
         for i in ok:
             if i not in seen:
-                stage[i], error[i] = RENDER, decode_error(bytes(batch["jpeg"][i]))
+                stage[i], error[i] = RENDER, decode_error(bytes(batch["jpeg"][i]), settings.max_pixels)
     out.update(stage=stage, error=error, t_decode=t_decode, t_draw=t_draw, t_write=t_write)
     return out
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from detect.cameras import CameraName
-from detect.errors import InputError
+from detect.errors import DependencyError, InputError
 from detect.records import CameraFrame
 from detect.selection import FrameFilter, KeyIndex, in_order, select
 from detect.sources import SegmentSource
@@ -78,7 +78,11 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
         for record_number, frame in _frames(source):
             if record_number in wanted:
                 chosen = wanted_cameras[record_number]
-                images = sorted((im for im in frame.images if im.name in chosen), key=lambda im: im.name)
+                first = {}  # a camera repeated inside one record: its first image (the rest are duplicates)
+                for im in frame.images:
+                    if im.name in chosen:
+                        first.setdefault(im.name, im)
+                images = [first[name] for name in sorted(first)]
                 yield record_number, [
                     CameraFrame(frame.context.name, frame.timestamp_micros, im.name, im.image) for im in images
                 ]
@@ -93,7 +97,8 @@ def _frames(source: SegmentSource) -> Iterator[tuple[int, object]]:
     """(record number, parsed Frame) with file errors turned into one-line InputErrors."""
     tf = import_tensorflow()
     from google.protobuf.message import DecodeError
-    from waymo_open_dataset import dataset_pb2
+
+    dataset_pb2 = waymo_protos(source.uri)
 
     location = source.path if source.is_local else source.uri
     try:
@@ -119,6 +124,21 @@ def _frames(source: SegmentSource) -> Iterator[tuple[int, object]]:
             raise InputError(f"{source.uri}: record {record_number} is not a Waymo Frame proto ({err})") from err
         yield record_number, frame
         record_number += 1
+
+
+PROTOS_HINT = "pip install --no-deps waymo-open-dataset-tf-2-12-0==1.6.7"
+
+
+def waymo_protos(uri: str):
+    """Waymo's generated `dataset_pb2`, or a one-line DependencyError saying how to install it."""
+    try:
+        from waymo_open_dataset import dataset_pb2
+    except ImportError:
+        raise DependencyError(
+            f"{uri}: reading v1 TFRecords needs Waymo's protos, which are not installed: {PROTOS_HINT} "
+            f"(--no-deps: the package pins an old TensorFlow; only its protos are used)"
+        ) from None
+    return dataset_pb2
 
 
 def _file_error(source: SegmentSource, err: Exception) -> InputError:

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from detect.cameras import CameraName
+from detect.names import printable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +19,7 @@ class FrameKey:
     camera_name: CameraName
 
     def __str__(self) -> str:
-        return f"{self.segment_context_name}/{self.camera_name.name}/{self.frame_timestamp_micros}"
+        return f"{printable(self.segment_context_name)}/{self.camera_name.name}/{self.frame_timestamp_micros}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,15 +45,19 @@ class Detections:
     """Boxes in pixel `xyxy` of the image they were found in, best score first.
 
     `xyxy` is float32 `[N, 4]` as `(xmin, ymin, xmax, ymax)`; `scores` float32 `[N]`;
-    `class_ids` int32 `[N]` (COCO ids for the default model); `labels` one name per box.
+    `class_ids` int32 `[N]` (COCO ids for the default model); `labels` one name per box;
+    `invalid` how many rows the model emitted that were dropped as invalid (not in the arrays).
     """
 
     xyxy: np.ndarray
     scores: np.ndarray
     class_ids: np.ndarray
     labels: tuple[str, ...]
+    invalid: int = 0  # rows the model emitted that were dropped as invalid (NaN, zero area, ...)
 
     def __post_init__(self) -> None:
+        if self.invalid < 0:
+            raise ValueError(f"invalid must be >= 0, got {self.invalid}")
         xyxy = np.asarray(self.xyxy, dtype=np.float32)
         if xyxy.size == 0:
             xyxy = xyxy.reshape(0, 4)
@@ -95,6 +100,7 @@ class Detections:
             self.scores[index],
             self.class_ids[index],
             tuple(self.labels[i] for i in index),
+            invalid=self.invalid,
         )
 
     def equals(self, other: Detections, atol: float = 1e-3) -> bool:

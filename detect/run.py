@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from detect.atomic import atomic_write_bytes
-from detect.errors import DetectError, UsageError
+from detect.errors import OutputError, UsageError
+from detect.names import printable, segment_dir_name
 from detect.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
 from detect.sources import SegmentSource, resolve
 
@@ -88,7 +89,7 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
         return SegmentOutcome(source.uri, None, FAILED, error=f"{previous.get('error')} (not retried; use --retry-failed)")
     if not name:
         return None
-    manifest = read_manifest(out / name / MANIFEST_FILE)
+    manifest = read_manifest(out / segment_dir_name(name) / MANIFEST_FILE)
     if not manifest:
         return None
     if manifest.get("status") == COMPLETE:
@@ -98,6 +99,15 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
         return SegmentOutcome(source.uri, name, PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None
+
+
+def carry_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool,
+               claims: dict[str, str]) -> SegmentOutcome | None:
+    """`carried_over`, and the directory of a segment that stands is claimed for its input in this run."""
+    outcome = carried_over(out, source, previous, retry_failed)
+    if outcome is not None and outcome.segment_context_name:
+        claims.setdefault(segment_dir_name(outcome.segment_context_name), source.uri)
+    return outcome
 
 
 def run_many(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -114,18 +124,25 @@ def run_many(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         settings = dataclasses.replace(settings, mode="resume")
     sources = plan_sources(args.paths, parse_shard(args.shard))
     root = Path(args.out)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{root}: cannot create the output directory ({error.strerror or error})") from None
     run_file = run_file_name(args.shard and parse_shard(args.shard))
     previous = previous_outcomes(root, run_file)
     started = time.perf_counter()
-    if args.engine == "ray":
-        from detect.ray_engine import run_on_ray
+    outcomes: list[SegmentOutcome] = []
+    claims: dict[str, str] = {}
+    try:
+        if args.engine == "ray":
+            from detect.ray_engine import run_on_ray
 
-        outcomes = run_on_ray(sources, root, settings, args, previous, err)
-    else:
-        outcomes = _run_local(sources, root, settings, args, previous, err)
+            outcomes += run_on_ray(sources, root, settings, args, previous, err, claims)
+        else:
+            _run_local(sources, root, settings, args, previous, err, claims, outcomes)
+    finally:  # also when interrupted: what finished is recorded
+        _write_run_file(root / run_file, outcomes, previous, time.perf_counter() - started, args)
     seconds = time.perf_counter() - started
-    _write_run_file(root / run_file, outcomes, previous, seconds, args)
     if not args.quiet:
         for line in format_table(outcomes, seconds):
             print(line, file=out)
@@ -133,14 +150,14 @@ def run_many(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if bad else 0
 
 
-def _run_local(sources, root, settings, args, previous, err) -> list[SegmentOutcome]:
-    from detect.jobs import load_detector, model_facts, model_notice, progress_factory
+def _run_local(sources, root, settings, args, previous, err, claims, outcomes: list[SegmentOutcome]) -> None:
+    from detect.jobs import invalid_boxes_warning, load_detector, model_facts, model_notice, progress_factory
     from detect.pipeline import process_segment
+    from detect.ray_stages import error_text
 
-    outcomes: list[SegmentOutcome] = []
     detector = facts = None
     for number, source in enumerate(sources, 1):
-        before = None if settings.mode == "overwrite" else carried_over(root, source, previous.get(source.uri), args.retry_failed)
+        before = None if settings.mode == "overwrite" else carry_over(root, source, previous.get(source.uri), args.retry_failed, claims)
         if before is not None:
             outcomes.append(before)
             continue
@@ -153,17 +170,20 @@ def _run_local(sources, root, settings, args, previous, err) -> list[SegmentOutc
                 print(notice, file=err)
         t = time.perf_counter()
         try:
-            report = process_segment(source, root, detector, settings, model_facts=facts,
+            report = process_segment(source, root, detector, settings, model_facts=facts, claims=claims,
                                      progress=progress_factory(err, args.quiet, f"[{number}/{len(sources)}]"))
-        except DetectError as error:  # one broken segment never stops the others
-            outcomes.append(SegmentOutcome(source.uri, None, FAILED, seconds=time.perf_counter() - t, error=str(error)))
+        except Exception as error:  # one broken segment never stops the others, whatever broke it
+            message = error_text(error)
+            outcomes.append(SegmentOutcome(source.uri, None, FAILED, seconds=time.perf_counter() - t, error=message))
             if not args.quiet:
-                print(f"detect: segment failed: {error}", file=err)
+                print(f"detect: segment failed: {message}", file=err)
             continue
+        warning = invalid_boxes_warning(report)
+        if warning and not args.quiet:
+            print(warning, file=err)
         status = PARTIAL if report.failures else (SKIPPED if report.already_complete else DONE)
         outcomes.append(SegmentOutcome(source.uri, report.segment_context_name, status, report.images_processed,
                                        report.detections, len(report.failures), report.seconds))
-    return outcomes
 
 
 def _write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,
@@ -193,11 +213,11 @@ def _write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[s
 
 
 def format_table(outcomes: list[SegmentOutcome], seconds: float) -> list[str]:
-    width = max([len(o.segment_context_name or Path(o.path).name) for o in outcomes] + [7])
+    names = [printable(o.segment_context_name) if o.segment_context_name else Path(o.path).name for o in outcomes]
+    width = max([len(n) for n in names] + [7])
     lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'detections':>10} {'img/s':>7}"]
-    for o in outcomes:
+    for o, name in zip(outcomes, names, strict=True):
         rate = f"{o.images / o.seconds:.1f}" if o.seconds > 0 and o.images else "-"
-        name = o.segment_context_name or Path(o.path).name
         lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {o.detections:>10} {rate:>7}")
         if o.error and o.status != DONE:
             lines.append(f"{'':<{width}}  {o.error}")

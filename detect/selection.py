@@ -53,7 +53,32 @@ class KeyIndex:
 
 
 def select(index: KeyIndex, frame_filter: FrameFilter = FrameFilter()) -> np.ndarray:
-    """Row numbers of `index` to read, sorted by (timestamp, camera)."""
+    """Row numbers of `index` to read, sorted by (timestamp, camera), one per key.
+
+    A (timestamp, camera) key that appears more than once keeps its first row in file order;
+    `duplicate_rows` names the others, which are reported, never read.
+    """
+    rows = _selected(index, frame_filter)
+    return rows[_first_of_each_key(index, rows)]
+
+
+def duplicate_rows(index: KeyIndex, frame_filter: FrameFilter = FrameFilter()) -> np.ndarray:
+    """Rows that repeat the (timestamp, camera) key of an earlier row in the selection."""
+    rows = _selected(index, frame_filter)
+    return rows[~_first_of_each_key(index, rows)]
+
+
+def _first_of_each_key(index: KeyIndex, rows: np.ndarray) -> np.ndarray:
+    """Mask over `rows` (sorted by key, file order within a key): True for each key's first row."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=bool)
+    ts, cams = index.timestamps[rows], index.cameras[rows]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = (ts[1:] != ts[:-1]) | (cams[1:] != cams[:-1])
+    return first
+
+
+def _selected(index: KeyIndex, frame_filter: FrameFilter) -> np.ndarray:
     keep = np.ones(len(index), dtype=bool)
     if frame_filter.cameras is not None:
         keep &= np.isin(index.cameras, np.asarray([int(c) for c in frame_filter.cameras]))
@@ -62,7 +87,8 @@ def select(index: KeyIndex, frame_filter: FrameFilter = FrameFilter()) -> np.nda
     if frame_filter.max_timestamp is not None:
         keep &= index.timestamps <= frame_filter.max_timestamp
     rows = np.flatnonzero(keep)
-    order = np.lexsort((index.cameras[rows], index.timestamps[rows]))
+    # lexsort is stable: rows with the same key stay in file (position) order.
+    order = np.lexsort((index.positions[rows], index.cameras[rows], index.timestamps[rows]))
     rows = rows[order]
     if frame_filter.first_frame or frame_filter.max_frames is not None:
         frame_times = np.unique(index.timestamps[rows])

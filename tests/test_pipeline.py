@@ -154,7 +154,7 @@ def test_thread_counts_below_one_are_refused(capsys):
     with pytest.raises(UsageError, match="^decode threads must be at least 1, got 0$"):
         SegmentSettings(decode_threads=0)
     assert main(["segment", "x.parquet", "--workers", "0"]) == 2
-    assert "detect segment: error: argument --workers: must be >= 1, got 0" in capsys.readouterr().err
+    assert "detect segment: error: argument --workers: must be between 1 and 64, got 0" in capsys.readouterr().err
 
 
 def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkeypatch, capsys):
