@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     info = commands.add_parser("info", help="what a segment file holds", description="Describe a Waymo segment file.")
     info.add_argument("path", metavar="PATH", help="v2 camera_image Parquet, v1 TFRecord, or a directory of them")
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _max_pixels(info)
     _common(info)
     info.set_defaults(handler=_cmd_info)
 
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _max_pixels(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-pixels", type=_bounded_int(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE), default=DEFAULT_MAX_PIXELS,
+                        metavar="N", help=f"skip images whose header claims more pixels, before decoding them "
+                        f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and TensorFlow's logs")
 
@@ -145,9 +152,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-size", default="320", metavar="SIZE",
                         help="resize frames to SIZExSIZE or WxH (width x height) before the model, "
                         "'native' for full frames (default 320)")
-    parser.add_argument("--max-pixels", type=_bounded_int(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE), default=DEFAULT_MAX_PIXELS,
-                        metavar="N", help=f"skip images whose header claims more pixels, before decoding them "
-                        f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
+    _max_pixels(parser)
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
@@ -173,7 +178,7 @@ def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from detect.info import format_info, segment_info
     from detect.sources import resolve
 
-    infos = [segment_info(source) for source in resolve(args.path)]
+    infos = [segment_info(source, args.max_pixels) for source in resolve(args.path)]
     if args.json:
         payload = [i.to_json() for i in infos]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2), file=out)

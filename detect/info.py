@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from detect.cameras import CameraName
+from detect.decode import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 from detect.readers import SegmentKeys, iter_frames, read_keys
 from detect.selection import FrameFilter
 from detect.sources import SegmentSource
@@ -21,6 +23,7 @@ class CameraSummary:
     images: int
     width: int | None
     height: int | None
+    refused: str | None = None  # why images of this size are skipped (pixel or side limits), if they are
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +55,13 @@ class SegmentInfo:
         return data
 
 
-def segment_info(path_or_source: str | SegmentSource) -> SegmentInfo:
+def segment_info(path_or_source: str | SegmentSource, max_pixels: int = DEFAULT_MAX_PIXELS) -> SegmentInfo:
     keys = read_keys(path_or_source)
-    return summarize(keys, _first_image_sizes(keys))
+    return summarize(keys, _first_image_sizes(keys), max_pixels)
 
 
-def summarize(keys: SegmentKeys, sizes: dict[CameraName, tuple[int, int]]) -> SegmentInfo:
+def summarize(keys: SegmentKeys, sizes: dict[CameraName, tuple[int, int]],
+              max_pixels: int = DEFAULT_MAX_PIXELS) -> SegmentInfo:
     """Pure: counts, time span and frame rate from the key index; sizes from the caller."""
     index = keys.index
     frame_times = np.unique(index.timestamps)
@@ -65,7 +69,8 @@ def summarize(keys: SegmentKeys, sizes: dict[CameraName, tuple[int, int]]) -> Se
     for number in sorted(set(index.cameras.tolist())):
         camera = CameraName(number)
         width, height = sizes.get(camera, (None, None))
-        cameras.append(CameraSummary(camera, int(np.sum(index.cameras == number)), width, height))
+        refused = _refusal(width, height, max_pixels) if width and height else None
+        cameras.append(CameraSummary(camera, int(np.sum(index.cameras == number)), width, height, refused))
     return SegmentInfo(
         path=keys.source.uri,
         format="v2 Parquet (camera_image)" if keys.source.format == "v2" else "v1 TFRecord (Frame protos)",
@@ -101,11 +106,22 @@ def _first_image_sizes(keys: SegmentKeys) -> dict[CameraName, tuple[int, int]]:
 
 
 def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """From the header only: Pillow does not decode pixels to open an image."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.size
-    except (UnidentifiedImageError, OSError):
+        with warnings.catch_warnings():  # a huge header is reported by us, not by Pillow's bomb warning
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                return image.size
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError, ValueError):
         return None
+
+
+def _refusal(width: int, height: int, max_pixels: int) -> str | None:
+    if width * height > max_pixels:
+        return f"over the {max_pixels:,}-pixel limit: skipped"
+    if check_size(width, height, max_pixels):
+        return f"each side must be {MIN_SIDE}-{MAX_SIDE} pixels: skipped"
+    return None
 
 
 def format_info(info: SegmentInfo) -> Iterable[str]:
@@ -120,4 +136,6 @@ def format_info(info: SegmentInfo) -> Iterable[str]:
     yield "cameras"
     for camera in info.cameras:
         size = f"{camera.width}x{camera.height}" if camera.width else "unreadable image"
+        if camera.refused:
+            size += f" ({camera.refused})"
         yield f"  {camera.camera_name.name:<12} {camera.images:>5} images  {size}"

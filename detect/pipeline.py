@@ -503,6 +503,7 @@ def build_manifest(source: SegmentSource, keys: SegmentKeys, settings: SegmentSe
             "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
             "mode": settings.mode,
             "workers": settings.workers, "decode_threads": settings.decode_threads,
+            "max_pixels": settings.max_pixels,
         },
         "counts": {
             "images_planned": report.images_planned,

@@ -146,3 +146,47 @@ def test_a_read_task_turns_a_file_that_breaks_into_a_row(tiny_v2_path, tmp_path)
     [batch] = list(read_frames({"item": np.array([item.to_json()], dtype=object)}))
     assert list(batch["stage"]) == ["read"] and list(batch["source"]) == [str(path)]
     assert batch["error"][0] == f"{path}: {BROKEN_ERROR}"
+
+
+def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray_local, stub_dynamic_dir, tmp_path):
+    """Hostile segment names, one segment in two files, a duplicated key: both engines agree."""
+    import io
+
+    from PIL import Image
+
+    from detect.names import segment_dir_name
+    from detect.records import CameraFrame
+    from detect.synthetic import write_camera_image_parquet
+
+    def jpeg(color):
+        out = io.BytesIO()
+        Image.new("RGB", (96, 64), color).save(out, "JPEG")
+        return out.getvalue()
+
+    def frames(name, color):
+        rows = [CameraFrame(name, 1_000_000 + i * 100_000, c, jpeg(color)) for i in range(2) for c in (1, 2)]
+        return rows + [CameraFrame(name, 1_000_000, 1, jpeg((0, 0, 0)))]  # a duplicate key
+
+    folder = tmp_path / "in"
+    write_camera_image_parquet(folder / "a.parquet", frames("../../escape", (255, 0, 0)))
+    write_camera_image_parquet(folder / "b.parquet", frames("../../escape", (0, 255, 0)))  # same name, other file
+    write_camera_image_parquet(folder / "c.parquet", frames("/etc", (0, 0, 255)))
+    outs = {engine: tmp_path / "work" / engine for engine in ("local", "ray")}
+    for engine, out in outs.items():
+        assert run(folder, "--out", out, "--quiet", model=stub_dynamic_dir, engine=engine) == 1
+        assert sorted(p.name for p in out.iterdir()) == sorted(["run.json", segment_dir_name("../../escape"),
+                                                                 segment_dir_name("/etc")])
+        entries = run_entries(out)
+        assert [entries[n]["status"] for n in ("a.parquet", "b.parquet", "c.parquet")] == [
+            "done_with_failures", "failed", "done_with_failures"]
+        assert entries["b.parquet"]["error"].endswith("also comes from " + str(folder / "a.parquet") + " in this run; "
+                                                      f"both would write {segment_dir_name('../../escape')}/: run them one at a time")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["local", "ray"]
+    local_files, ray_files = files(outs["local"]), files(outs["ray"])
+    assert local_files.keys() == ray_files.keys()
+    assert [n for n in local_files if n.endswith((".png", ".gif")) and
+            local_files[n].read_bytes() != ray_files[n].read_bytes()] == []
+    for name in ("../../escape", "/etc"):
+        manifests = [json.loads((out / segment_dir_name(name) / "manifest.json").read_text()) for out in outs.values()]
+        assert manifests[0]["failures"] == manifests[1]["failures"] and len(manifests[0]["failures"]) == 1
+        assert manifests[0]["counts"] == manifests[1]["counts"]
