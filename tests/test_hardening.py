@@ -463,3 +463,16 @@ def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
 
     done, _ = journal.load(tmp_path / "out" / "seg_a", "seg_a")
     assert sorted(r.detections.invalid for r in done.values()) == [2, 2]
+
+
+def test_detect_gif_never_follows_a_symlink_out_of_the_results(stub_dynamic_dir, tmp_path, capsys):
+    source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
+    out = tmp_path / "out"
+    assert segment([source, "--out", out, "--no-gif"], stub_dynamic_dir) == 0
+    outside = tmp_path / "outside"
+    (outside / "frames" / "FRONT").mkdir(parents=True)
+    (outside / "frames" / "FRONT" / f"{T0}.png").write_bytes((out / "seg_a" / "frames" / "FRONT" / f"{T0}.png").read_bytes())
+    (out / "elsewhere").symlink_to(outside)
+    assert main(["gif", str(out)]) == 0
+    assert sorted(p.name for p in outside.rglob("*")) == sorted(["FRONT", f"{T0}.png", "frames"])
+    assert (out / "seg_a" / "FRONT.gif").is_file()
