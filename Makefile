@@ -32,13 +32,13 @@ model: $(STAMP)
 	$(PY) models/fetch.py --out models/ssd_mobilenet_v2
 
 demo: $(STAMP)
-	$(PY) -m detect.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
+	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
 
 gif: $(STAMP)
 	$(PY) -m detect.cli gif $(or $(RESULTS),results)
 
 bench: $(STAMP)
-	$(PY) -m detect.bench --models $(MODELS) --out bench-out
+	$(PY) -m detect.tools.bench --models $(MODELS) --out bench-out
 
 clean:
 	rm -rf $(VENV) results bench-out $(MODELS)

@@ -4,12 +4,12 @@ The public API. Importing it never imports TensorFlow; the stages that need it i
 when they run.
 """
 
-from detect.cameras import CameraName, parse_cameras
-from detect.errors import DetectError, InputError, ModelError, OutputError, UnsupportedURIError, UsageError
-from detect.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
-from detect.readers import SegmentKeys, iter_frames, read_keys
-from detect.selection import FrameFilter
-from detect.sources import SegmentSource, resolve
+from detect.core.cameras import CameraName, parse_cameras
+from detect.core.errors import DetectError, InputError, ModelError, OutputError, UnsupportedURIError, UsageError
+from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
+from detect.waymo.readers import SegmentKeys, iter_frames, read_keys
+from detect.waymo.selection import FrameFilter
+from detect.waymo.sources import SegmentSource, resolve
 
 __version__ = "0.1.0"
 

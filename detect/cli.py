@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from detect.allocator import keep_freed_memory
-from detect.decode import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
-from detect.errors import DetectError
-from detect.jobs import MODEL_ENV
+from detect.engine.allocator import keep_freed_memory
+from detect.model.inputs import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
+from detect.core.errors import DetectError
+from detect.engine.loading import MODEL_ENV
 
 EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
@@ -175,8 +175,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.info import format_info, segment_info
-    from detect.sources import resolve
+    from detect.waymo.info import format_info, segment_info
+    from detect.waymo.sources import resolve
 
     infos = [segment_info(source, args.max_pixels) for source in resolve(args.path)]
     if args.json:
@@ -191,19 +191,19 @@ def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.jobs import run_segment_command
+    from detect.engine.loading import run_segment_command
 
     return run_segment_command(args, out, err)
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.jobs import run_many_command
+    from detect.engine.loading import run_many_command
 
     return run_many_command(args, out, err)
 
 
 def _cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.animations import rebuild_all
+    from detect.sinks.animations import rebuild_all
 
     written = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
     for path in written:

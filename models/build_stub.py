@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from detect.tf_env import import_tensorflow  # noqa: E402
+from detect.core.tf_env import import_tensorflow  # noqa: E402
 
 MAX_DETECTIONS = 100
 NUM_CLASSES = 91  # COCO ids 0..90, 0 = background

@@ -67,8 +67,8 @@ def extract_saved_model(tarball: Path, target: Path, source: str) -> None:
 def verify(model_dir: Path) -> str:
     """Load the model with the detector (contract check and warm-up); returns a summary."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from detect.detector import Detector
-    from detect.errors import DetectError
+    from detect.model.detector import Detector
+    from detect.core.errors import DetectError
 
     try:
         detector = Detector(model_dir)

@@ -4,7 +4,7 @@
 
 Reports load + warm-up time, then images/s at batch 1, 4, 8, 16 for (a) frames pre-resized to
 320x320 and (b) full-size 1920x1280 frames (resized inside the model); medians of `--runs` runs
-after one untimed call per batch shape. The default `--batch-size` of `detect.detector` comes
+after one untimed call per batch shape. The default `--batch-size` of `detect.model.detector` comes
 from this script's numbers on a 2-core CPU machine.
 """
 
@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from detect.tf_env import import_tensorflow  # noqa: E402
+from detect.core.tf_env import import_tensorflow  # noqa: E402
 FIXTURE = HERE.parents[1] / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 BATCHES = (1, 4, 8, 16)
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     import build_benchmark
     tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
-    from detect.detector import Detector
+    from detect.model.detector import Detector
 
     frames = build_benchmark.fixture_images(args.fixture)
     full = [f for f in frames if f.shape[:2] == (1280, 1920)]

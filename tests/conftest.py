@@ -26,7 +26,7 @@ def real_frame_path() -> Path:
 
 @pytest.fixture(scope="session")
 def real_camera_frames(real_frame_path: Path):
-    from detect.readers import iter_frames
+    from detect.waymo.readers import iter_frames
 
     return list(iter_frames(str(real_frame_path)))
 
@@ -34,7 +34,7 @@ def real_camera_frames(real_frame_path: Path):
 @pytest.fixture(scope="session")
 def real_v2_path(real_camera_frames, tmp_path_factory) -> Path:
     """The real frame rewritten as a v2 camera_image Parquet by our own writer, rows shuffled."""
-    from detect.synthetic import write_camera_image_parquet
+    from detect.tools.synthetic import write_camera_image_parquet
 
     path = tmp_path_factory.mktemp("real_v2") / "training" / "camera_image" / f"{REAL_SEGMENT}.parquet"
     return write_camera_image_parquet(path, real_camera_frames, shuffle_seed=3)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.animations import (
+from detect.sinks.animations import (
     AnimationSet,
     downscale_to_width,
     find_segment_dirs,
@@ -14,11 +14,11 @@ from detect.animations import (
     rebuild_all,
     rebuild_animations,
 )
-from detect.cameras import CameraName
-from detect.draw import draw_detections
-from detect.errors import InputError, UsageError
-from detect.frames_io import write_frame
-from detect.records import Detections, FrameKey
+from detect.core.cameras import CameraName
+from detect.render.draw import draw_detections
+from detect.core.errors import InputError, UsageError
+from detect.sinks.frames import write_frame
+from detect.core.records import Detections, FrameKey
 
 SEGMENT = "seg_0001"
 CAMERAS = (CameraName.FRONT, CameraName.FRONT_LEFT, CameraName.SIDE_LEFT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from detect.bench import efficiency_bounds, rate_lines
+from detect.tools.bench import efficiency_bounds, rate_lines
 
 
 def test_efficiency_bound_is_the_cpu_the_model_leaves():

@@ -4,8 +4,8 @@ import random
 import numpy as np
 import pytest
 
-from detect.cameras import CameraName, UnknownCameraError, parse_camera, parse_cameras
-from detect.selection import FrameFilter, KeyIndex, in_order, select
+from detect.core.cameras import CameraName, UnknownCameraError, parse_camera, parse_cameras
+from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
 
 
 def test_parse_camera_accepts_names_numbers_and_spellings():

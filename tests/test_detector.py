@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detect.devices import logical_cpus_from_env
-from detect.errors import ModelError, UsageError
+from detect.model.devices import logical_cpus_from_env
+from detect.core.errors import ModelError, UsageError
 
 tf = pytest.importorskip("tensorflow")
-from detect.detector import Detector  # noqa: E402
+from detect.model.detector import Detector  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,7 +160,7 @@ def test_logical_cpus_env_refuses_bad_values(raw):
 MIRRORED_SCRIPT = """
 import json, sys
 import numpy as np
-from detect.detector import Detector
+from detect.model.detector import Detector
 values = [10, 200, 90, 255, 0]  # 5 images: uneven split over 2 replicas
 images = np.stack([np.full((48, 64, 3), v, np.uint8) for v in values])
 out = {}

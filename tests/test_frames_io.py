@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect import atomic
-from detect.cameras import CameraName
-from detect.errors import UsageError
-from detect.frames_io import (
+from detect.sinks import atomic
+from detect.core.cameras import CameraName
+from detect.core.errors import UsageError
+from detect.sinks.frames import (
     encode_frame,
     frame_path,
     list_frames,
@@ -16,7 +16,7 @@ from detect.frames_io import (
     read_frame,
     write_frame,
 )
-from detect.records import FrameKey
+from detect.core.records import FrameKey
 
 KEY = FrameKey("seg_1", 1553735853462203, CameraName.FRONT_LEFT)
 

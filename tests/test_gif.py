@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.gif import GifFrame, GifWriter, delays_cs, encode_gif_frame
+from detect.sinks.gif import GifFrame, GifWriter, delays_cs, encode_gif_frame
 
 
 def frame(seed, size=(40, 30)) -> Image.Image:

@@ -14,11 +14,11 @@ import pytest
 from PIL import Image
 
 from detect.cli import main
-from detect.errors import OutputError
-from detect.names import segment_dir_name
-from detect.outdir import SegmentLock
-from detect.records import CameraFrame
-from detect.synthetic import write_camera_image_parquet, write_frames_tfrecord
+from detect.core.errors import OutputError
+from detect.core.names import segment_dir_name
+from detect.sinks.layout import SegmentLock
+from detect.core.records import CameraFrame
+from detect.tools.synthetic import write_camera_image_parquet, write_frames_tfrecord
 
 T0 = 1_000_000
 
@@ -164,7 +164,7 @@ def test_a_corrupt_settings_file_never_disables_the_resume_check(content, stub_d
 
 
 def test_bookkeeping_files_are_written_atomically(tmp_path, monkeypatch):
-    from detect import journal
+    from detect.sinks import journal
 
     journal.save_settings(tmp_path, {"a": 1})
     monkeypatch.setattr(json, "dumps", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
@@ -195,7 +195,7 @@ def test_duplicate_keys_in_a_v2_file_keep_the_first_and_report_the_rest(stub_dyn
 def test_repeated_frames_and_cameras_in_a_tfrecord_are_reported_not_fatal(stub_dynamic_dir, tmp_path):
     import tensorflow as tf
 
-    from detect.reader_v1 import waymo_protos
+    from detect.waymo.tfrecord import waymo_protos
 
     dataset_pb2 = waymo_protos("test")
     path = tmp_path / "seg.tfrecord"
@@ -295,7 +295,7 @@ def test_read_only_out_is_one_line_and_exit_2(stub_dynamic_dir, tmp_path, capsys
 
 
 def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, tmp_path, capsys, monkeypatch):
-    import detect.pipeline
+    import detect.engine.local
 
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     table_path = tmp_path / "out" / "seg_a" / "detections.parquet"
@@ -303,7 +303,7 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
     def full(path, results):
         raise OSError(28, "No space left on device", str(table_path))
 
-    monkeypatch.setattr(detect.pipeline, "write_table", full)
+    monkeypatch.setattr(detect.engine.local, "write_table", full)
     assert segment([source, "--out", tmp_path / "out"], stub_dynamic_dir) == 2
     assert capsys.readouterr().err == f"detect: error: {table_path}: No space left on device\n"
     journal = (tmp_path / "out" / "seg_a" / ".detect" / "journal.jsonl").read_text().splitlines()
@@ -313,12 +313,12 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
 
 
 def test_an_unexpected_error_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
-    import detect.info
+    import detect.waymo.info
 
     def broken(*args):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(detect.info, "segment_info", broken)
+    monkeypatch.setattr(detect.waymo.info, "segment_info", broken)
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     assert main(["info", str(source)]) == 2
     assert capsys.readouterr().err == ("detect: error: unexpected RuntimeError: boom (rerun with --debug for the "
@@ -356,18 +356,18 @@ def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, t
 
 
 def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynamic_dir, tmp_path, monkeypatch):
-    import detect.pipeline
+    import detect.engine.local
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.pipeline.process_segment
+    real = detect.engine.local.process_segment
 
     def flaky(source, *args, **kwargs):
         if source.uri.endswith("a.parquet"):
             raise MemoryError("no memory for this one")
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.pipeline, "process_segment", flaky)
+    monkeypatch.setattr(detect.engine.local, "process_segment", flaky)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 1
     entries = {Path(e["path"]).name: e for e in json.loads((out / "run.json").read_text())["segments"]}
@@ -377,18 +377,18 @@ def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynami
 
 
 def test_run_json_is_written_when_a_run_is_interrupted(stub_dynamic_dir, tmp_path, monkeypatch, capsys):
-    import detect.pipeline
+    import detect.engine.local
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.pipeline.process_segment
+    real = detect.engine.local.process_segment
 
     def interrupted(source, *args, **kwargs):
         if source.uri.endswith("b.parquet"):
             raise KeyboardInterrupt
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.pipeline, "process_segment", interrupted)
+    monkeypatch.setattr(detect.engine.local, "process_segment", interrupted)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 130
     entries = {Path(e["path"]).name: e["status"] for e in json.loads((out / "run.json").read_text())["segments"]}
@@ -408,7 +408,7 @@ def test_a_lock_left_by_a_dead_process_does_not_block(tmp_path):
 def test_invalid_model_rows_are_dropped_and_counted():
     import numpy as np
 
-    from detect.model_contract import to_detections
+    from detect.model.contract import to_detections
 
     nan, inf = float("nan"), float("inf")
     boxes = np.array([[0.1, 0.1, 0.5, 0.5],   # kept
@@ -433,10 +433,10 @@ def test_invalid_model_rows_are_dropped_and_counted():
 def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
     import numpy as np
 
-    from detect.jobs import invalid_boxes_warning
-    from detect.pipeline import SegmentSettings, process_segment
-    from detect.records import Detections
-    from detect.sources import resolve_one
+    from detect.engine.loading import invalid_boxes_warning
+    from detect.engine.local import SegmentSettings, process_segment
+    from detect.core.records import Detections
+    from detect.waymo.sources import resolve_one
 
     class Fake:
         batch_size = 2
@@ -459,7 +459,7 @@ def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
         f"warning: seg_a: the model emitted 4 invalid boxes (NaN or infinite values, zero area inside the image, or a "
         f"class that is not a whole number); they were dropped and are counted per image in "
         f"{tmp_path / 'out' / 'seg_a' / 'manifest.json'}")
-    from detect import journal
+    from detect.sinks import journal
 
     done, _ = journal.load(tmp_path / "out" / "seg_a", "seg_a")
     assert sorted(r.detections.invalid for r in done.values()) == [2, 2]

@@ -11,7 +11,7 @@ import pytest
 from conftest_models import load_models_script
 
 tf = pytest.importorskip("tensorflow")
-from detect.detector import Detector  # noqa: E402
+from detect.model.detector import Detector  # noqa: E402
 
 ZOO_NAME = "ssd_mobilenet_v2_320x320_coco17_tpu-8"
 

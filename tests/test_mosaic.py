@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.cameras import CameraName
-from detect.mosaic import MISSING_FILL, compose_mosaic, mosaic_layout
+from detect.core.cameras import CameraName
+from detect.render.mosaic import MISSING_FILL, compose_mosaic, mosaic_layout
 
 
 def tile(color, size):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from detect.ordered import OrderedConsumer
+from detect.engine.ordered import OrderedConsumer
 
 
 def test_slots_are_consumed_in_index_order_whatever_order_they_arrive():

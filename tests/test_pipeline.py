@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REAL_SEGMENT, ROOT
 from detect.cli import main
-from detect.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
+from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 
 CAMERAS = ["FRONT", "FRONT_LEFT", "FRONT_RIGHT", "SIDE_LEFT", "SIDE_RIGHT"]
 
@@ -36,7 +36,7 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
     assert (seg / "mosaic.gif").is_file()
     from PIL import Image
 
-    from detect.draw import WATERMARK_COLOR
+    from detect.render.draw import WATERMARK_COLOR
 
     with Image.open(seg / "frames" / "FRONT" / "1553735853462203.png") as png:
         assert png.size == (1920, 1280)
@@ -146,8 +146,8 @@ def test_workers_flag_sets_the_render_threads_and_the_manifest_records_them(tiny
 
 
 def test_thread_counts_below_one_are_refused(capsys):
-    from detect.errors import UsageError
-    from detect.pipeline import SegmentSettings
+    from detect.core.errors import UsageError
+    from detect.engine.local import SegmentSettings
 
     with pytest.raises(UsageError, match="^workers must be at least 1, got 0$"):
         SegmentSettings(workers=0)
@@ -160,7 +160,7 @@ def test_thread_counts_below_one_are_refused(capsys):
 def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DETECT_MODEL", raising=False)
-    monkeypatch.setattr("detect.jobs.DEFAULT_MODEL", Path("no") / "such_model")
+    monkeypatch.setattr("detect.engine.loading.DEFAULT_MODEL", Path("no") / "such_model")
     assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (
         "detect: error: no model at no/such_model/: run `make model` to download SSD MobileNet v2, "

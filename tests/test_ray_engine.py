@@ -132,9 +132,9 @@ def test_without_ray_the_message_says_how_to_install_it(inputs, tmp_path, monkey
 
 
 def test_a_read_task_turns_a_file_that_breaks_into_a_row(tiny_v2_path, tmp_path):
-    from detect.ray_stages import WorkItem, read_frames
-    from detect.selection import FrameFilter
-    from detect.sources import resolve_one
+    from detect.engine.ray_stages import WorkItem, read_frames
+    from detect.waymo.selection import FrameFilter
+    from detect.waymo.sources import resolve_one
 
     path = tmp_path / "gone.parquet"
     shutil.copy(tiny_v2_path, path)
@@ -154,9 +154,9 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
 
     from PIL import Image
 
-    from detect.names import segment_dir_name
-    from detect.records import CameraFrame
-    from detect.synthetic import write_camera_image_parquet
+    from detect.core.names import segment_dir_name
+    from detect.core.records import CameraFrame
+    from detect.tools.synthetic import write_camera_image_parquet
 
     def jpeg(color):
         out = io.BytesIO()

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REAL_SEGMENT, TINY_SEGMENT
 from detect.cli import main
-from detect.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
+from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 
 BROKEN_ERROR = ("not a readable Parquet file (Parquet magic bytes not found in footer. "
                 "Either the file is corrupted or this is not a parquet file.)")
@@ -50,7 +50,7 @@ def test_run_writes_both_segments_and_a_rerun_skips_them(inputs, stub_dynamic_di
     assert statuses(out) == {"real.tfrecord": "done", f"{TINY_SEGMENT}.parquet": "done"}
     from PIL import Image
 
-    from detect.draw import WATERMARK_COLOR
+    from detect.render.draw import WATERMARK_COLOR
 
     with Image.open(out / REAL_SEGMENT / "frames" / "FRONT" / "1553735853462203.png") as png:
         assert png.getpixel((2, 1277)) == WATERMARK_COLOR  # stub frames say so, as with detect segment

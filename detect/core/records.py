@@ -1,0 +1,133 @@
+"""Frozen records that flow between the stages, keyed with Waymo's own names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from detect.core.cameras import CameraName
+from detect.core.names import printable
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameKey:
+    """Identifies one camera image exactly as Waymo's `key.*` columns do."""
+
+    segment_context_name: str
+    frame_timestamp_micros: int
+    camera_name: CameraName
+
+    def __str__(self) -> str:
+        return f"{printable(self.segment_context_name)}/{self.camera_name.name}/{self.frame_timestamp_micros}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraFrame:
+    """One camera image of one frame, still JPEG-encoded."""
+
+    segment_context_name: str
+    frame_timestamp_micros: int
+    camera_name: CameraName
+    jpeg: bytes = dataclasses.field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.camera_name, CameraName):
+            object.__setattr__(self, "camera_name", CameraName(int(self.camera_name)))
+
+    @property
+    def key(self) -> FrameKey:
+        return FrameKey(self.segment_context_name, self.frame_timestamp_micros, self.camera_name)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Detections:
+    """Boxes in pixel `xyxy` of the image they were found in, best score first.
+
+    `xyxy` is float32 `[N, 4]` as `(xmin, ymin, xmax, ymax)`; `scores` float32 `[N]`;
+    `class_ids` int32 `[N]` (COCO ids for the default model); `labels` one name per box;
+    `invalid` how many rows the model emitted that were dropped as invalid (not in the arrays).
+    """
+
+    xyxy: np.ndarray
+    scores: np.ndarray
+    class_ids: np.ndarray
+    labels: tuple[str, ...]
+    invalid: int = 0  # rows the model emitted that were dropped as invalid (NaN, zero area, ...)
+
+    def __post_init__(self) -> None:
+        if self.invalid < 0:
+            raise ValueError(f"invalid must be >= 0, got {self.invalid}")
+        xyxy = np.asarray(self.xyxy, dtype=np.float32)
+        if xyxy.size == 0:
+            xyxy = xyxy.reshape(0, 4)
+        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+            raise ValueError(f"xyxy must have shape (N, 4), got {xyxy.shape}")
+        n = xyxy.shape[0]
+        scores = np.asarray(self.scores, dtype=np.float32).reshape(-1)
+        class_ids = np.asarray(self.class_ids).reshape(-1)
+        if scores.shape != (n,):
+            raise ValueError(f"scores must have shape ({n},), got {scores.shape}")
+        if class_ids.shape != (n,):
+            raise ValueError(f"class_ids must have shape ({n},), got {class_ids.shape}")
+        if class_ids.size and not np.issubdtype(class_ids.dtype, np.integer):
+            if not np.all(np.equal(np.mod(class_ids, 1), 0)):
+                raise ValueError("class_ids must be whole numbers")
+        labels = tuple(self.labels)
+        if len(labels) != n:
+            raise ValueError(f"labels must have {n} entries, got {len(labels)}")
+        if n and np.any(xyxy[:, 2:] < xyxy[:, :2]):
+            raise ValueError("xyxy boxes must have xmin <= xmax and ymin <= ymax")
+        object.__setattr__(self, "xyxy", xyxy)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "class_ids", class_ids.astype(np.int32))
+        object.__setattr__(self, "labels", labels)
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+    @classmethod
+    def empty(cls) -> Detections:
+        return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int32), ())
+
+    def select(self, mask_or_index: np.ndarray) -> Detections:
+        """A new Detections holding the rows picked by a boolean mask or an index array."""
+        index = np.asarray(mask_or_index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        return Detections(
+            self.xyxy[index],
+            self.scores[index],
+            self.class_ids[index],
+            tuple(self.labels[i] for i in index),
+            invalid=self.invalid,
+        )
+
+    def equals(self, other: Detections, atol: float = 1e-3) -> bool:
+        """Same boxes, classes and labels, scores and coordinates within `atol`."""
+        return (
+            len(self) == len(other)
+            and self.labels == other.labels
+            and np.array_equal(self.class_ids, other.class_ids)
+            and np.allclose(self.scores, other.scores, atol=atol)
+            and np.allclose(self.xyxy, other.xyxy, atol=atol)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameFailure:
+    """A camera image that could not be processed; the run goes on without it."""
+
+    key: FrameKey
+    stage: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameResult:
+    """What the pipeline knows about one processed camera image."""
+
+    key: FrameKey
+    width: int
+    height: int
+    detections: Detections

@@ -1,0 +1,305 @@
+"""The stages `--engine ray` runs on the cluster, over numpy batches (dicts of column arrays).
+
+read (our streaming readers) -> decode + resize (tf.data, as the local pipeline) -> detect
+(`Detector` in an actor) -> render (decode the full frame again, draw, write the PNG/JPG).
+Each stage reuses the local pipeline's functions, so pixels, boxes and error texts are the same.
+Importable without Ray: the functions are plain, and so is the actor's class.
+
+A stage never raises for one bad input: it writes the problem into the row's `stage` / `error`
+columns and later stages pass the row on. An exception inside a Ray Data function fails the
+whole dataset, and one broken segment must never stop the others.
+
+Full-size frames never enter Ray's object store: the JPEG travels, the model's small input
+travels, and the render task decodes the full frame again (~11 ms) right where it draws it. A
+1920x1280 frame is 7.4 MB; shipping it between nodes costs more than decoding it twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from detect.sinks import journal
+from detect.core.errors import DetectError
+from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult
+from detect.waymo.selection import FrameFilter
+from detect.waymo.sources import SegmentSource
+
+READ, DECODE, DETECT, RENDER = "read", "decode", "detect", "render"
+# Rows per batch a read task hands to Ray (Ray merges them into blocks of its target size).
+ROWS_PER_READ_BATCH = 8
+# Per-row seconds, and the manifest stage each one adds to.
+TIMING_COLUMNS = {"t_decode": "decode", "t_detect": "detect", "t_draw": "draw", "t_write": "frame_write"}
+
+Batch = dict[str, np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkItem:
+    """One segment for a read task: where it is, which images to read, which are done already."""
+
+    uri: str  # as the user named it: the key of run.json and the name in error messages
+    path: str  # inside its filesystem; absolute for local files, so any worker finds it
+    format: str
+    local: bool
+    segment: str
+    cameras: tuple[int, ...] | None = None
+    first_frame: int = 0
+    max_frames: int | None = None
+    done: tuple[tuple[int, int], ...] = ()  # (frame_timestamp_micros, camera) finished earlier
+
+    @classmethod
+    def for_source(cls, source: SegmentSource, segment: str, frame_filter: FrameFilter,
+                   done: set[tuple[int, int]] = frozenset()) -> WorkItem:
+        cameras = tuple(int(c) for c in frame_filter.cameras) if frame_filter.cameras else None
+        return cls(source.uri, source.path, source.format, source.is_local, segment, cameras,
+                   frame_filter.first_frame, frame_filter.max_frames, tuple(sorted(done)))
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkItem:
+        data = json.loads(text)
+        cameras = data.pop("cameras")
+        cameras = tuple(cameras) if cameras else None
+        done = tuple((int(t), int(c)) for t, c in data.pop("done"))
+        return cls(**data, cameras=cameras, done=done)
+
+    def source(self) -> SegmentSource:
+        return open_source(self.uri, self.path, self.format, self.local)
+
+    def frame_filter(self) -> FrameFilter:
+        from detect.core.cameras import CameraName
+
+        cameras = tuple(CameraName(c) for c in self.cameras) if self.cameras else None
+        return FrameFilter(cameras=cameras, first_frame=self.first_frame, max_frames=self.max_frames)
+
+
+def open_source(uri: str, path: str, fmt: str, local: bool) -> SegmentSource:
+    """The driver's `SegmentSource` rebuilt on a worker (pyarrow filesystems are not shipped)."""
+    import pyarrow.fs as pafs
+
+    from detect.waymo.sources import split_uri
+
+    filesystem = pafs.LocalFileSystem() if local else split_uri(uri)[0]
+    return SegmentSource(uri=uri, path=path, format=fmt, filesystem=filesystem)  # type: ignore[arg-type]
+
+
+def tensorflow_on_cpu() -> None:
+    """Hide the GPUs from TensorFlow in this process (call before its first TensorFlow work).
+
+    Ray leaves every GPU visible to tasks that asked for none, and TensorFlow takes nearly all
+    the memory of every GPU it sees: a decode task would starve the detector actors.
+    """
+    from detect.core.tf_env import import_tensorflow
+
+    tf = import_tensorflow()
+    if tf.config.list_physical_devices("GPU"):
+        try:
+            tf.config.set_visible_devices([], "GPU")
+        except RuntimeError:  # this process already hid them before its first TensorFlow work
+            pass
+
+
+def plan_segment(uri: str, path: str, fmt: str, local: bool) -> tuple[tuple[str, ...], Any, str | None] | str:
+    """Key columns of one segment (names, `KeyIndex`, ground-truth note), or a one-line error."""
+    from detect.waymo.readers import read_keys
+
+    if fmt == "v1":  # TFRecords are read with TensorFlow
+        tensorflow_on_cpu()
+    try:
+        keys = read_keys(open_source(uri, path, fmt, local))
+    except Exception as err:  # reported as this segment's failure; the others go on
+        return error_text(err)
+    return keys.segment_names, keys.index, keys.labels
+
+
+def read_frames(batch: Batch) -> Iterator[Batch]:
+    """Read task: stream each work item's camera images with `detect.waymo.readers.iter_frames`."""
+    from detect.waymo.readers import iter_frames
+
+    for text in batch["item"]:
+        item = WorkItem.from_json(str(text))
+        if item.format == "v1":
+            tensorflow_on_cpu()
+        done = set(item.done)
+        rows: list[dict[str, Any]] = []
+        try:
+            for frame in iter_frames(item.source(), item.frame_filter()):
+                if (frame.frame_timestamp_micros, int(frame.camera_name)) in done:
+                    continue
+                rows.append(_frame_row(item.uri, frame))
+                if len(rows) >= ROWS_PER_READ_BATCH:
+                    yield _columns(rows)
+                    rows = []
+        except Exception as err:  # a file that breaks half-way: the frames before it still count
+            rows.append(_frame_row(item.uri, CameraFrame(item.segment, -1, 1, b""), READ, error_text(err)))
+        if rows:
+            yield _columns(rows)
+
+
+def decode_images(batch: Batch, *, input_size: tuple[int, int] | None, max_pixels: int) -> Batch:
+    """Decode task: the model's input, exactly as the local pipeline makes it (`decode_stream`)."""
+    from detect.engine.allocator import keep_freed_memory
+    from detect.model.inputs import decode_error, decode_stream
+
+    keep_freed_memory()
+    tensorflow_on_cpu()
+    n = len(batch["ts"])
+    out = dict(batch)
+    out["width"], out["height"] = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    out["model_h"], out["model_w"] = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    model_input = np.full(n, b"", dtype=object)
+    stage, error = batch["stage"].astype(object).copy(), batch["error"].astype(object).copy()
+    ok = [i for i in range(n) if not stage[i]]
+    start = time.perf_counter()
+    decoded = {d.index: d for d in decode_stream(((i, bytes(batch["jpeg"][i])) for i in ok),
+                                                 input_size=input_size, keep_full=False, parallel=1,
+                                                 max_pixels=max_pixels)}
+    for i in ok:
+        d = decoded.get(i)
+        if d is None:
+            stage[i], error[i] = DECODE, decode_error(bytes(batch["jpeg"][i]), max_pixels)
+            continue
+        out["width"][i], out["height"][i] = d.width, d.height
+        out["model_h"][i], out["model_w"][i] = d.model_input.shape[:2]
+        model_input[i] = d.model_input.tobytes()  # bytes: one Arrow type whatever the image sizes
+    out["model_input"], out["stage"], out["error"] = model_input, stage, error
+    out["t_decode"] = np.full(n, (time.perf_counter() - start) / max(len(ok), 1))
+    return out
+
+
+class DetectorActor:
+    """The detector as a Ray Data callable class: loaded once per actor, then called per batch."""
+
+    def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int) -> None:
+        from detect.model.detector import Detector
+
+        self.detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size)
+
+    def __call__(self, batch: Batch) -> Batch:
+        return detect_batch(self.detector, batch)
+
+
+def detect_batch(detector: Any, batch: Batch) -> Batch:
+    """Detections for every decoded row, as journal lines; same-shape images share a model call."""
+    from detect.model.inputs import DecodedImage
+    from detect.engine.local import detect_images
+
+    n = len(batch["ts"])
+    out = {k: v for k, v in batch.items() if k != "model_input"}
+    stage, error = batch["stage"].astype(object).copy(), batch["error"].astype(object).copy()
+    result = np.full(n, "", dtype=object)
+    t_detect = np.zeros(n)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in range(n):
+        if not stage[i]:
+            groups.setdefault((int(batch["model_h"][i]), int(batch["model_w"][i])), []).append(i)
+    for (h, w), rows in groups.items():
+        decoded = [DecodedImage(i, int(batch["width"][i]), int(batch["height"][i]), None,
+                                np.frombuffer(batch["model_input"][i], np.uint8).reshape(h, w, 3)) for i in rows]
+        frames = [CameraFrame(str(batch["segment"][i]), int(batch["ts"][i]), int(batch["camera"][i]), b"") for i in rows]
+        start = time.perf_counter()
+        outcomes = detect_images(detector, decoded, frames)
+        t_detect[rows] = (time.perf_counter() - start) / len(rows)
+        for i, d, frame, outcome in zip(rows, decoded, frames, outcomes, strict=True):
+            if isinstance(outcome, FrameFailure):
+                stage[i], error[i] = DETECT, outcome.error
+            else:
+                result[i] = journal.encode(FrameResult(frame.key, d.width, d.height, outcome))
+    out["result"], out["stage"], out["error"], out["t_detect"] = result, stage, error, t_detect
+    return out
+
+
+def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
+    """Render task: decode the full frame, draw, write the annotated frame atomically.
+
+    Returns small rows (keys, the journal line, errors, timings): never an image.
+    `settings` must have animations off: the driver builds them from the frames on disk.
+    """
+    from pathlib import Path
+
+    from detect.engine.allocator import keep_freed_memory
+    from detect.model.inputs import decode_error, decode_stream
+    from detect.sinks.layout import segment_dir
+    from detect.engine.local import StageTimings, error_line, render_frame
+
+    keep_freed_memory()
+    tensorflow_on_cpu()
+    n = len(batch["ts"])
+    out = {k: v for k, v in batch.items() if k not in ("jpeg", "model_h", "model_w")}
+    stage, error = batch["stage"].astype(object).copy(), batch["error"].astype(object).copy()
+    t_decode = np.asarray(batch["t_decode"], np.float64).copy()
+    t_draw, t_write = np.zeros(n), np.zeros(n)
+    ok = [i for i in range(n) if not stage[i]]
+    if settings.write_frames and ok:
+        # prefetch=1: at most a few full-size frames per task are ever decoded at once.
+        stream = decode_stream(((i, bytes(batch["jpeg"][i])) for i in ok), input_size=None, keep_full=True,
+                               max_pixels=settings.max_pixels,
+                               parallel=1, prefetch=1)
+        seen = set()
+        start = time.perf_counter()
+        for decoded in stream:
+            i = decoded.index
+            seen.add(i)
+            t_decode[i] += time.perf_counter() - start
+            segment = str(batch["segment"][i])
+            timings = StageTimings()
+            try:
+                result = journal.decode(str(batch["result"][i]), segment)
+                render_frame(decoded, result.key, result.detections, segment_dir(Path(root), segment), settings, timings)
+            except Exception as err:  # one frame's drawing or writing failed: skip it
+                stage[i], error[i] = RENDER, error_line(err)
+            t_draw[i] = timings.values.get("draw", 0.0)
+            t_write[i] = timings.values.get("frame_write", 0.0)
+            start = time.perf_counter()
+        for i in ok:
+            if i not in seen:
+                stage[i], error[i] = RENDER, decode_error(bytes(batch["jpeg"][i]), settings.max_pixels)
+    out.update(stage=stage, error=error, t_decode=t_decode, t_draw=t_draw, t_write=t_write)
+    return out
+
+
+def failure_of(row: dict[str, Any]) -> FrameFailure:
+    from detect.core.cameras import CameraName
+
+    key = FrameKey(str(row["segment"]), int(row["ts"]), CameraName(int(row["camera"])))
+    return FrameFailure(key, str(row["stage"]), str(row["error"]))
+
+
+def error_text(err: BaseException) -> str:
+    """One line: our own messages as they are, anything else with its type."""
+    if isinstance(err, DetectError):
+        return str(err)
+    from detect.engine.local import error_line
+
+    return error_line(getattr(err, "cause", None) or err)  # RayTaskError wraps the real one
+
+
+def _frame_row(uri: str, frame: CameraFrame, stage: str = "", error: str = "") -> dict[str, Any]:
+    return {"source": uri, "segment": frame.segment_context_name, "ts": frame.frame_timestamp_micros,
+            "camera": int(frame.camera_name), "jpeg": frame.jpeg, "stage": stage, "error": error}
+
+
+def _columns(rows: list[dict[str, Any]]) -> Batch:
+    return {
+        "source": np.array([r["source"] for r in rows], dtype=object),
+        "segment": np.array([r["segment"] for r in rows], dtype=object),
+        "ts": np.array([r["ts"] for r in rows], dtype=np.int64),
+        "camera": np.array([r["camera"] for r in rows], dtype=np.int64),
+        "jpeg": _object_array([r["jpeg"] for r in rows]),
+        "stage": np.array([r["stage"] for r in rows], dtype=object),
+        "error": np.array([r["error"] for r in rows], dtype=object),
+    }
+
+
+def _object_array(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array

@@ -1,0 +1,196 @@
+"""The detector contract of TF Object Detection API SavedModels, and the adapter of its outputs.
+
+Checks what a loaded SavedModel offers (call style, batch size, input size, output keys) and turns
+its raw outputs into `Detections`: normalized `[ymin, xmin, ymax, xmax]` -> pixel `xyxy` (x by the
+image's width, y by its height), float classes -> int, rows past `num_detections` dropped,
+COCO labels, score threshold and class filter. Pure numpy; TensorFlow objects are only inspected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from detect.model.labels import label_for
+from detect.core.errors import ModelError
+from detect.core.records import Detections
+
+REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
+INPUT_NAME = "input_tensor"
+# Classes arrive as floats: 1.0 is class 1, 1.5 is no class at all.
+CLASS_TOLERANCE = 1e-3
+SIDECAR = "detect_model.json"
+KINDS = ("real", "stub", "benchmark")
+_DEFAULT_DESCRIPTIONS = {
+    "real": "detector SavedModel",
+    "stub": "stub model (fixed boxes, not a detector)",
+    "benchmark": "SSD MobileNet v2 architecture with random weights (benchmark only, "
+    "boxes meaningless)",
+}
+
+CallStyle = Literal["signature", "object"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """What the detector found out about a SavedModel when it loaded it.
+
+    `call_style` is "signature" (`signatures['serving_default'](input_tensor=...)`) or "object"
+    (the loaded object called directly). `batch_size` is 1 for zoo exports, None when dynamic.
+    `input_height`/`input_width` are None unless the signature pins them. `kind` comes from the
+    `detect_model.json` sidecar our builders write: "real" (no sidecar), "stub" or "benchmark".
+    """
+
+    path: Path
+    call_style: CallStyle
+    batch_size: int | None
+    input_height: int | None
+    input_width: int | None
+    output_keys: tuple[str, ...]
+    kind: str
+    description: str
+
+    @property
+    def dynamic_batch(self) -> bool:
+        return self.batch_size is None
+
+
+def read_sidecar(path: Path) -> tuple[str, str]:
+    """`(kind, description)` from `detect_model.json` in a model directory; "real" when absent."""
+    sidecar = path / SIDECAR
+    if not sidecar.is_file():
+        return "real", _DEFAULT_DESCRIPTIONS["real"]
+    try:
+        data = json.loads(sidecar.read_text())
+        kind = str(data["kind"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ModelError(f"model {path}: unreadable {SIDECAR}: {err}") from None
+    if kind not in KINDS:
+        raise ModelError(f"model {path}: {SIDECAR} has kind {kind!r}, expected one of {KINDS}")
+    return kind, str(data.get("description") or _DEFAULT_DESCRIPTIONS[kind])
+
+
+def check_is_saved_model(path: Path) -> None:
+    """Refuse a missing directory or one without `saved_model.pb`, naming what is missing."""
+    if not path.exists():
+        raise ModelError(
+            f"model directory {path} does not exist (run `make model` to fetch SSD MobileNet v2)"
+        )
+    if not path.is_dir():
+        raise ModelError(f"model {path} is not a directory: expected a SavedModel directory")
+    if not (path / "saved_model.pb").is_file() and not (path / "saved_model.pbtxt").is_file():
+        raise ModelError(f"model {path} is not a TensorFlow SavedModel: no saved_model.pb in it")
+
+
+def inspect_callable(loaded: Any, path: Path) -> tuple[CallStyle, Any, tuple[str, ...] | None]:
+    """How to call a loaded SavedModel: `(call_style, input TensorSpec or None, output keys)`.
+
+    Output keys are None for object calls: they are only known after the warm-up call.
+    """
+    signatures = getattr(loaded, "signatures", None) or {}
+    if "serving_default" in signatures:
+        fn = signatures["serving_default"]
+        _, kwargs = fn.structured_input_signature
+        if INPUT_NAME not in kwargs:
+            names = ", ".join(sorted(kwargs)) or "nothing"
+            raise ModelError(
+                f"model {path}: serving_default takes {names}, expected a uint8 {INPUT_NAME}"
+            )
+        outputs = fn.structured_outputs
+        keys = tuple(sorted(outputs)) if isinstance(outputs, Mapping) else ()
+        return "signature", kwargs[INPUT_NAME], keys
+    if callable(loaded):
+        specs = getattr(loaded.__call__, "input_signature", None) or (None,)
+        return "object", specs[0], None
+    raise ModelError(f"model {path} has no serving_default signature and is not callable")
+
+
+def input_shape(spec: Any, path: Path) -> tuple[int | None, int | None, int | None]:
+    """`(batch, height, width)` pinned by an input TensorSpec (None = dynamic); checks uint8 RGB."""
+    if spec is None:
+        return None, None, None
+    dtype = getattr(spec.dtype, "name", str(spec.dtype))
+    shape = spec.shape.as_list() if spec.shape.rank is not None else [None, None, None, 3]
+    if dtype != "uint8" or len(shape) != 4 or shape[3] not in (None, 3):
+        raise ModelError(
+            f"model {path}: input is {dtype} {shape}, expected uint8 [batch, height, width, 3]"
+        )
+    return shape[0], shape[1], shape[2]
+
+
+def check_outputs(keys: Iterable[str], path: Path) -> tuple[str, ...]:
+    """Refuse outputs lacking a required key; the message lists what is missing and what is there."""
+    keys = tuple(sorted(keys))
+    missing = [k for k in REQUIRED_OUTPUTS if k not in keys]
+    if missing:
+        raise ModelError(
+            f"model {path} does not meet the detector contract: missing output"
+            f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(it has: {', '.join(keys) or 'no outputs'})"
+        )
+    return keys
+
+
+def to_detections(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    classes: np.ndarray,
+    num_detections: float,
+    width: int,
+    height: int,
+    *,
+    threshold: float = 0.5,
+    class_ids: frozenset[int] | None = None,
+) -> Detections:
+    """One image's raw model rows -> `Detections` in pixels of a `width` x `height` image.
+
+    Keeps rows before `num_detections` with `score >= threshold` (and a class in `class_ids`
+    when given), clips boxes to the image, best score first. Rows a model should never emit (a
+    NaN or infinite coordinate or score, a box of zero area once clipped to the image, a class
+    that is NaN or not a whole number) are dropped and counted in `Detections.invalid`.
+    """
+    total = scores.shape[0]
+    n = int(round(float(num_detections))) if np.isfinite(num_detections) else total
+    n = max(0, min(n, total))
+    boxes = np.asarray(boxes[:n], np.float32).reshape(n, 4)
+    scores = np.asarray(scores[:n], np.float32)
+    raw_classes = np.asarray(classes[:n], np.float64)
+    with np.errstate(invalid="ignore"):
+        clipped = np.clip(boxes, 0.0, 1.0)
+        valid = (
+            np.isfinite(boxes).all(axis=1)
+            & np.isfinite(scores)
+            & np.isfinite(raw_classes)
+            & (np.abs(raw_classes - np.rint(raw_classes)) <= CLASS_TOLERANCE)
+            & (np.abs(clipped[:, 2] - clipped[:, 0]) > 0)
+            & (np.abs(clipped[:, 3] - clipped[:, 1]) > 0)
+        )
+    invalid = int(n - np.count_nonzero(valid))
+    boxes, scores = boxes[valid], scores[valid]
+    ids = np.rint(raw_classes[valid]).astype(np.int32)
+    keep = scores >= threshold
+    if class_ids is not None:
+        keep &= np.isin(ids, np.fromiter(class_ids, np.int32, len(class_ids)))
+    boxes, scores, ids = boxes[keep], scores[keep], ids[keep]
+    order = np.argsort(-scores, kind="stable")
+    boxes, scores, ids = boxes[order], scores[order], ids[order]
+    ymin, xmin, ymax, xmax = boxes.T if len(boxes) else (np.zeros(0, np.float32),) * 4
+    xyxy = np.stack(
+        [
+            np.clip(np.minimum(xmin, xmax) * width, 0, width),
+            np.clip(np.minimum(ymin, ymax) * height, 0, height),
+            np.clip(np.maximum(xmin, xmax) * width, 0, width),
+            np.clip(np.maximum(ymin, ymax) * height, 0, height),
+        ],
+        axis=1,
+    ).astype(np.float32)
+    return Detections(xyxy, scores, ids, tuple(label_for(i) for i in ids), invalid=invalid)
+
+
+def default_description(kind: str) -> str:
+    return _DEFAULT_DESCRIPTIONS[kind]

@@ -1,0 +1,208 @@
+"""The detector: a TF Object Detection API SavedModel as a callable that returns `Detections`.
+
+Load and validate once, warm up once, then `detector(images, sizes)` -> one `Detections` per image.
+Batch-1 models (zoo exports) are called once per image; dynamic-batch models get real batches.
+With `strategy="mirrored"` each replica (GPU, or CPU slice, see `detect.model.devices`) gets its share.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from detect.model import contract
+from detect.model.labels import parse_classes
+from detect.model.devices import mirrored_strategy, prepare_devices
+from detect.core.errors import ModelError, UsageError
+from detect.model.contract import ModelInfo
+from detect.core.records import Detections
+from detect.core.tf_env import import_tensorflow
+
+# Quiet import (see tf_env); only the pipeline imports this module. No device set-up here.
+tf = import_tensorflow()
+
+# models/measure_detector.py, benchmark model, 2 CPU cores, 2 runs: batch 1 was 78-124 ms/image,
+# batches 4, 8, 16 all 45-104 ms/image within the machine's noise. 4 takes the batching gain at
+# the lowest latency and memory (16 full frames are 118 MB); raise it on a GPU.
+DEFAULT_BATCH_SIZE = 4
+STRATEGIES = ("none", "mirrored")
+_WARMUP_SIZE = (320, 320)  # (height, width) when the signature does not pin the input size
+
+
+class Detector:
+    """An SSD-style SavedModel loaded once; `__call__` maps a uint8 batch to `Detections`.
+
+    `threshold` keeps boxes with `score >= threshold`; `classes` (COCO names or ids) keeps only
+    those classes. `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy`
+    over visible GPUs, or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike,
+        *,
+        threshold: float = 0.5,
+        classes: Iterable[str | int] | None = None,
+        strategy: str = "none",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
+        if batch_size < 1:
+            raise UsageError(f"batch size must be >= 1, got {batch_size}")
+        if not 0.0 <= threshold <= 1.0:
+            raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
+        path = Path(model_dir)
+        contract.check_is_saved_model(path)
+        kind, description = contract.read_sidecar(path)
+        self.threshold = float(threshold)
+        self.class_ids = parse_classes(classes)
+        prepare_devices()
+        self._strategy = mirrored_strategy() if strategy == "mirrored" else None
+        self.strategy_name = strategy
+        self.num_replicas = self._strategy.num_replicas_in_sync if self._strategy else 1
+
+        if self._strategy is not None:
+            with self._strategy.scope():
+                self._model = _load(path)
+        else:
+            self._model = _load(path)
+        call_style, spec, keys = contract.inspect_callable(self._model, path)
+        fixed_batch, height, width = contract.input_shape(spec, path)
+        if fixed_batch not in (None, 1):
+            raise ModelError(f"model {path}: input batch is fixed at {fixed_batch}, expected 1 or None")
+        if keys is not None:
+            contract.check_outputs(keys, path)
+        self._fn = self._model.signatures["serving_default"] if call_style == "signature" else None
+        self._height, self._width = height, width
+        if fixed_batch == 1:
+            self._per_replica = 1
+        else:
+            self._per_replica = max(1, math.ceil(batch_size / self.num_replicas))
+        self.batch_size = self._per_replica * self.num_replicas
+        self._step = self._make_step()
+
+        warm_h, warm_w = (height or _WARMUP_SIZE[0], width or _WARMUP_SIZE[1])
+        warm = np.zeros((self.batch_size, warm_h, warm_w, 3), np.uint8)
+        outs = self._run_chunk(warm)
+        if keys is None:  # object calls reveal their outputs only when called
+            keys = contract.check_outputs(outs[0].keys(), path)
+        self.info = ModelInfo(
+            path=path,
+            call_style=call_style,
+            batch_size=fixed_batch,
+            input_height=height,
+            input_width=width,
+            output_keys=keys,
+            kind=kind,
+            description=description,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Detector({str(self.info.path)!r}, {self.info.kind}, batch_size={self.batch_size}, "
+            f"strategy={self.strategy_name!r}, replicas={self.num_replicas})"
+        )
+
+    def __call__(
+        self, images: np.ndarray, sizes: Sequence[tuple[int, int]] | None = None
+    ) -> list[Detections]:
+        """Detect on a uint8 `[B, H, W, 3]` batch; one `Detections` per image, in order.
+
+        `sizes[i]` is `(width, height)` of the original image i when `images` were resized for
+        the model: boxes come back in original pixels. Defaults to the array's own width/height.
+        """
+        images = np.asarray(images)
+        if images.ndim != 4 or images.shape[3] != 3 or images.dtype != np.uint8:
+            raise ValueError(
+                f"images must be uint8 [batch, height, width, 3], got {images.dtype} {images.shape}"
+            )
+        count, height, width = images.shape[:3]
+        if self._height is not None and (height, width) != (self._height, self._width):
+            raise ValueError(
+                f"model {self.info.path} takes {self._width}x{self._height} images, "
+                f"got {width}x{height}"
+            )
+        if sizes is None:
+            sizes = [(width, height)] * count
+        elif len(sizes) != count:
+            raise ValueError(f"sizes must have {count} entries (one per image), got {len(sizes)}")
+        results: list[Detections] = []
+        for start in range(0, count, self.batch_size):
+            chunk = images[start : start + self.batch_size]
+            outs = self._run_chunk(chunk)
+            boxes, scores, classes, nums = self._required_arrays(outs, len(chunk))
+            for i in range(len(chunk)):
+                w, h = sizes[start + i]
+                results.append(
+                    contract.to_detections(
+                        boxes[i], scores[i], classes[i], nums[i], int(w), int(h),
+                        threshold=self.threshold, class_ids=self.class_ids,
+                    )
+                )
+        return results
+
+    def _call_model(self, batch: tf.Tensor) -> dict[str, tf.Tensor]:
+        out = self._fn(input_tensor=batch) if self._fn is not None else self._model(batch)
+        return dict(out)
+
+    def _make_step(self):
+        if self._strategy is None:
+            return None
+        strategy = self._strategy
+
+        def replica_fn(batch: tf.Tensor) -> dict[str, tf.Tensor]:
+            return self._call_model(batch)
+
+        @tf.function(reduce_retracing=True)
+        def step(dist_batch):
+            return strategy.run(replica_fn, args=(dist_batch,))
+
+        return step
+
+    def _run_chunk(self, chunk: np.ndarray) -> list[dict[str, tf.Tensor]]:
+        """Run up to `batch_size` images; model outputs whose batch rows follow `chunk`."""
+        if self._strategy is not None:
+            return self._run_mirrored(chunk)
+        if self._per_replica == 1:
+            return [self._call_model(tf.constant(chunk[i : i + 1])) for i in range(len(chunk))]
+        return [self._call_model(tf.constant(chunk))]
+
+    @staticmethod
+    def _required_arrays(outs: list[dict[str, tf.Tensor]], count: int) -> list[np.ndarray]:
+        """`[boxes, scores, classes, num_detections]` as numpy, padding rows dropped."""
+        return [
+            np.concatenate([o[k].numpy() for o in outs])[:count] for k in contract.REQUIRED_OUTPUTS
+        ]
+
+    def _run_mirrored(self, chunk: np.ndarray) -> list[dict[str, tf.Tensor]]:
+        """Give each replica an equal share; uneven splits are padded with the last image."""
+        replicas = self.num_replicas
+        share = math.ceil(len(chunk) / replicas)
+        pad = share * replicas - len(chunk)
+        if pad:
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
+        shards = [chunk[r * share : (r + 1) * share] for r in range(replicas)]
+        outs = []
+        # A batch-1 model takes one image per replica per step.
+        for offset in range(0, share, self._per_replica):
+            dist = self._strategy.experimental_distribute_values_from_function(
+                lambda ctx, o=offset: tf.constant(
+                    shards[ctx.replica_id_in_sync_group][o : o + self._per_replica]
+                )
+            )
+            outs.append(self._strategy.experimental_local_results(self._step(dist)))
+        # Reorder per step and replica back into image order: replica r holds shard r.
+        return [step_outs[r] for r in range(replicas) for step_outs in outs]
+
+
+def _load(path: Path):
+    try:
+        return tf.saved_model.load(str(path))
+    except Exception as err:  # TF raises many types for broken SavedModels
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"model {path} could not be loaded as a SavedModel: {first}") from None

@@ -1,0 +1,276 @@
+"""Per-camera and mosaic animations (GIF, optionally MP4) from annotated frames.
+
+Two entry points share one path, so they write the same bytes from the same frames:
+- the pipeline: `prepare_animation_frame` in worker threads (downscale, quantize, encode), then
+  `AnimationSet.add` in (timestamp, camera) order in one thread (cheap: writes blocks, composes
+  the mosaic when the timestamp changes);
+- `detect gif`: `rebuild_animations` / `rebuild_all` read the frames back from `frames/`.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from detect.sinks.atomic import Sink
+from detect.core.cameras import CameraName
+from detect.render.draw import to_canvas
+from detect.core.errors import InputError, UsageError
+from detect.sinks.frames import FRAMES_DIR, list_frames, read_frame
+from detect.sinks.gif import GifFrame, GifWriter, encode_gif_frame
+from detect.core.names import printable
+from detect.render.mosaic import MIN_TILE_WIDTH, MosaicLayout, compose_mosaic, letterbox, mosaic_layout
+from detect.core.records import FrameKey
+from detect.sinks.mp4 import Mp4Writer
+
+DEFAULT_WIDTH = 640
+MOSAIC = "mosaic"
+
+
+def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
+    """Shrink to `width` (never enlarge): `reduce` by an exact integer factor, else bilinear."""
+    if width < 1:
+        raise UsageError(f"animation width must be at least 1, got {width}")
+    if image.width <= width:
+        return image
+    if image.width % width == 0:
+        return image.reduce(image.width // width)
+    height = max(1, round(image.height * width / image.width))
+    return image.resize((width, height), Image.Resampling.BILINEAR, reducing_gap=2.0)
+
+
+def mosaic_tile_width(width: int) -> int:
+    return max(MIN_TILE_WIDTH, width // 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnimationFrame:
+    """One annotated camera image made ready for the animations (small; built off the main thread)."""
+
+    key: FrameKey
+    image: Image.Image = dataclasses.field(repr=False)  # RGB, `width` wide, for MP4
+    gif: GifFrame | None = dataclasses.field(repr=False)  # quantized + encoded GIF block (None: no GIFs)
+    tile: Image.Image = dataclasses.field(repr=False)  # mosaic tile
+
+
+def prepare_animation_frame(
+    annotated: Image.Image | np.ndarray, key: FrameKey, width: int = DEFAULT_WIDTH, *, gif: bool = True
+) -> AnimationFrame:
+    """Downscale, quantize and GIF-encode one annotated frame; pure, thread-safe."""
+    if isinstance(annotated, np.ndarray):
+        annotated = to_canvas(annotated)
+    elif annotated.mode != "RGB":
+        annotated = annotated.convert("RGB")
+    small = downscale_to_width(annotated, width)
+    tile = downscale_to_width(small, mosaic_tile_width(width))
+    return AnimationFrame(key, small, encode_gif_frame(small) if gif else None, tile)
+
+
+class AnimationSet(Sink):
+    """Ordered sink of `AnimationFrame`s -> `<CAMERA>.gif`, `mosaic.gif` (2+ cameras), and MP4s.
+
+    Feed frames in (timestamp, camera) order from one thread. Files are written incrementally under
+    temp names and renamed at `close()`; on error (or `abort()`) no partial file is left.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        fps: float | None = None,
+        mp4: bool = False,
+        mosaic: bool = True,
+        gif: bool = True,
+    ) -> None:
+        self.out_dir = Path(out_dir)
+        self.fps = fps
+        self.mp4 = mp4
+        self.gif = gif
+        # Pass False when only one camera is selected: saves composing mosaics that close() drops.
+        self.mosaic = mosaic
+        self._gifs: dict[str, GifWriter] = {}
+        self._mp4s: dict[str, Mp4Writer] = {}
+        self._last: tuple[int, int] | None = None
+        self._cameras: set[CameraName] = set()
+        self._sizes: dict[CameraName, tuple[int, int]] = {}  # each camera's animation size (its first frame's)
+        self._pending: dict[CameraName, Image.Image] = {}
+        self._pending_ts: int | None = None
+        self._first_ts: int | None = None
+        self._segment = ""
+        self._layout: MosaicLayout | None = None
+        self._written: list[Path] = []
+        self._closed = False
+
+    def add(self, frame: AnimationFrame) -> None:
+        """Append one camera image; frames must come in increasing (timestamp, camera) order."""
+        if self._closed:
+            raise ValueError("AnimationSet is already closed")
+        key = frame.key
+        order = (key.frame_timestamp_micros, int(key.camera_name))
+        if self._last is not None and order <= self._last:
+            raise ValueError(
+                f"animation frames must come in increasing (timestamp, camera) order: got {key} "
+                f"after timestamp {self._last[0]} camera {CameraName(self._last[1]).name}"
+            )
+        self._last = order
+        if self._first_ts is None:
+            self._first_ts = key.frame_timestamp_micros
+            self._segment = key.segment_context_name
+            # Tiles are fitted into cells, so a tiny first image still gets a usable layout.
+            self._layout = mosaic_layout(max(MIN_TILE_WIDTH, frame.tile.width))
+        if self._pending_ts is not None and key.frame_timestamp_micros != self._pending_ts:
+            self._flush_mosaic()
+        self._pending_ts = key.frame_timestamp_micros
+        if self.mosaic:
+            self._pending[key.camera_name] = frame.tile
+        self._cameras.add(key.camera_name)
+        name = key.camera_name.name
+        if self.gif and frame.gif is None:
+            raise ValueError(f"{key}: frame was prepared without its GIF encoding (gif=False)")
+        image, gif = frame.image, frame.gif
+        size = self._sizes.setdefault(key.camera_name, image.size)
+        if image.size != size:  # a camera changed its image size: fit it into the animation's first size
+            image = letterbox(image, size)
+            gif = encode_gif_frame(image) if self.gif else None
+        if gif is not None:
+            self._gif(name).append(gif, key.frame_timestamp_micros)
+        if self.mp4:
+            self._mp4(name).append(image, key.frame_timestamp_micros)
+
+    def close(self) -> list[Path]:
+        """Finish every file; returns the paths written (no mosaic for fewer than 2 cameras)."""
+        if self._closed:
+            return list(self._written)
+        try:
+            if len(self._cameras) >= 2:
+                self._flush_mosaic()
+            else:
+                for sinks in (self._gifs, self._mp4s):
+                    if MOSAIC in sinks:
+                        sinks.pop(MOSAIC).abort()
+            written = []
+            for sink in [*self._gifs.values(), *self._mp4s.values()]:
+                path = sink.close()
+                if path is not None:
+                    written.append(path)
+            self._closed = True
+            self._written = sorted(written)
+            return list(self._written)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Drop every unfinished file."""
+        self._closed = True
+        for sink in [*self._gifs.values(), *self._mp4s.values()]:
+            sink.abort()
+
+    def _gif(self, name: str) -> GifWriter:
+        if name not in self._gifs:
+            self._gifs[name] = GifWriter(self.out_dir / f"{name}.gif", fps=self.fps)
+        return self._gifs[name]
+
+    def _mp4(self, name: str) -> Mp4Writer:
+        if name not in self._mp4s:
+            self._mp4s[name] = Mp4Writer(self.out_dir / f"{name}.mp4", fps=self.fps)
+        return self._mp4s[name]
+
+    def _flush_mosaic(self) -> None:
+        if not self.mosaic or self._pending_ts is None or self._layout is None:
+            return
+        assert self._first_ts is not None
+        ts = self._pending_ts
+        caption = (printable(self._segment), f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
+        image = compose_mosaic(self._pending, self._layout, caption)
+        self._pending = {}
+        self._pending_ts = None
+        if self.gif:
+            self._gif(MOSAIC).append(encode_gif_frame(image), ts)
+        if self.mp4:
+            self._mp4(MOSAIC).append(image, ts)
+
+
+def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
+    """Every directory at or under `results_dir` that holds a `frames/` directory, sorted."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise InputError(f"results directory not found: {root}")
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        if FRAMES_DIR in dirnames:
+            found.append(Path(dirpath))
+            dirnames.clear()  # a segment's own subdirectories hold no further segments
+        else:
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    return sorted(found)
+
+
+def rebuild_animations(
+    segment_dir: str | os.PathLike[str],
+    *,
+    width: int = DEFAULT_WIDTH,
+    fps: float | None = None,
+    mp4: bool = False,
+    gif: bool = True,
+    segment_context_name: str | None = None,
+    workers: int | None = None,
+) -> list[Path]:
+    """Rebuild a segment's animations from `frames/` (same bytes as the pipeline for PNG frames).
+
+    The mosaic caption shows `segment_context_name`, by default the directory's name.
+    """
+    segment_dir = Path(segment_dir)
+    frames = list_frames(segment_dir)
+    if not frames:
+        raise InputError(f"no annotated frames under {segment_dir / FRAMES_DIR}")
+    segment = segment_context_name or segment_dir.name
+    cameras = {f.camera_name for f in frames}
+    workers = workers or min(4, os.cpu_count() or 1)
+
+    def prepare(index: int) -> AnimationFrame:
+        f = frames[index]
+        key = FrameKey(segment, f.frame_timestamp_micros, f.camera_name)
+        try:
+            image = read_frame(f.path)
+        except (OSError, ValueError) as err:
+            raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
+        return prepare_animation_frame(image, key, width, gif=gif)
+
+    with (
+        concurrent.futures.ThreadPoolExecutor(workers) as pool,
+        AnimationSet(segment_dir, fps=fps, mp4=mp4, gif=gif, mosaic=len(cameras) >= 2) as sink,
+    ):
+        # A bounded window of futures keeps memory flat however many frames the segment has.
+        window: collections.deque[concurrent.futures.Future[AnimationFrame]] = collections.deque()
+        for index in range(len(frames)):
+            window.append(pool.submit(prepare, index))
+            if len(window) > 2 * workers:
+                sink.add(window.popleft().result())
+        while window:
+            sink.add(window.popleft().result())
+    return sink.close()
+
+
+def rebuild_all(
+    results_dir: str | os.PathLike[str],
+    *,
+    width: int = DEFAULT_WIDTH,
+    fps: float | None = None,
+    mp4: bool = False,
+    workers: int | None = None,
+) -> list[Path]:
+    """`detect gif RESULTS_DIR`: rebuild the animations of every segment under `results_dir`."""
+    segments = find_segment_dirs(results_dir)
+    if not segments:
+        raise InputError(f"no segment with a {FRAMES_DIR}/ directory under {results_dir}")
+    written: list[Path] = []
+    for segment_dir in segments:
+        written += rebuild_animations(segment_dir, width=width, fps=fps, mp4=mp4, workers=workers)
+    return written

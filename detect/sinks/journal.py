@@ -1,0 +1,141 @@
+"""An append-only record of finished frames: what makes `--resume` exact after a crash or kill.
+
+A frame is appended only after its annotated image is safely on disk (atomic rename), so every
+line names a frame whose outputs are complete. A kill mid-line leaves a torn last line, which
+`load` drops (and `Journal` truncates) so that frame is simply done again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from detect.sinks.atomic import atomic_write_bytes
+from detect.core.cameras import CameraName
+from detect.core.errors import OutputError
+from detect.core.records import Detections, FrameKey, FrameResult
+
+STATE_DIR = ".detect"
+JOURNAL = "journal.jsonl"
+SETTINGS = "settings.json"
+
+
+def journal_path(segment_dir: Path) -> Path:
+    return segment_dir / STATE_DIR / JOURNAL
+
+
+def encode(result: FrameResult) -> str:
+    d = result.detections
+    return json.dumps(
+        {
+            "t": result.key.frame_timestamp_micros,
+            "c": int(result.key.camera_name),
+            "w": result.width,
+            "h": result.height,
+            # float32 -> Python float is exact and JSON round-trips it: a resumed table matches.
+            "b": [[float(v) for v in box] for box in d.xyxy],
+            "s": [float(v) for v in d.scores],
+            "k": [int(v) for v in d.class_ids],
+            "l": list(d.labels),
+            **({"x": d.invalid} if d.invalid else {}),  # absent when 0: older journals read the same
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode(line: str, segment: str) -> FrameResult:
+    data = json.loads(line)
+    detections = Detections(
+        np.asarray(data["b"], np.float32).reshape(-1, 4),
+        np.asarray(data["s"], np.float32),
+        np.asarray(data["k"], np.int32),
+        tuple(data["l"]),
+        invalid=int(data.get("x", 0)),
+    )
+    key = FrameKey(segment, int(data["t"]), CameraName(int(data["c"])))
+    return FrameResult(key, int(data["w"]), int(data["h"]), detections)
+
+
+def load(segment_dir: Path, segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
+    """Finished frames by (timestamp, camera), and the byte length of the intact part of the file."""
+    path = journal_path(segment_dir)
+    results: dict[tuple[int, int], FrameResult] = {}
+    if not path.exists():
+        return results, 0
+    intact = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                result = decode(raw.decode(), segment)
+            except (ValueError, KeyError, TypeError):
+                break
+            results[(result.key.frame_timestamp_micros, int(result.key.camera_name))] = result
+            intact += len(raw)
+    return results, intact
+
+
+class Journal:
+    """Append finished frames, one line each, flushed so a SIGKILL loses at most the frame in hand."""
+
+    def __init__(self, segment_dir: Path, intact_bytes: int = 0) -> None:
+        path = journal_path(segment_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size != intact_bytes:
+            with path.open("r+b") as torn:
+                torn.truncate(intact_bytes)
+        self._handle = path.open("ab")
+
+    def append(self, result: FrameResult) -> None:
+        self._handle.write(encode(result).encode() + b"\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def save_settings(segment_dir: Path, settings: dict) -> None:
+    """Atomically: a kill never leaves a half-written settings file."""
+    atomic_write_bytes(segment_dir / STATE_DIR / SETTINGS, json.dumps(settings, indent=2, sort_keys=True).encode())
+
+
+def load_settings(segment_dir: Path) -> dict | None:
+    """The settings an earlier run recorded; None when there are none. An unreadable, empty or
+    corrupt file raises: it must never let a resume go ahead unchecked."""
+    path = segment_dir / STATE_DIR / SETTINGS
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({_reason(err)})"
+        raise OutputError(f"{path} {reason}: cannot check the earlier run's settings; use --overwrite to start again") from None
+    if not isinstance(data, dict):
+        raise OutputError(f"{path} is corrupt (not a JSON object): cannot check the earlier run's settings; "
+                          f"use --overwrite to start again")
+    return data
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        return err.strerror or type(err).__name__
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """Human-readable differences between two settings dicts, for the resume refusal."""
+    keys = sorted(set(old) | set(new))
+    return [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
+
+
+__all__ = ["Journal", "differences", "journal_path", "load", "load_settings", "save_settings"]
+

@@ -1,0 +1,180 @@
+"""A segment's output directory: where it is, who may write it, and what `--overwrite` may delete.
+
+Every directory a segment writes is `OUT/<segment_dir_name(name)>`, resolved and proven to lie
+under OUT (a symlink planted at that name is refused). One process at a time writes it: an
+exclusive `flock` on `.detect/lock`, released by the kernel when the process dies. `--overwrite`
+deletes only files this tool writes (frames, animations, table, manifest, bookkeeping), only in a
+directory that carries its marker (`.detect/settings.json`), and never follows a symlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from detect.sinks.atomic import is_temp_path
+from detect.core.cameras import CameraName
+from detect.core.errors import OutputError
+from detect.sinks.frames import FRAME_FORMATS, FRAMES_DIR
+from detect.sinks.journal import JOURNAL as JOURNAL_FILE
+from detect.sinks.journal import SETTINGS as SETTINGS_FILE
+from detect.sinks.journal import STATE_DIR
+from detect.sinks.manifest import MANIFEST_FILE
+from detect.core.names import segment_dir_name
+from detect.sinks.table import DETECTIONS_FILE
+
+LOCK_FILE = "lock"
+FRAME_SUFFIXES = tuple(f".{f}" for f in FRAME_FORMATS)
+# Top-level files a run writes (the animations' names are the cameras' and the mosaic's).
+_ANIMATION_STEMS = frozenset([c.name for c in CameraName] + ["mosaic"])
+_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE})
+
+
+def contained(root: Path, path: Path) -> Path:
+    """`path` if, resolved, it lies strictly under `root` resolved; OutputError otherwise."""
+    base = Path(root).resolve()
+    target = Path(path).resolve()
+    if target == base or not target.is_relative_to(base):
+        raise OutputError(f"{path}: resolves to {target}, outside the output directory {base}; refusing to write there")
+    return Path(path)
+
+
+def segment_dir(root: Path, segment_context_name: str) -> Path:
+    """`root/<safe name>`, checked to stay under `root` (see `detect.core.names`)."""
+    return contained(root, Path(root) / segment_dir_name(segment_context_name))
+
+
+def is_marked(directory: Path) -> bool:
+    """True when `directory` carries this tool's marker (it wrote there before)."""
+    return (directory / STATE_DIR / SETTINGS_FILE).is_file()
+
+
+def has_content(directory: Path) -> bool:
+    """Anything in `directory` besides an empty state folder or its lock file."""
+    if not directory.is_dir():
+        return False
+    for entry in directory.iterdir():
+        if entry.name != STATE_DIR or entry.is_symlink() or not entry.is_dir():
+            return True
+        if any(p.name != LOCK_FILE for p in entry.iterdir()):
+            return True
+    return False
+
+
+class SegmentLock:
+    """An exclusive lock on one segment directory for the life of this object (or the process)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        path = self.directory / STATE_DIR / LOCK_FILE
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as err:
+            raise OutputError(f"{self.directory}: cannot create the output directory ({err.strerror or err})") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_pid(self._fd)
+            os.close(self._fd)
+            self._fd = None
+            who = f"another detect process (pid {holder})" if holder else "another detect process"
+            raise OutputError(f"{self.directory} is being written by {who}; wait for it to finish or choose another --out") from None
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, str(os.getpid()).encode())
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> SegmentLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def clear_outputs(directory: Path, segment_context_name: str) -> int:
+    """Delete what a run of this tool wrote in `directory` (`--overwrite`); the number of files.
+
+    Refuses a directory without the marker. Files it does not know (a user's notes) stay.
+    """
+    if not is_marked(directory):
+        raise OutputError(
+            f"{directory} exists but was not written by detect (no {STATE_DIR}/{SETTINGS_FILE}); "
+            f"refusing to delete anything in it: move it away or choose another --out"
+        )
+    removed = 0
+    for path in owned_files(directory):
+        path.unlink()
+        removed += 1
+    for sub in _real_dirs(directory / FRAMES_DIR):
+        _rmdir_if_empty(sub)
+    _rmdir_if_empty(directory / FRAMES_DIR)
+    return removed
+
+
+def owned_files(directory: Path) -> Iterator[Path]:
+    """Files in `directory` that this tool writes, found without following any symlink."""
+    for entry in _entries(directory):
+        if entry.is_file(follow_symlinks=False) and (entry.name in _TOP_FILES or is_temp_path(Path(entry.path))
+                                                      or _is_animation(entry.name)):
+            yield Path(entry.path)
+    for entry in _entries(directory / STATE_DIR):
+        if entry.is_file(follow_symlinks=False) and (entry.name in (SETTINGS_FILE, JOURNAL_FILE)
+                                                      or is_temp_path(Path(entry.path))):
+            yield Path(entry.path)
+    for camera_dir in _real_dirs(directory / FRAMES_DIR):
+        for entry in _entries(camera_dir):
+            if entry.is_file(follow_symlinks=False) and (_is_frame(entry.name) or is_temp_path(Path(entry.path))):
+                yield Path(entry.path)
+
+
+def temp_files(directory: Path) -> Iterator[Path]:
+    """Half-written files a killed run left behind (hidden temp names), without following symlinks."""
+    return (p for p in owned_files(directory) if is_temp_path(p))
+
+
+def _is_animation(name: str) -> bool:
+    stem, _, suffix = name.rpartition(".")
+    return suffix in ("gif", "mp4") and stem in _ANIMATION_STEMS
+
+
+def _is_frame(name: str) -> bool:
+    stem, dot, suffix = name.rpartition(".")
+    return bool(dot) and f".{suffix}" in FRAME_SUFFIXES and stem.lstrip("-").isdigit()
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    if directory.is_symlink() or not directory.is_dir():
+        return []
+    with os.scandir(directory) as it:
+        return list(it)
+
+
+def _real_dirs(directory: Path) -> list[Path]:
+    return [Path(e.path) for e in _entries(directory)
+            if e.is_dir(follow_symlinks=False) and e.name in CameraName.__members__]
+
+
+def _rmdir_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        if directory.is_dir() and not directory.is_symlink():
+            directory.rmdir()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None

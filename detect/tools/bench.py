@@ -1,0 +1,350 @@
+"""`make bench`: the pipeline against the detector alone and against the blog script's loop.
+
+    python -m detect.tools.bench [--models models/build] [--out bench-out] [--images 200] [--repeats 3]
+
+Uses the benchmark model (SSD MobileNet v2 architecture, random weights: real compute,
+meaningless boxes) on synthetic segments made of the real fixture frame's JPEGs. Every figure
+is measured in this one run on this machine; rates exclude start-up (imports, model load), which
+is reported on its own. Medians over `--repeats` interleaved runs; efficiency is the median of
+per-repeat ratios (each pipeline run against its repeat's detector run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from detect.engine.allocator import keep_freed_memory
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+BENCH_MODEL = "ssd_mobilenet_v2_random"
+TARGETS = {"efficiency_no_outputs": 0.90, "efficiency_default": 0.75, "speedup_vs_blog": 8.0, "rss_ratio": 1.3}
+
+
+def cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def ensure_model(models: Path) -> Path:
+    path = models / BENCH_MODEL
+    if not (path / "saved_model.pb").exists():
+        print(f"building the benchmark model into {path} (~20 s) ...", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "models" / "build_benchmark.py"), "--out", str(path)], check=True)
+    return path
+
+
+def make_segments(frame_path: Path, out: Path, sizes: list[int]) -> dict[int, Path]:
+    from detect.waymo.readers import iter_frames
+    from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
+
+    templates = list(iter_frames(str(frame_path)))
+    paths = {}
+    for images in sizes:
+        path = out / "inputs" / f"synthetic_{images}.parquet"
+        if not path.exists():
+            frames = repeat_frames(templates, images // len(templates), segment_context_name=f"synthetic_{images}")
+            write_camera_image_parquet(path, frames)
+        paths[images] = path
+    return paths
+
+
+def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
+    """Every image decoded and resized exactly as the pipeline feeds the model, and the CPU cost."""
+    from detect.model.inputs import decode_stream
+    from detect.waymo.readers import iter_frames
+
+    items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
+    start = cpu_seconds()
+    # Each full frame is dropped as soon as it is decoded, as in the pipeline: holding all of them
+    # would also time the kernel handing out 1.4 GB of fresh pages.
+    decoded = [dataclasses.replace(d, full=None) for d in decode_stream(items, input_size=input_size, keep_full=True)]
+    per_image = (cpu_seconds() - start) / len(decoded)
+    return decoded, per_image
+
+
+def detector_alone(detector, decoded) -> tuple[float, float]:
+    """images/s and CPU s per image of the model and nothing else, on pre-decoded inputs."""
+    batches = [decoded[i:i + detector.batch_size] for i in range(0, len(decoded), detector.batch_size)]
+    stacked = [(np.stack([d.model_input for d in b]), [(d.width, d.height) for d in b]) for b in batches]
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    for images, sizes in stacked:
+        detector(images, sizes)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    return len(decoded) / wall, cpu / len(decoded)
+
+
+def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[float, float, dict]:
+    from detect.engine.local import SegmentSettings, process_segment
+    from detect.waymo.sources import resolve_one
+
+    settings = SegmentSettings(mode="overwrite", **overrides)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    report = process_segment(resolve_one(str(segment)), out, detector, settings, model_facts=facts)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    manifest = json.loads((report.segment_dir / "manifest.json").read_text())
+    if report.failures:
+        raise RuntimeError(f"benchmark run had failures: {report.failures[:3]}")
+    return report.images_processed / wall, cpu / report.images_processed, manifest["timings"]["stage_totals_s"]
+
+
+def blog_loop(detector, segment: Path, out: Path, count: int) -> float:
+    """The blog script as written: PIL decode, batch 1 on the full frame, matplotlib savefig."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches as patches
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from detect.waymo.readers import iter_frames
+
+    out.mkdir(parents=True, exist_ok=True)
+    frames = [f for _, f in zip(range(count), iter_frames(str(segment)))]
+    start = time.perf_counter()
+    for n, frame in enumerate(frames):
+        image = np.array(Image.open(io.BytesIO(frame.jpeg)))
+        detections = detector(image[None])[0]
+        fig, ax = plt.subplots()
+        ax.imshow(image)
+        for (x0, y0, x1, y1), label, score in zip(detections.xyxy, detections.labels, detections.scores):
+            ax.add_patch(patches.Rectangle((x0, y0), x1 - x0, y1 - y0, linewidth=1, edgecolor="r", facecolor="none"))
+            ax.text(x0, y0, f"{label} {score:.2f}", color="r")
+        plt.savefig(out / f"{n}.png", bbox_inches="tight")
+        plt.close(fig)
+    return len(frames) / (time.perf_counter() - start)
+
+
+_PEAK_RSS_PROBE = """
+import sys
+from pathlib import Path
+out, kind, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+if kind == "segment":
+    from detect.cli import main
+    code = main(args)
+else:
+    from detect.waymo.readers import iter_frames
+    code = 0 if sum(1 for _ in iter_frames(args[0])) and "tensorflow" not in sys.modules else 1
+# VmHWM belongs to this process image alone; getrusage's ru_maxrss would also count the parent's
+# memory at fork time, which Linux carries across exec.
+peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+Path(out).write_text(peak[0] if peak else "")
+sys.exit(code)
+"""
+
+
+def _peak_rss_mb(kind: str, args: list[str], scratch: Path) -> float:
+    scratch.mkdir(parents=True, exist_ok=True)
+    report = scratch / f"peak_rss_{kind}.txt"
+    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS_PROBE, str(report), kind, *args], cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{kind} {' '.join(args)} exited with {proc.returncode}")
+    return int(report.read_text()) / 1024
+
+
+def peak_rss_mb(segment: Path, model: Path, out: Path) -> float:
+    """Peak RSS of a fresh `detect segment` process with default outputs."""
+    return _peak_rss_mb("segment", ["segment", str(segment), "--model", str(model), "--out", str(out),
+                                    "--overwrite", "--quiet"], out)
+
+
+def reader_peak_rss_mb(segment: Path, scratch: Path) -> float:
+    """Peak RSS of a fresh process streaming every image of `segment` through the v2 reader
+    (TensorFlow not imported): what the reader itself costs, whatever the file size."""
+    return _peak_rss_mb("reader", [str(segment)], scratch)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m detect.tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=ROOT / "models" / "build")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    parser.add_argument("--frame", type=Path, default=SHARED_FRAME, help="the real Waymo frame to build inputs from")
+    parser.add_argument("--images", type=int, default=200)
+    parser.add_argument("--big-images", type=int, default=1000, help="segment size for the memory comparison")
+    parser.add_argument("--blog-images", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-size", type=int)
+    memory_runs = parser.add_mutually_exclusive_group()
+    memory_runs.add_argument("--skip-rss", action="store_true", help="skip the fresh-process memory runs")
+    memory_runs.add_argument("--only-rss", action="store_true", help="only the fresh-process memory runs")
+    args = parser.parse_args(argv)
+    if not args.frame.exists():
+        print(f"bench: the real Waymo frame is needed at {args.frame} (../shared/fixtures)", file=sys.stderr)
+        return 2
+
+    keep_freed_memory()  # as the `detect` command does
+    t0 = time.perf_counter()
+    from detect.core.tf_env import import_tensorflow
+
+    import_tensorflow()  # timed here: building the inputs below would import it anyway
+    args.import_seconds = time.perf_counter() - t0
+    model = ensure_model(args.models)
+    segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
+    results: dict[str, Any] = {} if args.only_rss else rates(args, segments, model)
+    if not args.skip_rss:
+        results |= memory(args, segments, model)
+    for line in report_lines(results):
+        print(line)
+    (args.out / "bench.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
+    """Detector alone, the pipeline without and with outputs (interleaved), the blog loop."""
+    from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
+    from detect.engine.loading import model_facts
+
+    imports = args.import_seconds
+    t0 = time.perf_counter()
+    detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
+    load = time.perf_counter() - t0
+    facts = model_facts(detector, load)
+    print(f"model: {detector.info.description}; batch {detector.batch_size}; imports {imports:.1f} s, load + warm-up {load:.1f} s")
+
+    decoded, decode_cpu = decoded_inputs(segments[args.images], (320, 320))
+    # One untimed pass so tracing and caches do not land in the first repeat.
+    detector_alone(detector, decoded[: 4 * detector.batch_size])
+    runs: dict[str, list] = {"alone": [], "off": [], "png": [], "default": []}
+    for repeat in range(args.repeats):
+        runs["alone"].append(detector_alone(detector, decoded))
+        runs["off"].append(pipeline(detector, facts, segments[args.images], args.out / "off", write_frames=False, gif=False))
+        runs["png"].append(pipeline(detector, facts, segments[args.images], args.out / "png", gif=False))
+        runs["default"].append(pipeline(detector, facts, segments[args.images], args.out / "default"))
+        print(f"  repeat {repeat + 1}/{args.repeats}: detector {runs['alone'][-1][0]:.2f}, "
+              f"no outputs {runs['off'][-1][0]:.2f}, PNG only {runs['png'][-1][0]:.2f}, "
+              f"default {runs['default'][-1][0]:.2f} images/s", flush=True)
+    alone = statistics.median(r[0] for r in runs["alone"])
+    off = statistics.median(r[0] for r in runs["off"])
+    default = statistics.median(r[0] for r in runs["default"])
+    blog = blog_loop(detector, segments[args.images], args.out / "blog", args.blog_images)
+    # Efficiency per repeat (each pipeline run against the detector run of its repeat), then the
+    # median: on a shared machine whose speed drifts by tens of percent over minutes, pairing
+    # runs made seconds apart cancels the drift that a ratio of separate medians would keep.
+    paired = {mode: statistics.median(p[0] / a[0] for p, a in zip(runs[mode], runs["alone"], strict=True))
+              for mode in ("off", "png", "default")}
+    cpu = {mode: statistics.median(r[1] for r in runs[mode]) for mode in runs}
+
+    stages = runs["default"][-1][2]
+    n = args.images
+    per_stage = {
+        "decode (full frame + resize, tf.data)": 1000 * decode_cpu,
+        "detect (model alone)": 1000 * cpu["alone"],
+        "draw": 1000 * stages.get("draw", 0) / n,
+        "PNG (fpng encode + atomic write)": 1000 * stages.get("frame_write", 0) / n,
+        "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / n,
+        "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / n,
+    }
+    return {
+        "model": facts["description"], "batch_size": detector.batch_size, "images": n, "cores": os.cpu_count() or 1,
+        "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
+        "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off,
+                         "pipeline_png_only": statistics.median(r[0] for r in runs["png"]),
+                         "pipeline_default": default, "blog_loop": blog},
+        "efficiency_no_outputs": paired["off"], "efficiency_default": paired["default"],
+        "efficiency_png_only": paired["png"],
+        "efficiency_of_medians": {"no_outputs": off / alone, "default": default / alone},
+        "efficiency_bound": efficiency_bounds(alone, cpu, os.cpu_count() or 1),
+        "speedup_vs_blog": default / blog,
+        "cpu_ms_per_image": per_stage,
+        "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * cpu["off"], "png_only": 1000 * cpu["png"],
+                                       "default": 1000 * cpu["default"]},
+        "raw_runs": {k: [list(r[:2]) for r in v] for k, v in runs.items()},
+    }
+
+
+def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], cores: int) -> dict[str, float]:
+    """The best efficiency each pipeline could reach here if scheduling were perfect.
+
+    The model alone keeps `model_cores` busy; a pipeline that needs `c` CPU-seconds an image can
+    go no faster than `cores / c` images/s, so its efficiency is at most
+    (cores / model_cores) x model CPU / pipeline CPU (and at most 1).
+    """
+    model_cores = alone_rate * cpu_s_per_image["alone"]
+    return {mode: min(1.0, cores / model_cores * cpu_s_per_image["alone"] / c)
+            for mode, c in cpu_s_per_image.items() if mode != "alone"} | {"model_cores": model_cores}
+
+
+def _row_groups(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_row_groups
+
+
+def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
+    """Peak RSS of fresh processes: the pipeline on a small and a 5x larger segment, the reader."""
+    small = peak_rss_mb(segments[args.images], model, args.out / "rss")
+    big = peak_rss_mb(segments[args.big_images], model, args.out / "rss")
+    big_file = segments[args.big_images]
+    return {
+        "peak_rss_mb": {str(args.images): small, str(args.big_images): big, "ratio": big / small},
+        "reader_peak_rss_mb": {"file": big_file.name, "file_mb": big_file.stat().st_size / 1e6,
+                               "row_groups": _row_groups(big_file),
+                               "peak_rss_mb": reader_peak_rss_mb(big_file, args.out / "rss")},
+    }
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    lines = [] if "images_per_s" not in r else rate_lines(r)
+    if "peak_rss_mb" in r:
+        rss = r["peak_rss_mb"]
+        sizes = [k for k in rss if k != "ratio"]
+        lines.append(f"peak RSS, default outputs: {sizes[0]} images {rss[sizes[0]]:.0f} MB, {sizes[1]} images "
+                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} " + _verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
+    if "reader_peak_rss_mb" in r:
+        rr = r["reader_peak_rss_mb"]
+        lines.append(f"v2 reader alone on {rr['file']} ({rr['file_mb']:.0f} MB, {rr['row_groups']} row group): "
+                     f"peak RSS {rr['peak_rss_mb']:.0f} MB " + _verdict(rr["peak_rss_mb"], 600, above=False))
+    return lines
+
+
+def _verdict(value: float, target: float, above: bool = True) -> str:
+    ok = value >= target if above else value <= target
+    return f"(target {'>=' if above else '<='} {target:g}: {'met' if ok else 'MISSED'})"
+
+
+def rate_lines(r: dict[str, Any]) -> list[str]:
+    ips = r["images_per_s"]
+    b = r["efficiency_bound"]
+    verdict = _verdict
+    lines = [
+        "",
+        f"detect benchmark: {r['images']} images, {r['model']}, batch {r['batch_size']}",
+        f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up {r['startup_s']['model_load_and_warmup']} s",
+        f"  detector alone          {ips['detector_alone']:7.2f} images/s",
+        f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "
+        + verdict(r["efficiency_no_outputs"], TARGETS["efficiency_no_outputs"]),
+        f"  pipeline, PNG only      {ips['pipeline_png_only']:7.2f} images/s   efficiency {r['efficiency_png_only']:.2f}",
+        f"  pipeline, PNG+GIF+mosaic{ips['pipeline_default']:7.2f} images/s   efficiency {r['efficiency_default']:.2f} "
+        + verdict(r["efficiency_default"], TARGETS["efficiency_default"]),
+        f"  blog loop (20 images)   {ips['blog_loop']:7.2f} images/s   speed-up {r['speedup_vs_blog']:.1f}x "
+        + verdict(r["speedup_vs_blog"], TARGETS["speedup_vs_blog"]),
+        "  efficiency: median over repeats of (pipeline run / the same repeat's detector run); per repeat,"
+        "\n  detector / no outputs / PNG only / default images/s: "
+        + "; ".join(" / ".join(f"{run[0]:.2f}" for run in repeat) for repeat in
+                    zip(*(r["raw_runs"][k] for k in ("alone", "off", "png", "default")), strict=True)),
+        f"  best possible here (the model alone keeps {b['model_cores']:.2f} of {r['cores']} cores busy; "
+        "efficiency <= cores / model cores x model CPU / pipeline CPU):"
+        f"\n  no outputs {b['off']:.2f}, PNG only {b['png']:.2f}, default {b['default']:.2f}",
+        "CPU ms per image by stage:",
+    ]
+    lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r["cpu_ms_per_image"].items()]
+    pc = r["pipeline_cpu_ms_per_image"]
+    lines.append(f"  {'whole process, no outputs / PNG only / default':<42} {pc['no_outputs']:7.1f} / {pc['png_only']:.1f} / {pc['default']:.1f}")
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""One entry point for both Waymo formats: keys for planning, frames for processing."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pyarrow.fs as pafs
+
+from detect.waymo import tfrecord as reader_v1
+
+from detect.waymo import parquet as reader_v2
+from detect.core.errors import InputError
+from detect.core.records import CameraFrame
+from detect.waymo.selection import FrameFilter, KeyIndex
+from detect.waymo.sources import SegmentSource, resolve_one
+from detect.waymo.schema import sibling_component
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentKeys:
+    """What a segment file holds, learned from its key columns only."""
+
+    source: SegmentSource
+    segment_names: tuple[str, ...]
+    index: KeyIndex
+    labels: str | None  # where ground truth lives ("camera_box file ...", "camera_labels ..."), or None
+    # The reader's own keys (row-group offsets, record numbers): lets iter_frames skip its key pass.
+    reader_keys: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def segment_context_name(self) -> str:
+        if len(self.segment_names) != 1:
+            raise InputError(
+                f"{self.source.uri}: holds {len(self.segment_names)} segments "
+                f"({', '.join(self.segment_names[:3])}...); expected one segment per file"
+            )
+        return self.segment_names[0]
+
+
+def as_source(path_or_source: str | SegmentSource) -> SegmentSource:
+    return path_or_source if isinstance(path_or_source, SegmentSource) else resolve_one(path_or_source)
+
+
+def read_keys(path_or_source: str | SegmentSource) -> SegmentKeys:
+    source = as_source(path_or_source)
+    if source.format == "v2":
+        keys: object = reader_v2.read_keys(source, reader_v2.open_parquet(source))
+        labels = _camera_box_sibling(source)
+    else:
+        keys = reader_v1.read_keys(source)
+        count = keys.num_camera_labels
+        labels = f"camera_labels in the frames ({count} boxes)" if count else None
+    names, index = keys.segment_names, keys.index
+    if len(index) == 0:
+        raise InputError(f"{source.uri}: holds no camera images")
+    return SegmentKeys(source, names, index, labels, keys)
+
+
+def iter_frames(
+    path_or_source: str | SegmentSource,
+    frame_filter: FrameFilter = FrameFilter(),
+    keys: SegmentKeys | None = None,
+) -> Iterator[CameraFrame]:
+    """Camera images in (timestamp, camera) order, streamed in bounded memory.
+
+    Pass the `keys` from `read_keys` when you have them: a v1 file is then read once more, not twice.
+    """
+    source = keys.source if keys is not None else as_source(path_or_source)
+    reader = reader_v2 if source.format == "v2" else reader_v1
+    return reader.iter_frames(source, frame_filter, keys.reader_keys if keys is not None else None)
+
+
+def _camera_box_sibling(source: SegmentSource) -> str | None:
+    sibling = sibling_component(source.path, "camera_box")
+    if sibling is None:
+        return None
+    if source.filesystem.get_file_info(sibling).type != pafs.FileType.File:
+        return None
+    return f"camera_box file {sibling}"

@@ -1,0 +1,154 @@
+"""Stream camera images out of a Waymo v1 segment (TFRecord of `dataset_pb2.Frame` protos)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+
+from detect.core.cameras import CameraName
+from detect.core.errors import DependencyError, InputError
+from detect.core.records import CameraFrame
+from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
+from detect.waymo.sources import SegmentSource
+from detect.core.tf_env import import_tensorflow, tf_error_text
+
+# Frames (records) held back while restoring timestamp order in an unsorted file.
+REORDER_CAPACITY = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class TFRecordKeys:
+    """Per camera image: timestamp, camera and record number; per file: names and label count."""
+
+    segment_names: tuple[str, ...]
+    index: KeyIndex
+    num_records: int
+    num_camera_labels: int
+
+
+def read_keys(source: SegmentSource) -> TFRecordKeys:
+    """One pass over the records, keeping keys only (the images are dropped right away)."""
+    timestamps: list[int] = []
+    cameras: list[int] = []
+    records: list[int] = []
+    names: set[str] = set()
+    labels = 0
+    count = 0
+    for record_number, frame in _frames(source):
+        names.add(frame.context.name)
+        labels += sum(len(camera.labels) for camera in frame.camera_labels)
+        for image in frame.images:
+            timestamps.append(frame.timestamp_micros)
+            cameras.append(image.name)
+            records.append(record_number)
+        count += 1
+    if count == 0:
+        size = source.filesystem.get_file_info(source.path).size or 0
+        what = "not a TFRecord (no complete record in" if size else "empty TFRecord ("
+        raise InputError(f"{source.uri}: {what} {size} bytes)")
+    unknown = sorted(set(cameras) - {int(c) for c in CameraName})
+    if unknown:
+        raise InputError(f"{source.uri}: unknown camera name value(s) {unknown}; expected 1-5")
+    index = KeyIndex(
+        timestamps=np.asarray(timestamps, dtype=np.int64),
+        cameras=np.asarray(cameras, dtype=np.int64),
+        positions=np.asarray(records, dtype=np.int64),
+    )
+    return TFRecordKeys(tuple(sorted(names)), index, count, labels)
+
+
+def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter(),
+                keys: TFRecordKeys | None = None) -> Iterator[CameraFrame]:
+    """Camera images in (timestamp, camera) order."""
+    keys = keys or read_keys(source)
+    rows = select(keys.index, frame_filter)
+    wanted_cameras: dict[int, set[int]] = {}
+    record_order: list[int] = []
+    for row in rows.tolist():
+        record = int(keys.index.positions[row])
+        if record not in wanted_cameras:
+            wanted_cameras[record] = set()
+            record_order.append(record)
+        wanted_cameras[record].add(int(keys.index.cameras[row]))
+
+    def scan(wanted: set[int]) -> Iterator[tuple[int, list[CameraFrame]]]:
+        last = max(wanted)
+        for record_number, frame in _frames(source):
+            if record_number in wanted:
+                chosen = wanted_cameras[record_number]
+                first = {}  # a camera repeated inside one record: its first image (the rest are duplicates)
+                for im in frame.images:
+                    if im.name in chosen:
+                        first.setdefault(im.name, im)
+                images = [first[name] for name in sorted(first)]
+                yield record_number, [
+                    CameraFrame(frame.context.name, frame.timestamp_micros, im.name, im.image) for im in images
+                ]
+            if record_number >= last:
+                return
+
+    for camera_frames in in_order(record_order, scan, REORDER_CAPACITY):
+        yield from camera_frames
+
+
+def _frames(source: SegmentSource) -> Iterator[tuple[int, object]]:
+    """(record number, parsed Frame) with file errors turned into one-line InputErrors."""
+    tf = import_tensorflow()
+    from google.protobuf.message import DecodeError
+
+    dataset_pb2 = waymo_protos(source.uri)
+
+    location = source.path if source.is_local else source.uri
+    try:
+        dataset = tf.data.TFRecordDataset(location, buffer_size=8 << 20)
+        iterator = iter(dataset)
+    except (tf.errors.OpError, ValueError) as err:
+        raise _file_error(source, err) from err
+    record_number = 0
+    while True:
+        try:
+            record = next(iterator)
+        except StopIteration:
+            return
+        except tf.errors.DataLossError as err:
+            raise InputError(
+                f"{source.uri}: truncated or corrupt TFRecord at record {record_number} ({_first_line(err)})"
+            ) from err
+        except tf.errors.OpError as err:
+            raise _file_error(source, err) from err
+        try:
+            frame = dataset_pb2.Frame.FromString(record.numpy())
+        except DecodeError as err:
+            raise InputError(f"{source.uri}: record {record_number} is not a Waymo Frame proto ({err})") from err
+        yield record_number, frame
+        record_number += 1
+
+
+PROTOS_HINT = "pip install --no-deps waymo-open-dataset-tf-2-12-0==1.6.7"
+
+
+def waymo_protos(uri: str):
+    """Waymo's generated `dataset_pb2`, or a one-line DependencyError saying how to install it."""
+    try:
+        from waymo_open_dataset import dataset_pb2
+    except ImportError:
+        raise DependencyError(
+            f"{uri}: reading v1 TFRecords needs Waymo's protos, which are not installed: {PROTOS_HINT} "
+            f"(--no-deps: the package pins an old TensorFlow; only its protos are used)"
+        ) from None
+    return dataset_pb2
+
+
+def _file_error(source: SegmentSource, err: Exception) -> InputError:
+    message = _first_line(err)
+    if "not implemented" in message.lower() or "scheme" in message.lower():
+        from detect.core.errors import UnsupportedURIError
+
+        return UnsupportedURIError(f"{source.uri}: TensorFlow cannot open this filesystem here ({message})")
+    return InputError(f"{source.uri}: cannot read TFRecord ({message})")
+
+
+def _first_line(err: BaseException) -> str:
+    return tf_error_text(err)
