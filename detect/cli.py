@@ -1,24 +1,41 @@
-"""The `detect` command: parse arguments, call the library, map its errors to exit codes.
+"""The `detect` command: parse arguments, build a `RunSpec`, call the library, print, exit.
 
-Exit codes: 0 all good; 1 some frames (or segments) failed and are listed in the manifest;
-2 usage, input or model errors (one line on stderr; the traceback only with --debug).
+The only module that knows argparse, prints or exits. Exit codes: 0 all good; 1 some frames (or
+segments) failed and are listed in the manifest / run file; 2 usage, input, model or output
+errors and unexpected ones (one line on stderr; the traceback only with --debug); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from detect.engine.allocator import keep_freed_memory
-from detect.model.inputs import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
-from detect.core.errors import DetectError
+from tqdm import tqdm
+
+from detect import __version__
+from detect.core.cameras import UnknownCameraError, parse_cameras
+from detect.core.errors import DetectError, UsageError
+from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import MODEL_ENV
+from detect.engine.ray import RayEngine, check_spec, import_ray
+from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
+from detect.engine.spec import ModelSpec, Mode, RayOptions, RunSpec, SegmentSettings, parse_shard
+from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, summary_line
+from detect.core.tf_env import set_verbose
+from detect.engine.tuning import keep_freed_memory
+from detect.model.inputs import parse_input_size
+from detect.render.draw import DrawStyle
+from detect.sinks.animations import rebuild_all
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
+from detect.waymo.info import format_info, segment_info
+from detect.waymo.selection import FrameFilter
+from detect.waymo.sources import resolve
 
 EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
@@ -38,7 +55,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except SystemExit as exit_:  # argparse already printed usage, help or version
         return EXIT_USAGE if exit_.code else EXIT_OK
     if args.debug:
-        os.environ["DETECT_TF_VERBOSE"] = "1"
+        set_verbose(True)
     keep_freed_memory()
     try:
         return int(args.handler(args, out, err))
@@ -82,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="detect",
         description="Run an SSD MobileNet v2 detector over Waymo Open Dataset camera video.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     info = commands.add_parser("info", help="what a segment file holds", description="Describe a Waymo segment file.")
@@ -175,9 +192,6 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.waymo.info import format_info, segment_info
-    from detect.waymo.sources import resolve
-
     infos = [segment_info(source, args.max_pixels) for source in resolve(args.path)]
     if args.json:
         payload = [i.to_json() for i in infos]
@@ -191,24 +205,103 @@ def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.engine.loading import run_segment_command
-
-    return run_segment_command(args, out, err)
+    spec = run_spec(args, [args.path])  # flag errors before the slow model load
+    report, kind = run_segment(spec, TerminalReporter(err, args.quiet))
+    if not args.quiet:
+        print(summary_line(report, kind), file=out)
+        for line in failure_lines(report):
+            print(line, file=err)
+        warning = invalid_boxes_warning(report)
+        if warning:
+            print(warning, file=err)
+    return EXIT_FRAMES_FAILED if report.failures else EXIT_OK
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.engine.loading import run_many_command
-
-    return run_many_command(args, out, err)
+    spec = run_spec(args, args.paths)
+    if spec.settings.mode == "new":  # resumable by default
+        spec = dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, mode="resume"))
+    reporter = TerminalReporter(err, args.quiet)
+    if spec.engine == "ray":
+        import_ray()  # a missing Ray is a usage error before anything starts
+        check_spec(spec)
+        engine: Engine = RayEngine(progress_bars=reporter.bars)
+    else:
+        engine = LocalEngine()
+    result = run_many(spec, engine, reporter)
+    if not args.quiet:
+        for line in format_table(result.outcomes, result.seconds):
+            print(line, file=out)
+    return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
 
 
 def _cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.sinks.animations import rebuild_all
-
     written = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
     for path in written:
         print(path, file=out)
     return EXIT_OK
+
+
+def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
+    """The one typed description of a job, built from the flags (engines never see argparse)."""
+    try:
+        cameras = parse_cameras(args.cameras)
+    except UnknownCameraError as err:
+        raise UsageError(str(err)) from None
+    mode: Mode = "resume" if args.resume else "overwrite" if args.overwrite else "new"
+    style = DrawStyle(threshold=args.threshold, show_labels=args.show_labels, show_scores=args.show_scores,
+                      line_width=args.line_width, max_boxes=args.max_boxes)
+    settings = SegmentSettings(
+        frame_filter=FrameFilter(cameras=cameras, first_frame=args.first_frame, max_frames=args.max_frames),
+        input_size=parse_input_size(args.input_size),
+        write_frames=args.write_frames,
+        frame_format=args.frame_format,
+        gif=args.gif,
+        mp4=args.mp4,
+        gif_width=args.gif_width,
+        style=style,
+        mode=mode,
+        max_pixels=args.max_pixels,
+        **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
+    )
+    model = ModelSpec(path=args.model, threshold=args.threshold, classes=tuple(args.classes) if args.classes else None,
+                      strategy=args.strategy, batch_size=args.batch_size)
+    return RunSpec(
+        inputs=tuple(inputs), out=args.out, model=model, settings=settings,
+        engine=getattr(args, "engine", "local"), shard=parse_shard(getattr(args, "shard", None)),
+        retry_failed=getattr(args, "retry_failed", False),
+        ray=RayOptions(address=getattr(args, "ray_address", None), actors=getattr(args, "ray_actors", None)),
+        debug=args.debug,
+    )
+
+
+class TerminalReporter:
+    """Messages to stderr (none with --quiet); a tqdm bar per segment when stderr is a terminal."""
+
+    def __init__(self, err: TextIO, quiet: bool) -> None:
+        self.err = err
+        self.quiet = quiet
+        self.bars = not quiet and _isatty(err)
+
+    def message(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.err)
+
+    def progress(self, label: str) -> ProgressFactory | None:
+        err, disable = self.err, not self.bars
+
+        def make(total: int, initial: int) -> Progress:
+            return tqdm(total=total, initial=initial, unit="img", desc=label, file=err, disable=disable,
+                        dynamic_ncols=True, smoothing=0.1)
+
+        return make
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -261,12 +354,6 @@ def _unit_float(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
-
-
-def _version() -> str:
-    from detect import __version__
-
-    return __version__
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 PROBE = """
 import json, resource, sys, threading
 import numpy as np
-from detect.engine.allocator import keep_freed_memory
+from detect.engine.tuning import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "tuned" else None
 faults = []
 def work():

@@ -295,7 +295,7 @@ def test_read_only_out_is_one_line_and_exit_2(stub_dynamic_dir, tmp_path, capsys
 
 
 def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, tmp_path, capsys, monkeypatch):
-    import detect.engine.local
+    import detect.engine.lifecycle
 
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     table_path = tmp_path / "out" / "seg_a" / "detections.parquet"
@@ -303,7 +303,7 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
     def full(path, results):
         raise OSError(28, "No space left on device", str(table_path))
 
-    monkeypatch.setattr(detect.engine.local, "write_table", full)
+    monkeypatch.setattr(detect.engine.lifecycle, "write_table", full)
     assert segment([source, "--out", tmp_path / "out"], stub_dynamic_dir) == 2
     assert capsys.readouterr().err == f"detect: error: {table_path}: No space left on device\n"
     journal = (tmp_path / "out" / "seg_a" / ".detect" / "journal.jsonl").read_text().splitlines()
@@ -313,12 +313,12 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
 
 
 def test_an_unexpected_error_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
-    import detect.waymo.info
+    import detect.cli
 
     def broken(*args):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(detect.waymo.info, "segment_info", broken)
+    monkeypatch.setattr(detect.cli, "segment_info", broken)
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     assert main(["info", str(source)]) == 2
     assert capsys.readouterr().err == ("detect: error: unexpected RuntimeError: boom (rerun with --debug for the "
@@ -356,18 +356,18 @@ def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, t
 
 
 def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynamic_dir, tmp_path, monkeypatch):
-    import detect.engine.local
+    import detect.engine.runner
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.engine.local.process_segment
+    real = detect.engine.runner.process_segment
 
     def flaky(source, *args, **kwargs):
         if source.uri.endswith("a.parquet"):
             raise MemoryError("no memory for this one")
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.engine.local, "process_segment", flaky)
+    monkeypatch.setattr(detect.engine.runner, "process_segment", flaky)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 1
     entries = {Path(e["path"]).name: e for e in json.loads((out / "run.json").read_text())["segments"]}
@@ -377,18 +377,18 @@ def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynami
 
 
 def test_run_json_is_written_when_a_run_is_interrupted(stub_dynamic_dir, tmp_path, monkeypatch, capsys):
-    import detect.engine.local
+    import detect.engine.runner
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.engine.local.process_segment
+    real = detect.engine.runner.process_segment
 
     def interrupted(source, *args, **kwargs):
         if source.uri.endswith("b.parquet"):
             raise KeyboardInterrupt
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.engine.local, "process_segment", interrupted)
+    monkeypatch.setattr(detect.engine.runner, "process_segment", interrupted)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 130
     entries = {Path(e["path"]).name: e["status"] for e in json.loads((out / "run.json").read_text())["segments"]}
@@ -433,8 +433,9 @@ def test_invalid_model_rows_are_dropped_and_counted():
 def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
     import numpy as np
 
-    from detect.engine.loading import invalid_boxes_warning
-    from detect.engine.local import SegmentSettings, process_segment
+    from detect.engine.local import process_segment
+    from detect.engine.spec import SegmentSettings
+    from detect.engine.summary import invalid_boxes_warning
     from detect.core.records import Detections
     from detect.waymo.sources import resolve_one
 

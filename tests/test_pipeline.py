@@ -147,7 +147,7 @@ def test_workers_flag_sets_the_render_threads_and_the_manifest_records_them(tiny
 
 def test_thread_counts_below_one_are_refused(capsys):
     from detect.core.errors import UsageError
-    from detect.engine.local import SegmentSettings
+    from detect.engine.spec import SegmentSettings
 
     with pytest.raises(UsageError, match="^workers must be at least 1, got 0$"):
         SegmentSettings(workers=0)

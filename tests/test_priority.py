@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from detect.engine.priority import BACKGROUND_NICE, lower_thread_priority
+from detect.engine.tuning import BACKGROUND_NICE, lower_thread_priority
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 

@@ -140,7 +140,7 @@ def test_a_read_task_turns_a_file_that_breaks_into_a_row(tiny_v2_path, tmp_path)
     shutil.copy(tiny_v2_path, path)
     item = WorkItem.for_source(resolve_one(str(path)), TINY_SEGMENT, FrameFilter(), done={(1600000000000000, 1)})
     batches = list(read_frames({"item": np.array([item.to_json()], dtype=object)}))
-    rows = [(int(t), int(c)) for b in batches for t, c in zip(b["ts"], b["camera"], strict=True)]
+    rows = [(int(t), int(c)) for b in batches for t, c in zip(b["key.frame_timestamp_micros"], b["key.camera_name"], strict=True)]
     assert len(rows) == 14 and (1600000000000000, 1) not in rows and all(not s for b in batches for s in b["stage"])
     path.write_bytes(b"truncated")
     [batch] = list(read_frames({"item": np.array([item.to_json()], dtype=object)}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from detect.core.tf_env import tf_error_text
+
 
 class DetectError(Exception):
     """Base of every error `detect` raises on purpose. `str(err)` is a one-line user message."""
@@ -29,3 +31,13 @@ class OutputError(DetectError):
 
 class DependencyError(DetectError):
     """A package this input, model or engine needs is not installed; the message says how to install it."""
+
+
+def error_text(err: BaseException) -> str:
+    """One line for a manifest, a run file or the terminal: our own messages as they are, anything
+    else as `Type: first line` (TensorFlow's op wrapping and Ray's task wrapping removed)."""
+    err = getattr(err, "cause", None) or err  # RayTaskError wraps the real one
+    if isinstance(err, DetectError):
+        lines = str(err).strip().splitlines()
+        return lines[0] if lines else type(err).__name__
+    return f"{type(err).__name__}: {tf_error_text(err)}"

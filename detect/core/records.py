@@ -21,6 +21,11 @@ class FrameKey:
     def __str__(self) -> str:
         return f"{printable(self.segment_context_name)}/{self.camera_name.name}/{self.frame_timestamp_micros}"
 
+    @property
+    def order(self) -> tuple[int, int]:
+        """Sort key within a segment: (frame_timestamp_micros, camera number), as Waymo's files do."""
+        return self.frame_timestamp_micros, int(self.camera_name)
+
 
 @dataclasses.dataclass(frozen=True)
 class CameraFrame:

@@ -9,8 +9,16 @@ import sys
 from collections.abc import Iterator
 from types import ModuleType
 
-# Set by the CLI's --debug: TensorFlow then speaks as loudly as it likes.
+# DETECT_TF_VERBOSE=1 in the environment, or `set_verbose(True)` (the CLI's --debug): TensorFlow
+# then speaks as loudly as it likes.
 VERBOSE_ENV = "DETECT_TF_VERBOSE"
+_verbose = False
+
+
+def set_verbose(verbose: bool) -> None:
+    """Let TensorFlow's own start-up and log lines through (call before it is first imported)."""
+    global _verbose
+    _verbose = verbose
 
 
 def import_tensorflow() -> ModuleType:
@@ -22,7 +30,7 @@ def import_tensorflow() -> ModuleType:
     """
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"]
-    verbose = os.environ.get(VERBOSE_ENV) == "1"
+    verbose = _verbose or os.environ.get(VERBOSE_ENV) == "1"
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with (contextlib.nullcontext() if verbose else _stderr_silenced()):

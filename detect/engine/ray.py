@@ -23,38 +23,43 @@ node sees (a shared filesystem); inputs may be anything pyarrow / TensorFlow ope
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from detect.sinks import journal
-from detect.core.errors import DetectError, UsageError
-from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest, write_manifest
-from detect.engine.local import (
-    PreparedDir,
-    SegmentReport,
-    SegmentSettings,
-    StageTimings,
-    build_manifest,
-    claim_directory,
-    count_invalid,
-    manifest_complete,
-    plan_frames,
-    prepare_segment_dir,
-    sorted_failures,
+from detect.core.errors import DetectError, UsageError, error_text
+from detect.engine.events import Reporter
+from detect.engine.lifecycle import SegmentLifecycle
+from detect.engine.loading import load_model
+from detect.engine.outcomes import SegmentOutcome, SegmentReport, failed_outcome, outcome_of
+from detect.engine.ray_stages import (
+    CAMERA,
+    SEGMENT,
+    TIMESTAMP,
+    TIMING_COLUMNS,
+    DetectorActor,
+    WorkItem,
+    decode_images,
+    failure_of,
+    plan_segment,
+    read_frames,
+    render_frames,
+    tensorflow_on_cpu,
 )
-from detect.engine.ray_stages import TIMING_COLUMNS, WorkItem, error_text, failure_of
+from detect.engine.runner import Record
+from detect.engine.spec import RunSpec
+from detect.engine.summary import invalid_boxes_warning
+from detect.model.detector import DEFAULT_BATCH_SIZE
+from detect.sinks import journal
+from detect.sinks.animations import rebuild_animations
 from detect.waymo.readers import SegmentKeys
-from detect.core.records import FrameFailure, FrameResult
-from detect.engine.runner import DONE, FAILED, PARTIAL, SKIPPED, SegmentOutcome, carry_over
 from detect.waymo.sources import SegmentSource
-from detect.sinks.table import DETECTIONS_FILE, write_table
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'waymo-detect[ray]'"
 # A Ray we start ourselves gets a small object store: full frames never enter it (see
@@ -80,32 +85,10 @@ READS_PER_ACTOR = 2
 FINISHERS = 4  # segments whose table, animations and manifest are being written at once
 
 
-def run_on_ray(sources: list[SegmentSource], root: Path, settings: SegmentSettings, args: argparse.Namespace,
-               previous: dict[str, dict[str, Any]], err: TextIO, claims: dict[str, str] | None = None) -> list[SegmentOutcome]:
-    """Run every segment that needs work as one Ray Data job; outcomes in the order of `sources`."""
-    ray = import_ray()
-    _check_settings(settings, args)
-    root = root.resolve()  # workers may start in another directory
-    outcomes: dict[str, SegmentOutcome] = {}
-    claims = {} if claims is None else claims
-    todo = []
-    for source in sources:
-        before = None if settings.mode == "overwrite" else carry_over(root, source, previous.get(source.uri), args.retry_failed, claims)
-        if before is not None:
-            outcomes[source.uri] = before
-        else:
-            todo.append(source)
-    if todo:
-        started_here = _start_ray(ray, args)
-        try:
-            _run(ray, todo, root, settings, args, err, outcomes, claims)
-        finally:
-            if started_here:
-                ray.shutdown()
-    return [outcomes[s.uri] for s in sources]
 
 
-def import_ray():
+def import_ray() -> Any:
+    """Ray with Ray Data, or a one-line error saying how to install it."""
     try:
         import ray
         import ray.data  # noqa: F401  (ray without the [data] extra)
@@ -114,183 +97,185 @@ def import_ray():
     return ray
 
 
-def _check_settings(settings: SegmentSettings, args: argparse.Namespace) -> None:
-    if settings.animations and not settings.write_frames:
+def check_spec(spec: RunSpec) -> None:
+    """What the Ray engine cannot do, refused before anything starts."""
+    if spec.settings.animations and not spec.settings.write_frames:
         raise UsageError("--engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
-    if args.strategy != "none":
+    if spec.model.strategy != "none":
         raise UsageError("--strategy mirrored is for one machine; with --engine ray every GPU gets its own detector actor")
 
 
-def _start_ray(ray: Any, args: argparse.Namespace) -> bool:
-    """Attach to `--ray-address` or start Ray here; True if this call connected (so we disconnect)."""
+class RayEngine:
+    """Every segment that needs work as one streaming Ray Data job (see the module docstring)."""
+
+    name = "ray"
+
+    def __init__(self, progress_bars: bool = False) -> None:
+        self.progress_bars = progress_bars
+
+    def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
+            reporter: Reporter) -> None:
+        ray = import_ray()
+        check_spec(spec)
+        spec = dataclasses.replace(spec, out=Path(spec.out).resolve())  # workers may start in another directory
+        started_here = _start_ray(ray, spec)
+        try:
+            _Job(ray, spec, claims, record, reporter, self.progress_bars).run(todo)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+
+def _start_ray(ray: Any, spec: RunSpec) -> bool:
+    """Attach to the cluster or start Ray here; True if this call connected (so we disconnect)."""
     if ray.is_initialized():  # a caller (a notebook, the tests) already set Ray up
         return False
-    quiet = {"logging_level": logging.DEBUG if args.debug else logging.WARNING, "log_to_driver": bool(args.debug)}
-    if args.ray_address:
+    quiet = {"logging_level": logging.DEBUG if spec.debug else logging.WARNING, "log_to_driver": spec.debug}
+    if spec.ray.address:
         try:
-            ray.init(address=args.ray_address, **quiet)
+            ray.init(address=spec.ray.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as error:
-            raise UsageError(f"--ray-address {args.ray_address}: cannot attach to a Ray cluster ({error_text(error)})") from None
+            raise UsageError(f"--ray-address {spec.ray.address}: cannot attach to a Ray cluster ({error_text(error)})") from None
     else:
         ray.init(object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, **quiet)
     return True
 
 
 @dataclasses.dataclass
-class _Segment:
-    """The driver's state for one segment in flight (owned by the driver thread until finished)."""
+class _InFlight:
+    """The driver's count of one segment's rows (the lifecycle holds everything else)."""
 
-    source: SegmentSource
-    keys: SegmentKeys
-    prepared: PreparedDir
-    planned: list[tuple[int, int]]
-    done: dict[tuple[int, int], FrameResult]
-    started: float
-    started_at: str
-    expected: int = 0
+    lifecycle: SegmentLifecycle
+    expected: int
     received: int = 0
-    results: dict[tuple[int, int], FrameResult] = dataclasses.field(default_factory=dict)
-    failures: list[FrameFailure] = dataclasses.field(default_factory=list)
-    timings: StageTimings = dataclasses.field(default_factory=StageTimings)
-    log: journal.Journal | None = None
     read_error: str | None = None
     job_started: float | None = None
     last_row: float | None = None
-    submitted: bool = False  # handed to the finisher
-
-    @property
-    def name(self) -> str:
-        return self.keys.segment_context_name
-
-    @property
-    def segment_dir(self) -> Path:
-        return self.prepared.path
+    submitted: bool = False  # handed to a finisher
 
 
-def _run(ray: Any, todo: list[SegmentSource], root: Path, settings: SegmentSettings, args: argparse.Namespace,
-         err: TextIO, outcomes: dict[str, SegmentOutcome], claims: dict[str, str]) -> None:
-    from detect.sinks.animations import rebuild_animations
-    from detect.engine.loading import load_detector, model_facts, model_notice
-    from detect.engine.ray_stages import plan_segment, tensorflow_on_cpu
+class _Job:
+    """One Ray Data job over the segments of a run; the driver's side."""
 
-    engine = _engine_facts(ray, args)
-    plan = ray.remote(num_cpus=READ_CPUS)(plan_segment)
-    pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local) for s in todo]
-    t = time.perf_counter()  # the model loads here while the cluster reads the segments' keys
-    tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
-    detector = load_detector(args)  # validated on the driver: a bad --model fails before any work
-    facts = model_facts(detector, time.perf_counter() - t)
-    notice = model_notice(detector)
-    del detector
-    if notice and not args.quiet:
-        print(notice, file=err)
+    def __init__(self, ray: Any, spec: RunSpec, claims: dict[str, str], record: Record, reporter: Reporter,
+                 progress_bars: bool) -> None:
+        self.ray, self.spec, self.claims, self.reporter = ray, spec, claims, reporter
+        self._record = record
+        self.progress_bars = progress_bars
+        self._lock = threading.Lock()  # finishers record from their threads
+        self.engine = _engine_facts(ray, spec)
+        # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the
+        # driver only waits, so it keeps up with many segments finishing at once.
+        self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
 
-    def failed(source: SegmentSource, message: str, seconds: float = 0.0) -> None:
-        outcomes[source.uri] = SegmentOutcome(source.uri, None, FAILED, seconds=seconds, error=message)
-        if not args.quiet:
-            print(f"detect: segment failed: {message}", file=err)
+    def run(self, todo: list[SegmentSource]) -> None:
+        plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
+        pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local) for s in todo]
+        tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
+        model = load_model(self.spec.model)  # while the cluster reads the keys; a bad model fails before any work
+        self.facts = model.facts
+        if model.notice:
+            self.reporter.message(model.notice)
+        del model
+        segments: dict[str, _InFlight] = {}
+        try:
+            for source, planned in zip(todo, self.ray.get(pending_plans), strict=True):
+                opened = self._open(source, planned)
+                if isinstance(opened, _InFlight):
+                    segments[source.uri] = opened
+            self._stream_all(segments)
+        finally:
+            for segment in segments.values():  # interrupted: the journals keep what was done
+                if not segment.submitted:
+                    segment.lifecycle.close()
 
-    segments: dict[str, _Segment] = {}
-    for source, planned in zip(todo, ray.get(pending_plans), strict=True):
+    def _open(self, source: SegmentSource, planned: Any) -> _InFlight | None:
         try:
             if isinstance(planned, str):
                 raise _PlanError(planned)
             keys = SegmentKeys(source, *planned)
-            claim_directory(claims, keys.segment_context_name, source.uri)
-            opened = _open_segment(source, keys, root, settings, facts)
+            opened = SegmentLifecycle.open(keys, self.spec.out, self.spec.settings, self.facts, claims=self.claims)
         except Exception as error:  # this segment cannot start; the others go on
-            failed(source, error_text(error))
-            continue
-        if isinstance(opened, SegmentOutcome):
-            outcomes[source.uri] = opened
-        else:
-            segments[source.uri] = opened
+            self._failed(source, error_text(error))
+            return None
+        if isinstance(opened, SegmentReport):
+            self.record(outcome_of(source.uri, opened))
+            return None
+        return _InFlight(opened, expected=len(opened.pending))
 
-    # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the driver
-    # only waits, so it keeps up with many segments finishing at once.
-    rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
-
-    def finish(segment: _Segment) -> None:
-        segment.submitted = True
-        try:
-            outcomes[segment.source.uri] = _finish(segment, settings, facts, engine,
-                                                   lambda *a, **k: ray.get(rebuild.remote(*a, **k)))
-        except Exception as error:  # this segment's files could not be finished; the others go on
-            failed(segment.source, error_text(error), time.perf_counter() - segment.started)
-        finally:
-            segment.prepared.lock.release()
-
-    busy = [s for s in segments.values() if s.expected]
-    with concurrent.futures.ThreadPoolExecutor(FINISHERS, thread_name_prefix="detect-finish") as finisher:
-        for segment in segments.values():
-            if not segment.expected:  # every frame was done by an earlier run; only the files are missing
-                finisher.submit(finish, segment)
-        try:
-            if busy:
-                job_started = time.perf_counter()
+    def _stream_all(self, segments: dict[str, _InFlight]) -> None:
+        busy = [s for s in segments.values() if s.expected]
+        with concurrent.futures.ThreadPoolExecutor(FINISHERS, thread_name_prefix="detect-finish") as finisher:
+            for segment in segments.values():
+                if not segment.expected:  # every frame was done by an earlier run; only the files are missing
+                    segment.submitted = True
+                    finisher.submit(self._finish, segment)
+            try:
+                if busy:
+                    job_started = time.perf_counter()
+                    for segment in busy:
+                        segment.job_started = job_started
+                    with _quiet_data_context(self.spec.debug, self.progress_bars):
+                        for row in _stream(self.ray, busy, self.spec, self.facts, self.engine):
+                            segment = segments[row["source"]]
+                            if _take(segment, row):
+                                segment.submitted = True
+                                finisher.submit(self._finish, segment)
+            except Exception as error:  # the job itself broke (a node died, the model is not on a worker...)
+                message = f"ray: {error_text(error)}"
                 for segment in busy:
-                    segment.job_started = job_started
-                with _quiet_data_context(args, err):
-                    for row in _stream(ray, busy, root, settings, args, facts, engine):
-                        segment = segments[row["source"]]
-                        if _take(segment, row):
-                            segment.submitted = True
-                            finisher.submit(finish, segment)
-        except Exception as error:  # the job itself broke (a node died, the model is not on a worker...)
-            message = f"ray: {error_text(error)}"
+                    if not segment.submitted:
+                        segment.read_error = segment.read_error or message
             for segment in busy:
-                if not segment.submitted:
-                    segment.read_error = segment.read_error or message
-        for segment in busy:
-            if segment.submitted:
-                continue
-            if segment.read_error:  # like a local InputError: no manifest; the journal keeps what was done
-                if segment.log is not None:
-                    segment.log.close()
-                segment.prepared.lock.release()
-                failed(segment.source, segment.read_error, time.perf_counter() - segment.started)
-            else:  # the reader yielded fewer images than planned: finish with what came
-                finisher.submit(finish, segment)
+                if segment.submitted:
+                    continue
+                segment.submitted = True
+                if segment.read_error:  # like a local InputError: no manifest; the journal keeps what was done
+                    segment.lifecycle.close()
+                    self._failed(segment.lifecycle.keys.source, segment.read_error,
+                                 time.perf_counter() - segment.lifecycle.started)
+                else:  # the reader yielded fewer images than planned: finish with what came
+                    finisher.submit(self._finish, segment)
+
+    def _finish(self, segment: _InFlight) -> None:
+        lifecycle = segment.lifecycle
+        loop_seconds = (segment.last_row - segment.job_started) if segment.job_started and segment.last_row else 0.0
+        rebuild = self._rebuild_remotely if self.spec.settings.animations and lifecycle.results else None
+        try:
+            report = lifecycle.finish(loop_seconds=loop_seconds, engine=self.engine, rebuild=rebuild)
+        except Exception as error:  # this segment's files could not be finished; the others go on
+            self._failed(lifecycle.keys.source, error_text(error), time.perf_counter() - lifecycle.started)
+            return
+        warning = invalid_boxes_warning(report)
+        if warning:
+            self.reporter.message(warning)
+        self.record(outcome_of(lifecycle.keys.source.uri, report))
+
+    def _rebuild_remotely(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ray.get(self._rebuild.remote(*args, **kwargs))
+
+    def record(self, outcome: SegmentOutcome) -> None:
+        with self._lock:
+            self._record(outcome)
+
+    def _failed(self, source: SegmentSource, message: str, seconds: float = 0.0) -> None:
+        self.record(failed_outcome(source.uri, message, seconds))
+        self.reporter.message(f"detect: segment failed: {message}")
 
 
 class _PlanError(DetectError):
     """A segment whose keys could not be read (the worker's one-line message)."""
 
 
-def _open_segment(source: SegmentSource, keys: SegmentKeys, root: Path, settings: SegmentSettings,
-                  facts: dict[str, Any]) -> _Segment | SegmentOutcome:
-    """Plan and prepare one segment's directory as `process_segment` does (an outcome if complete)."""
-    started = time.perf_counter()
-    name = keys.segment_context_name
-    planned, duplicates = plan_frames(keys, settings.frame_filter)
-    prepared = prepare_segment_dir(root, name, settings, settings.resume_key(facts, name))
-    try:
-        segment_dir = prepared.path
-        done = {k: v for k, v in prepared.done.items() if k in set(planned)}
-        if settings.mode == "resume" and len(done) == len(planned) and manifest_complete(segment_dir):
-            manifest = read_manifest(segment_dir / MANIFEST_FILE) or {}
-            prepared.lock.release()
-            return SegmentOutcome(source.uri, name, SKIPPED, detections=int(manifest.get("counts", {}).get("detections", 0)))
-        segment = _Segment(source, keys, prepared, planned, done, started, now_iso(),
-                           expected=len(planned) - len(done), results=dict(done), failures=list(duplicates))
-        if segment.expected:
-            segment.log = journal.Journal(segment_dir, prepared.intact)
-    except BaseException:
-        prepared.lock.release()
-        raise
-    return segment
-
-
-def _stream(ray: Any, segments: list[_Segment], root: Path, settings: SegmentSettings, args: argparse.Namespace,
-            facts: dict[str, Any], engine: dict[str, Any]):
+def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str, Any],
+            engine: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """One Ray Data job over every segment's pending images; yields the small result rows."""
     from ray.data import ActorPoolStrategy, TaskPoolStrategy
 
-    from detect.model.detector import DEFAULT_BATCH_SIZE
-    from detect.engine.ray_stages import DetectorActor, decode_images, read_frames, render_frames
-
-    items = [{"item": WorkItem.for_source(s.source, s.name, settings.frame_filter, set(s.done)).to_json()} for s in segments]
-    batch_size = args.batch_size or DEFAULT_BATCH_SIZE
+    settings = spec.settings
+    items = [{"item": WorkItem.for_source(s.lifecycle.keys.source, s.lifecycle.name, settings.frame_filter,
+                                          {k.order for k in s.lifecycle.done}).to_json()} for s in segments]
+    batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors = engine["detector_actors"]
     render_settings = dataclasses.replace(settings, gif=False, mp4=False)  # animations come from the frames
     ds = (
@@ -301,31 +286,31 @@ def _stream(ray: Any, segments: list[_Segment], root: Path, settings: SegmentSet
                      fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
         .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                      compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
-                     fn_constructor_kwargs={"model": facts["path"], "threshold": args.threshold,
-                                            "classes": args.classes, "batch_size": batch_size})
+                     fn_constructor_kwargs={"model": facts["path"], "threshold": spec.model.threshold,
+                                            "classes": spec.model.classes, "batch_size": batch_size})
         .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
-                     fn_kwargs={"root": str(root), "settings": render_settings})
+                     fn_kwargs={"root": str(spec.out), "settings": render_settings})
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         columns = list(batch)
-        for i in range(len(batch["ts"])):
+        for i in range(len(batch[TIMESTAMP])):
             yield {c: batch[c][i] for c in columns}
-    if args.debug:
+    if spec.debug:
         logging.getLogger(__name__).warning("Ray Data stats:\n%s", ds.stats())
 
 
 @contextlib.contextmanager
-def _quiet_data_context(args: argparse.Namespace, err: TextIO) -> Iterator[None]:
+def _quiet_data_context(debug: bool, progress_bars: bool) -> Iterator[None]:
     """Our block size and verbosity for this job only (Ray's context is process-wide)."""
     from ray.data import DataContext
 
     context, logger = DataContext.get_current(), logging.getLogger("ray.data")
-    values = {"target_max_block_size": TARGET_BLOCK_BYTES, "enable_progress_bars": not args.quiet and _isatty(err),
-              "print_on_execution_start": bool(args.debug)}
+    values = {"target_max_block_size": TARGET_BLOCK_BYTES, "enable_progress_bars": progress_bars,
+              "print_on_execution_start": debug}
     saved, level = {k: getattr(context, k) for k in values}, logger.level
     for key, value in values.items():
         setattr(context, key, value)
-    if not args.debug:  # Ray Data logs its plan and a progress line every few seconds
+    if not debug:  # Ray Data logs its plan and a progress line every few seconds
         logger.setLevel(logging.ERROR)
     try:
         yield
@@ -335,60 +320,29 @@ def _quiet_data_context(args: argparse.Namespace, err: TextIO) -> Iterator[None]
         logger.setLevel(level)
 
 
-def _take(segment: _Segment, row: dict[str, Any]) -> bool:
+def _take(segment: _InFlight, row: dict[str, Any]) -> bool:
     """Record one row (journal first, as the local pipeline); True when the segment is all in."""
     segment.last_row = time.perf_counter()
     if row["stage"] == "read":
         segment.read_error = str(row["error"])
         return False
     segment.received += 1
+    lifecycle = segment.lifecycle
     if row["stage"]:
-        segment.failures.append(failure_of(row))
+        lifecycle.record(failure_of(row))
     else:
-        result = journal.decode(str(row["result"]), segment.name)
-        assert segment.log is not None
-        segment.log.append(result)
-        segment.results[(result.key.frame_timestamp_micros, int(result.key.camera_name))] = result
+        lifecycle.record(journal.decode(str(row["result"]), lifecycle.name))
     for column, stage in TIMING_COLUMNS.items():
-        segment.timings.add(stage, float(row[column]))
+        lifecycle.timings.add(stage, float(row[column]))
     return segment.received == segment.expected and segment.read_error is None
 
 
-def _finish(segment: _Segment, settings: SegmentSettings, facts: dict[str, Any], engine: dict[str, Any],
-            rebuild_animations: Callable[..., Any]) -> SegmentOutcome:
-    """Table, animations and manifest from the journal and the frames on disk (same files as local)."""
-    if segment.log is not None:
-        segment.log.close()
-    timings, segment_dir = segment.timings, segment.segment_dir
-    t = time.perf_counter()
-    if settings.animations and segment.results:
-        rebuild_animations(segment_dir, width=settings.gif_width, mp4=settings.mp4, gif=settings.gif,
-                           segment_context_name=segment.name)
-    timings.add("animation_rebuild", time.perf_counter() - t)
-    t = time.perf_counter()
-    rows_written = write_table(segment_dir / DETECTIONS_FILE, segment.results.values())
-    timings.add("table", time.perf_counter() - t)
-    failures = sorted_failures(segment.failures)
-    status = COMPLETE_WITH_FAILURES if failures else COMPLETE
-    processed = len(segment.results) - len(segment.done)
-    seconds = time.perf_counter() - segment.started
-    report = SegmentReport(segment.name, segment_dir, status, len(segment.planned), processed, len(segment.done),
-                           failures, rows_written, seconds, invalid_boxes=count_invalid(segment.results.values()))
-    loop_seconds = (segment.last_row - segment.job_started) if segment.job_started and segment.last_row else 0.0
-    manifest = build_manifest(segment.source, segment.keys, settings, facts, report, segment.results, timings,
-                         loop_seconds, segment.started_at, engine=engine)
-    write_manifest(segment_dir / MANIFEST_FILE, manifest)
-    journal.save_settings(segment_dir, segment.prepared.resume_key)
-    return SegmentOutcome(segment.source.uri, segment.name, PARTIAL if failures else DONE, processed,
-                          rows_written, len(failures), seconds)
-
-
-def _engine_facts(ray: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _engine_facts(ray: Any, spec: RunSpec) -> dict[str, Any]:
     """Where the detector actors go: one per GPU if the cluster has GPUs, else one per node."""
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
-    actors = getattr(args, "ray_actors", None) or (gpus if gpus else max(1, nodes))
+    actors = spec.ray.actors or (gpus if gpus else max(1, nodes))
     cpus, others = resources.get("CPU", 0), READ_CPUS + DECODE_CPUS + RENDER_CPUS
     if actors * DETECTOR_CPUS + others > cpus:
         raise UsageError(f"--ray-actors {actors}: the detector actors reserve {actors * DETECTOR_CPUS:g} CPUs and "
@@ -396,7 +350,7 @@ def _engine_facts(ray: Any, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "name": "ray",
         "ray_version": ray.__version__,
-        "address": args.ray_address or "local",
+        "address": spec.ray.address or "local",
         "nodes": nodes,
         "cluster_cpus": cpus,
         "cluster_gpus": gpus,
@@ -407,12 +361,3 @@ def _engine_facts(ray: Any, args: argparse.Namespace) -> dict[str, Any]:
                 "decode and detect are wall time per image in their stage (decode counts both decodes: model "
                 "input, then the full frame to draw on); draw and frame_write are task CPU time",
     }
-
-
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

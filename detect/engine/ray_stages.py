@@ -20,17 +20,29 @@ import dataclasses
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from detect.sinks import journal
-from detect.core.errors import DetectError
-from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult
-from detect.waymo.selection import FrameFilter
-from detect.waymo.sources import SegmentSource
+import pyarrow.fs as pafs
 
-READ, DECODE, DETECT, RENDER = "read", "decode", "detect", "render"
+from detect.core.cameras import CameraName
+from detect.core.errors import error_text
+from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult
+from detect.core.tf_env import import_tensorflow
+from detect.engine.spec import SegmentSettings
+from detect.engine.stages import DECODE, DETECT, READ, RENDER, StageTimings, detect_images, render_frame
+from detect.engine.tuning import keep_freed_memory
+from detect.model.detector import Detector
+from detect.model.inputs import DecodedImage, decode_error, decode_stream
+from detect.sinks import journal
+from detect.sinks.layout import segment_dir
+from detect.waymo.readers import iter_frames, read_keys
+from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
+from detect.waymo.selection import FrameFilter
+from detect.waymo.sources import SegmentSource, split_uri
+
 # Rows per batch a read task hands to Ray (Ray merges them into blocks of its target size).
 ROWS_PER_READ_BATCH = 8
 # Per-row seconds, and the manifest stage each one adds to.
@@ -75,18 +87,12 @@ class WorkItem:
         return open_source(self.uri, self.path, self.format, self.local)
 
     def frame_filter(self) -> FrameFilter:
-        from detect.core.cameras import CameraName
-
         cameras = tuple(CameraName(c) for c in self.cameras) if self.cameras else None
         return FrameFilter(cameras=cameras, first_frame=self.first_frame, max_frames=self.max_frames)
 
 
 def open_source(uri: str, path: str, fmt: str, local: bool) -> SegmentSource:
     """The driver's `SegmentSource` rebuilt on a worker (pyarrow filesystems are not shipped)."""
-    import pyarrow.fs as pafs
-
-    from detect.waymo.sources import split_uri
-
     filesystem = pafs.LocalFileSystem() if local else split_uri(uri)[0]
     return SegmentSource(uri=uri, path=path, format=fmt, filesystem=filesystem)  # type: ignore[arg-type]
 
@@ -97,8 +103,6 @@ def tensorflow_on_cpu() -> None:
     Ray leaves every GPU visible to tasks that asked for none, and TensorFlow takes nearly all
     the memory of every GPU it sees: a decode task would starve the detector actors.
     """
-    from detect.core.tf_env import import_tensorflow
-
     tf = import_tensorflow()
     if tf.config.list_physical_devices("GPU"):
         try:
@@ -109,8 +113,6 @@ def tensorflow_on_cpu() -> None:
 
 def plan_segment(uri: str, path: str, fmt: str, local: bool) -> tuple[tuple[str, ...], Any, str | None] | str:
     """Key columns of one segment (names, `KeyIndex`, ground-truth note), or a one-line error."""
-    from detect.waymo.readers import read_keys
-
     if fmt == "v1":  # TFRecords are read with TensorFlow
         tensorflow_on_cpu()
     try:
@@ -122,8 +124,6 @@ def plan_segment(uri: str, path: str, fmt: str, local: bool) -> tuple[tuple[str,
 
 def read_frames(batch: Batch) -> Iterator[Batch]:
     """Read task: stream each work item's camera images with `detect.waymo.readers.iter_frames`."""
-    from detect.waymo.readers import iter_frames
-
     for text in batch["item"]:
         item = WorkItem.from_json(str(text))
         if item.format == "v1":
@@ -132,26 +132,24 @@ def read_frames(batch: Batch) -> Iterator[Batch]:
         rows: list[dict[str, Any]] = []
         try:
             for frame in iter_frames(item.source(), item.frame_filter()):
-                if (frame.frame_timestamp_micros, int(frame.camera_name)) in done:
+                if frame.key.order in done:
                     continue
                 rows.append(_frame_row(item.uri, frame))
                 if len(rows) >= ROWS_PER_READ_BATCH:
                     yield _columns(rows)
                     rows = []
         except Exception as err:  # a file that breaks half-way: the frames before it still count
-            rows.append(_frame_row(item.uri, CameraFrame(item.segment, -1, 1, b""), READ, error_text(err)))
+            rows.append(_read_error_row(item, error_text(err)))
         if rows:
             yield _columns(rows)
 
 
 def decode_images(batch: Batch, *, input_size: tuple[int, int] | None, max_pixels: int) -> Batch:
     """Decode task: the model's input, exactly as the local pipeline makes it (`decode_stream`)."""
-    from detect.engine.allocator import keep_freed_memory
-    from detect.model.inputs import decode_error, decode_stream
 
     keep_freed_memory()
     tensorflow_on_cpu()
-    n = len(batch["ts"])
+    n = len(batch[TIMESTAMP])
     out = dict(batch)
     out["width"], out["height"] = np.zeros(n, np.int64), np.zeros(n, np.int64)
     out["model_h"], out["model_w"] = np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -179,8 +177,6 @@ class DetectorActor:
     """The detector as a Ray Data callable class: loaded once per actor, then called per batch."""
 
     def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int) -> None:
-        from detect.model.detector import Detector
-
         self.detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size)
 
     def __call__(self, batch: Batch) -> Batch:
@@ -189,10 +185,7 @@ class DetectorActor:
 
 def detect_batch(detector: Any, batch: Batch) -> Batch:
     """Detections for every decoded row, as journal lines; same-shape images share a model call."""
-    from detect.model.inputs import DecodedImage
-    from detect.engine.local import detect_images
-
-    n = len(batch["ts"])
+    n = len(batch[TIMESTAMP])
     out = {k: v for k, v in batch.items() if k != "model_input"}
     stage, error = batch["stage"].astype(object).copy(), batch["error"].astype(object).copy()
     result = np.full(n, "", dtype=object)
@@ -204,35 +197,28 @@ def detect_batch(detector: Any, batch: Batch) -> Batch:
     for (h, w), rows in groups.items():
         decoded = [DecodedImage(i, int(batch["width"][i]), int(batch["height"][i]), None,
                                 np.frombuffer(batch["model_input"][i], np.uint8).reshape(h, w, 3)) for i in rows]
-        frames = [CameraFrame(str(batch["segment"][i]), int(batch["ts"][i]), int(batch["camera"][i]), b"") for i in rows]
+        keys = [FrameKey(str(batch[SEGMENT][i]), int(batch[TIMESTAMP][i]), CameraName(int(batch[CAMERA][i]))) for i in rows]
         start = time.perf_counter()
-        outcomes = detect_images(detector, decoded, frames)
+        outcomes = detect_images(detector, decoded, keys)
         t_detect[rows] = (time.perf_counter() - start) / len(rows)
-        for i, d, frame, outcome in zip(rows, decoded, frames, outcomes, strict=True):
+        for i, d, key, outcome in zip(rows, decoded, keys, outcomes, strict=True):
             if isinstance(outcome, FrameFailure):
                 stage[i], error[i] = DETECT, outcome.error
             else:
-                result[i] = journal.encode(FrameResult(frame.key, d.width, d.height, outcome))
+                result[i] = journal.encode(FrameResult(key, d.width, d.height, outcome))
     out["result"], out["stage"], out["error"], out["t_detect"] = result, stage, error, t_detect
     return out
 
 
-def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
+def render_frames(batch: Batch, *, root: str, settings: SegmentSettings) -> Batch:
     """Render task: decode the full frame, draw, write the annotated frame atomically.
 
     Returns small rows (keys, the journal line, errors, timings): never an image.
     `settings` must have animations off: the driver builds them from the frames on disk.
     """
-    from pathlib import Path
-
-    from detect.engine.allocator import keep_freed_memory
-    from detect.model.inputs import decode_error, decode_stream
-    from detect.sinks.layout import segment_dir
-    from detect.engine.local import StageTimings, error_line, render_frame
-
     keep_freed_memory()
     tensorflow_on_cpu()
-    n = len(batch["ts"])
+    n = len(batch[TIMESTAMP])
     out = {k: v for k, v in batch.items() if k not in ("jpeg", "model_h", "model_w")}
     stage, error = batch["stage"].astype(object).copy(), batch["error"].astype(object).copy()
     t_decode = np.asarray(batch["t_decode"], np.float64).copy()
@@ -249,13 +235,13 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
             i = decoded.index
             seen.add(i)
             t_decode[i] += time.perf_counter() - start
-            segment = str(batch["segment"][i])
+            segment = str(batch[SEGMENT][i])
             timings = StageTimings()
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
                 render_frame(decoded, result.key, result.detections, segment_dir(Path(root), segment), settings, timings)
             except Exception as err:  # one frame's drawing or writing failed: skip it
-                stage[i], error[i] = RENDER, error_line(err)
+                stage[i], error[i] = RENDER, error_text(err)
             t_draw[i] = timings.values.get("draw", 0.0)
             t_write[i] = timings.values.get("frame_write", 0.0)
             start = time.perf_counter()
@@ -267,32 +253,27 @@ def render_frames(batch: Batch, *, root: str, settings: Any) -> Batch:
 
 
 def failure_of(row: dict[str, Any]) -> FrameFailure:
-    from detect.core.cameras import CameraName
-
-    key = FrameKey(str(row["segment"]), int(row["ts"]), CameraName(int(row["camera"])))
+    key = FrameKey(str(row[SEGMENT]), int(row[TIMESTAMP]), CameraName(int(row[CAMERA])))
     return FrameFailure(key, str(row["stage"]), str(row["error"]))
 
 
-def error_text(err: BaseException) -> str:
-    """One line: our own messages as they are, anything else with its type."""
-    if isinstance(err, DetectError):
-        return str(err)
-    from detect.engine.local import error_line
-
-    return error_line(getattr(err, "cause", None) or err)  # RayTaskError wraps the real one
+def _frame_row(uri: str, frame: CameraFrame) -> dict[str, Any]:
+    return {"source": uri, SEGMENT: frame.segment_context_name, TIMESTAMP: frame.frame_timestamp_micros,
+            CAMERA: int(frame.camera_name), "jpeg": frame.jpeg, "stage": "", "error": ""}
 
 
-def _frame_row(uri: str, frame: CameraFrame, stage: str = "", error: str = "") -> dict[str, Any]:
-    return {"source": uri, "segment": frame.segment_context_name, "ts": frame.frame_timestamp_micros,
-            "camera": int(frame.camera_name), "jpeg": frame.jpeg, "stage": stage, "error": error}
+def _read_error_row(item: WorkItem, error: str) -> dict[str, Any]:
+    """A file that broke while read: one row that carries the error, not an image."""
+    return {"source": item.uri, SEGMENT: item.segment, TIMESTAMP: -1, CAMERA: int(CameraName.FRONT), "jpeg": b"",
+            "stage": READ, "error": error}
 
 
 def _columns(rows: list[dict[str, Any]]) -> Batch:
     return {
         "source": np.array([r["source"] for r in rows], dtype=object),
-        "segment": np.array([r["segment"] for r in rows], dtype=object),
-        "ts": np.array([r["ts"] for r in rows], dtype=np.int64),
-        "camera": np.array([r["camera"] for r in rows], dtype=np.int64),
+        SEGMENT: np.array([r[SEGMENT] for r in rows], dtype=object),
+        TIMESTAMP: np.array([r[TIMESTAMP] for r in rows], dtype=np.int64),
+        CAMERA: np.array([r[CAMERA] for r in rows], dtype=np.int64),
         "jpeg": _object_array([r["jpeg"] for r in rows]),
         "stage": np.array([r["stage"] for r in rows], dtype=object),
         "error": np.array([r["error"] for r in rows], dtype=object),

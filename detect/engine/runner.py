@@ -1,52 +1,141 @@
-"""`detect run`: many segments, resumable by default, on this machine or on a Ray cluster.
+"""Many segments, resumable by default, with an engine: this machine (`LocalEngine`) or Ray.
 
-Every segment lands in `OUT/<segment>/` exactly as `detect segment` writes it; `OUT/run.json`
-records what happened to each input so a rerun skips finished work without reopening files.
+Every segment lands in `OUT/<segment dir>/` exactly as `detect segment` writes it; `OUT/run.json`
+(one file per shard) records what happened to each input, so a rerun skips finished work without
+reopening files. One broken segment never stops the others, and the run file is written even
+when the run is interrupted.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
+from detect.core.errors import OutputError, error_text
+from detect.core.names import segment_dir_name
+from detect.engine.events import SILENT, Reporter
+from detect.engine.loading import LoadedModel, load_model, model_kind, watermark
+from detect.engine.local import process_segment
+from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
+from detect.engine.spec import RunSpec
+from detect.engine.summary import invalid_boxes_warning
 from detect.sinks.atomic import atomic_write_bytes
-from detect.core.errors import OutputError, UsageError
-from detect.core.names import printable, segment_dir_name
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
-from detect.waymo.sources import SegmentSource, resolve
+from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
 RUN_FILE = "run.json"
-DONE, SKIPPED, FAILED, PARTIAL = "done", "skipped", "failed", "done_with_failures"
+Record = Callable[[SegmentOutcome], None]
+
+
+class Engine(Protocol):
+    """Runs the segments that need work; calls `record` with each one's outcome as it ends."""
+
+    name: str
+
+    def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
+            reporter: Reporter) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
-class SegmentOutcome:
-    path: str
-    segment_context_name: str | None
-    status: str
-    images: int = 0
-    detections: int = 0
-    failed_images: int = 0
-    seconds: float = 0.0
-    error: str | None = None
+class RunResult:
+    outcomes: tuple[SegmentOutcome, ...]  # in the order of the inputs
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return any(o.is_failure for o in self.outcomes)
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """'1/4' -> (1, 4): every 4th segment starting at the second (0-based)."""
-    if text is None:
-        return None
+def stand_in_settings(spec: RunSpec) -> RunSpec:
+    """Stand-in models (stub, benchmark) watermark every frame they touch: the spec says so."""
+    mark = watermark(model_kind(spec.model))
+    if mark == spec.settings.style.watermark:
+        return spec
+    style = dataclasses.replace(spec.settings.style, watermark=mark)
+    return dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, style=style))
+
+
+def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None) -> tuple[SegmentReport, str]:
+    """`detect segment`: the one input of `spec` with the local engine; the report and the model's kind."""
+    (path,) = spec.inputs
+    source = resolve_one(path)
+    model = model or load_model(spec.model)
+    if model.notice:
+        reporter.message(model.notice)
+    settings = dataclasses.replace(spec.settings, style=dataclasses.replace(spec.settings.style,
+                                                                            watermark=watermark(model.kind)))
+    report = process_segment(source, spec.out, model.detector, settings, model_facts=model.facts,
+                             progress=reporter.progress("detect"))
+    return report, model.kind
+
+
+def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
+             clock: Callable[[], float] = time.perf_counter) -> RunResult:
+    """Every segment named by `spec.inputs` (this shard's share), with `engine`."""
+    spec = stand_in_settings(spec)
+    sources = plan_sources(spec.inputs, spec.shard)
+    root = Path(spec.out)
     try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
-    if count < 1 or not 0 <= index < count:
-        raise UsageError(f"--shard {text!r}: need 0 <= I < N")
-    return index, count
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{root}: cannot create the output directory ({error.strerror or error})") from None
+    run_file = root / run_file_name(spec.shard)
+    previous = previous_outcomes(run_file)
+    started = clock()
+    outcomes: dict[str, SegmentOutcome] = {}
+    claims: dict[str, str] = {}
+    for source in sources:
+        before = None if spec.settings.mode == "overwrite" else carried_over(root, source, previous.get(source.uri),
+                                                                              spec.retry_failed)
+        if before is not None:
+            outcomes[source.uri] = before
+            if before.segment_context_name:
+                claims.setdefault(segment_dir_name(before.segment_context_name), source.uri)
+
+    def record(outcome: SegmentOutcome) -> None:
+        outcomes[outcome.path] = outcome
+
+    todo = [s for s in sources if s.uri not in outcomes]
+    try:
+        if todo:
+            engine.run(todo, spec, claims, record, reporter)
+    finally:  # also when interrupted: what finished is recorded
+        done = [outcomes[s.uri] for s in sources if s.uri in outcomes]
+        write_run_file(run_file, done, previous, clock() - started, spec)
+    return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started)
+
+
+class LocalEngine:
+    """Segments one after the other on this machine, each through the overlapped local pipeline."""
+
+    name = "local"
+
+    def __init__(self, model: LoadedModel | None = None) -> None:
+        self._model = model
+
+    def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
+            reporter: Reporter) -> None:
+        model = self._model or load_model(spec.model)  # loaded once, only when some segment needs work
+        if model.notice:
+            reporter.message(model.notice)
+        for number, source in enumerate(todo, 1):
+            started = time.perf_counter()
+            try:
+                report = process_segment(source, spec.out, model.detector, spec.settings, model_facts=model.facts,
+                                         claims=claims, progress=reporter.progress(f"[{number}/{len(todo)}]"))
+            except Exception as error:  # one broken segment never stops the others, whatever broke it
+                message = error_text(error)
+                record(failed_outcome(source.uri, message, time.perf_counter() - started))
+                reporter.message(f"detect: segment failed: {message}")
+                continue
+            warning = invalid_boxes_warning(report)
+            if warning:
+                reporter.message(warning)
+            record(outcome_of(source.uri, report))
 
 
 def plan_sources(paths: Sequence[str], shard: tuple[int, int] | None) -> list[SegmentSource]:
@@ -67,12 +156,14 @@ def run_file_name(shard: tuple[int, int] | None) -> str:
     return RUN_FILE if shard is None else f"run-shard-{shard[0]}-of-{shard[1]}.json"
 
 
-def previous_outcomes(out: Path, run_file: str = RUN_FILE) -> dict[str, dict[str, Any]]:
+def previous_outcomes(run_file: Path) -> dict[str, dict[str, Any]]:
+    """The entries of an earlier run file by input; an unreadable file counts as none (the
+    segments' own manifests still say what is complete)."""
     try:
-        data = json.loads((out / run_file).read_text())
-    except (OSError, ValueError):
+        data = json.loads(run_file.read_text())
+        return {entry["path"]: entry for entry in data.get("segments", []) if "path" in entry}
+    except (OSError, ValueError, AttributeError, TypeError):
         return {}
-    return {entry["path"]: entry for entry in data.get("segments", []) if "path" in entry}
 
 
 def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool) -> SegmentOutcome | None:
@@ -83,111 +174,26 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
     if not previous:
         return None
     name = previous.get("segment_context_name")
-    if previous.get("status") == FAILED and not name:
+    if previous.get("status") == Status.FAILED and not name:
         if retry_failed:
             return None
-        return SegmentOutcome(source.uri, None, FAILED, error=f"{previous.get('error')} (not retried; use --retry-failed)")
-    if not name:
+        return SegmentOutcome(source.uri, None, Status.FAILED, error=f"{previous.get('error')} (not retried; use --retry-failed)")
+    if not isinstance(name, str) or not name:
         return None
     manifest = read_manifest(out / segment_dir_name(name) / MANIFEST_FILE)
     if not manifest:
         return None
     if manifest.get("status") == COMPLETE:
-        return SegmentOutcome(source.uri, name, SKIPPED, error="already complete")
+        return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.get("status") == COMPLETE_WITH_FAILURES and not retry_failed:
         failed = len(manifest.get("failures", []))
-        return SegmentOutcome(source.uri, name, PARTIAL, failed_images=failed,
+        return SegmentOutcome(source.uri, name, Status.PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None
 
 
-def carry_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool,
-               claims: dict[str, str]) -> SegmentOutcome | None:
-    """`carried_over`, and the directory of a segment that stands is claimed for its input in this run."""
-    outcome = carried_over(out, source, previous, retry_failed)
-    if outcome is not None and outcome.segment_context_name:
-        claims.setdefault(segment_dir_name(outcome.segment_context_name), source.uri)
-    return outcome
-
-
-def run_many(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from detect.engine.loading import model_kind, settings_from_args, watermark
-
-    parse_shard(args.shard)  # usage errors before anything touches the model
-    settings_from_args(args)
-    if args.engine == "ray":
-        from detect.engine.ray import import_ray
-
-        import_ray()
-    settings = settings_from_args(args, watermark(model_kind(args)))
-    if settings.mode == "new":  # resumable by default
-        settings = dataclasses.replace(settings, mode="resume")
-    sources = plan_sources(args.paths, parse_shard(args.shard))
-    root = Path(args.out)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise OutputError(f"{root}: cannot create the output directory ({error.strerror or error})") from None
-    run_file = run_file_name(args.shard and parse_shard(args.shard))
-    previous = previous_outcomes(root, run_file)
-    started = time.perf_counter()
-    outcomes: list[SegmentOutcome] = []
-    claims: dict[str, str] = {}
-    try:
-        if args.engine == "ray":
-            from detect.engine.ray import run_on_ray
-
-            outcomes += run_on_ray(sources, root, settings, args, previous, err, claims)
-        else:
-            _run_local(sources, root, settings, args, previous, err, claims, outcomes)
-    finally:  # also when interrupted: what finished is recorded
-        _write_run_file(root / run_file, outcomes, previous, time.perf_counter() - started, args)
-    seconds = time.perf_counter() - started
-    if not args.quiet:
-        for line in format_table(outcomes, seconds):
-            print(line, file=out)
-    bad = any(o.status in (FAILED, PARTIAL) for o in outcomes)
-    return 1 if bad else 0
-
-
-def _run_local(sources, root, settings, args, previous, err, claims, outcomes: list[SegmentOutcome]) -> None:
-    from detect.engine.loading import invalid_boxes_warning, load_detector, model_facts, model_notice, progress_factory
-    from detect.engine.local import process_segment
-    from detect.engine.ray_stages import error_text
-
-    detector = facts = None
-    for number, source in enumerate(sources, 1):
-        before = None if settings.mode == "overwrite" else carry_over(root, source, previous.get(source.uri), args.retry_failed, claims)
-        if before is not None:
-            outcomes.append(before)
-            continue
-        if detector is None:  # load once, and only if some segment needs it
-            t = time.perf_counter()
-            detector = load_detector(args)
-            facts = model_facts(detector, time.perf_counter() - t)
-            notice = model_notice(detector)
-            if notice and not args.quiet:
-                print(notice, file=err)
-        t = time.perf_counter()
-        try:
-            report = process_segment(source, root, detector, settings, model_facts=facts, claims=claims,
-                                     progress=progress_factory(err, args.quiet, f"[{number}/{len(sources)}]"))
-        except Exception as error:  # one broken segment never stops the others, whatever broke it
-            message = error_text(error)
-            outcomes.append(SegmentOutcome(source.uri, None, FAILED, seconds=time.perf_counter() - t, error=message))
-            if not args.quiet:
-                print(f"detect: segment failed: {message}", file=err)
-            continue
-        warning = invalid_boxes_warning(report)
-        if warning and not args.quiet:
-            print(warning, file=err)
-        status = PARTIAL if report.failures else (SKIPPED if report.already_complete else DONE)
-        outcomes.append(SegmentOutcome(source.uri, report.segment_context_name, status, report.images_processed,
-                                       report.detections, len(report.failures), report.seconds))
-
-
-def _write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,
-                    args: argparse.Namespace) -> None:
+def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,
+                   spec: RunSpec) -> None:
     merged = dict(previous)
     for outcome in outcomes:
         carried = outcome.images == 0 and outcome.path in previous and outcome.seconds == 0
@@ -195,13 +201,13 @@ def _write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[s
     images = sum(o.images for o in outcomes)
     data = {
         "updated_at": now_iso(),
-        "engine": args.engine,
-        "shard": args.shard,
+        "engine": spec.engine,
+        "shard": f"{spec.shard[0]}/{spec.shard[1]}" if spec.shard else None,
         "this_run": {
-            "done": sum(o.status == DONE for o in outcomes),
-            "done_with_failures": sum(o.status == PARTIAL for o in outcomes),
-            "skipped": sum(o.status == SKIPPED for o in outcomes),
-            "failed": sum(o.status == FAILED for o in outcomes),
+            "done": sum(o.status == Status.DONE for o in outcomes),
+            "done_with_failures": sum(o.status == Status.PARTIAL for o in outcomes),
+            "skipped": sum(o.status == Status.SKIPPED for o in outcomes),
+            "failed": sum(o.status == Status.FAILED for o in outcomes),
             "images": images,
             "detections": sum(o.detections for o in outcomes),
             "seconds": round(seconds, 2),
@@ -210,22 +216,3 @@ def _write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[s
         "segments": sorted(merged.values(), key=lambda e: e["path"]),
     }
     atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())
-
-
-def format_table(outcomes: list[SegmentOutcome], seconds: float) -> list[str]:
-    names = [printable(o.segment_context_name) if o.segment_context_name else Path(o.path).name for o in outcomes]
-    width = max([len(n) for n in names] + [7])
-    lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'detections':>10} {'img/s':>7}"]
-    for o, name in zip(outcomes, names, strict=True):
-        rate = f"{o.images / o.seconds:.1f}" if o.seconds > 0 and o.images else "-"
-        lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {o.detections:>10} {rate:>7}")
-        if o.error and o.status != DONE:
-            lines.append(f"{'':<{width}}  {o.error}")
-    images = sum(o.images for o in outcomes)
-    counts = {s: sum(o.status == s for o in outcomes) for s in (DONE, PARTIAL, SKIPPED, FAILED)}
-    lines.append(
-        f"{len(outcomes)} segments: {counts[DONE]} done, {counts[PARTIAL]} with failed frames, "
-        f"{counts[SKIPPED]} skipped, {counts[FAILED]} failed; {images} images in {seconds:.1f} s"
-        + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
-    )
-    return lines

@@ -11,6 +11,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,8 +23,8 @@ from detect.model.contract import ModelInfo
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
 
-# Quiet import (see tf_env); only the pipeline imports this module. No device set-up here.
-tf = import_tensorflow()
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 # models/measure_detector.py, benchmark model, 2 CPU cores, 2 runs: batch 1 was 78-124 ms/image,
 # batches 4, 8, 16 all 45-104 ms/image within the machine's noise. 4 takes the batching gain at
@@ -61,6 +62,7 @@ class Detector:
         kind, description = contract.read_sidecar(path)
         self.threshold = float(threshold)
         self.class_ids = parse_classes(classes)
+        self._tf = import_tensorflow()  # TensorFlow loads with the first model, not at import
         prepare_devices()
         self._strategy = mirrored_strategy() if strategy == "mirrored" else None
         self.strategy_name = strategy
@@ -158,7 +160,7 @@ class Detector:
         def replica_fn(batch: tf.Tensor) -> dict[str, tf.Tensor]:
             return self._call_model(batch)
 
-        @tf.function(reduce_retracing=True)
+        @self._tf.function(reduce_retracing=True)
         def step(dist_batch):
             return strategy.run(replica_fn, args=(dist_batch,))
 
@@ -169,8 +171,8 @@ class Detector:
         if self._strategy is not None:
             return self._run_mirrored(chunk)
         if self._per_replica == 1:
-            return [self._call_model(tf.constant(chunk[i : i + 1])) for i in range(len(chunk))]
-        return [self._call_model(tf.constant(chunk))]
+            return [self._call_model(self._tf.constant(chunk[i : i + 1])) for i in range(len(chunk))]
+        return [self._call_model(self._tf.constant(chunk))]
 
     @staticmethod
     def _required_arrays(outs: list[dict[str, tf.Tensor]], count: int) -> list[np.ndarray]:
@@ -191,7 +193,7 @@ class Detector:
         # A batch-1 model takes one image per replica per step.
         for offset in range(0, share, self._per_replica):
             dist = self._strategy.experimental_distribute_values_from_function(
-                lambda ctx, o=offset: tf.constant(
+                lambda ctx, o=offset: self._tf.constant(
                     shards[ctx.replica_id_in_sync_group][o : o + self._per_replica]
                 )
             )
@@ -202,7 +204,7 @@ class Detector:
 
 def _load(path: Path):
     try:
-        return tf.saved_model.load(str(path))
+        return import_tensorflow().saved_model.load(str(path))
     except Exception as err:  # TF raises many types for broken SavedModels
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"model {path} could not be loaded as a SavedModel: {first}") from None

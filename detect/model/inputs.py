@@ -9,18 +9,12 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from detect.core.errors import UsageError
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 from detect.core.tf_env import import_tensorflow, tf_error_text
 
 # (width, height) frames are resized to before the model, or None to feed full frames.
 InputSize = tuple[int, int] | None
 
-# Image headers are untrusted: a JPEG of a few hundred bytes can claim 13000x13000 pixels (a
-# "decompression bomb", 500 MB decoded). Sizes are read from the header and checked before any
-# pixel is decoded. Waymo's largest camera is 1920x1280 (2.5 MP); the default limit is ~6.8x that.
-DEFAULT_MAX_PIXELS = 4096 * 4096
-# Below 16 pixels a side there is nothing to detect or draw; above 16,384 the GIF and H.264
-# encoders refuse the frame. Neither is a camera image.
-MIN_SIDE, MAX_SIDE = 16, 16384
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -49,16 +43,6 @@ def parse_input_size(text: str) -> InputSize:
     if len(numbers) != 2 or min(numbers) < 32 or max(numbers) > 4096:
         raise UsageError(f"input size {text!r}: expected N, WxH (32-4096 pixels) or 'native'")
     return numbers[0], numbers[1]
-
-
-def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
-    """Why an image of this (header) size is refused, or None when it may be decoded."""
-    if width * height > max_pixels:
-        return (f"image is {width}x{height} ({width * height:,} pixels), over the limit of {max_pixels:,} "
-                f"(--max-pixels); not decoded")
-    if min(width, height) < MIN_SIDE or max(width, height) > MAX_SIDE:
-        return f"image is {width}x{height}: each side must be {MIN_SIDE}-{MAX_SIDE} pixels; not decoded"
-    return None
 
 
 def decode_stream(

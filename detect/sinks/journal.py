@@ -58,10 +58,10 @@ def decode(line: str, segment: str) -> FrameResult:
     return FrameResult(key, int(data["w"]), int(data["h"]), detections)
 
 
-def load(segment_dir: Path, segment: str) -> tuple[dict[tuple[int, int], FrameResult], int]:
-    """Finished frames by (timestamp, camera), and the byte length of the intact part of the file."""
+def load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
+    """Finished frames by key, and the byte length of the intact part of the file."""
     path = journal_path(segment_dir)
-    results: dict[tuple[int, int], FrameResult] = {}
+    results: dict[FrameKey, FrameResult] = {}
     if not path.exists():
         return results, 0
     intact = 0
@@ -73,7 +73,7 @@ def load(segment_dir: Path, segment: str) -> tuple[dict[tuple[int, int], FrameRe
                 result = decode(raw.decode(), segment)
             except (ValueError, KeyError, TypeError):
                 break
-            results[(result.key.frame_timestamp_micros, int(result.key.camera_name))] = result
+            results[result.key] = result
             intact += len(raw)
     return results, intact
 

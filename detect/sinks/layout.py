@@ -103,7 +103,7 @@ class SegmentLock:
         self.release()
 
 
-def clear_outputs(directory: Path, segment_context_name: str) -> int:
+def clear_outputs(directory: Path) -> int:
     """Delete what a run of this tool wrote in `directory` (`--overwrite`); the number of files.
 
     Refuses a directory without the marker. Files it does not know (a user's notes) stay.

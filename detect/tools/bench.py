@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from detect.engine.allocator import keep_freed_memory
+from detect.engine.tuning import keep_freed_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
@@ -86,7 +86,8 @@ def detector_alone(detector, decoded) -> tuple[float, float]:
 
 
 def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[float, float, dict]:
-    from detect.engine.local import SegmentSettings, process_segment
+    from detect.engine.local import process_segment
+    from detect.engine.spec import SegmentSettings
     from detect.waymo.sources import resolve_one
 
     settings = SegmentSettings(mode="overwrite", **overrides)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import io
-import warnings
 from collections.abc import Iterable
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 
 from detect.core.cameras import CameraName
-from detect.model.inputs import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size, jpeg_size
 from detect.waymo.readers import SegmentKeys, iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
 from detect.waymo.sources import SegmentSource
@@ -103,17 +100,6 @@ def _first_image_sizes(keys: SegmentKeys) -> dict[CameraName, tuple[int, int]]:
         if size is not None:
             sizes[frame.camera_name] = size
     return sizes
-
-
-def jpeg_size(data: bytes) -> tuple[int, int] | None:
-    """From the header only: Pillow does not decode pixels to open an image."""
-    try:
-        with warnings.catch_warnings():  # a huge header is reported by us, not by Pillow's bomb warning
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
-                return image.size
-    except (UnidentifiedImageError, OSError, Image.DecompressionBombError, ValueError):
-        return None
 
 
 def _refusal(width: int, height: int, max_pixels: int) -> str | None:

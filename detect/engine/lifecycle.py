@@ -1,0 +1,284 @@
+"""One segment's life, the same for every engine: open -> record each frame -> finish.
+
+`SegmentLifecycle.open` plans the images (duplicates become failures), claims and locks the
+segment's directory, refuses, clears or reopens it (`--resume` checks the earlier settings and
+reuses the journal), and says which images are still to do. `record` appends each finished frame
+to the journal (so a killed run resumes exactly) or keeps its failure. `finish` writes the
+detections table, rebuilds the animations from the frames when asked, and writes the manifest.
+The local and the Ray engine both call these, so resume, failures, journal and manifest follow
+one set of rules and both write the same files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from detect.core.errors import InputError, OutputError, UsageError
+from detect.core.names import printable, segment_dir_name
+from detect.core.records import FrameFailure, FrameKey, FrameResult
+from detect.engine.outcomes import SegmentReport
+from detect.engine.spec import SegmentSettings
+from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
+from detect.sinks import journal, layout
+from detect.sinks.frames import frame_path
+from detect.sinks.layout import SegmentLock
+from detect.sinks.manifest import (
+    COMPLETE,
+    COMPLETE_WITH_FAILURES,
+    MANIFEST_FILE,
+    failure_json,
+    invalid_boxes,
+    now_iso,
+    read_manifest,
+    versions,
+    write_manifest,
+)
+from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
+from detect.waymo.readers import SegmentKeys
+
+Clock = Callable[[], float]
+# (segment_dir, width=, mp4=, gif=, segment_context_name=) -> written paths; the Ray engine runs it remotely.
+AnimationRebuilder = Callable[..., Any]
+TIMINGS_NOTE = ("detect and *_wait/append are main-thread wall time; draw, frame_write, animation_prepare are "
+                "worker CPU time")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PreparedDir:
+    """A segment directory made ready for writing, locked by this process until `lock.release()`."""
+
+    path: Path
+    lock: SegmentLock
+    resume_key: dict[str, Any]
+    done: dict[FrameKey, FrameResult]  # frames finished by an earlier run (resume)
+    intact: int  # bytes of the journal that hold whole lines
+
+
+def claim_directory(claims: dict[str, str] | None, segment: str, uri: str) -> None:
+    """Refuse a second input whose segment would write the directory another input has in this run."""
+    if claims is None:
+        return
+    name = segment_dir_name(segment)
+    owner = claims.setdefault(name, uri)
+    if owner != uri:
+        raise InputError(f"{uri}: segment {printable(segment)} also comes from {owner} in this run; "
+                         f"both would write {name}/: run them one at a time")
+
+
+def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings, resume_key: dict[str, Any]) -> PreparedDir:
+    """Lock, then refuse, clear or reopen the segment's output directory; frames already done on resume."""
+    try:
+        Path(out_root).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"{out_root}: cannot create the output directory ({err.strerror or err})") from None
+    segment_dir = layout.segment_dir(out_root, segment)
+    lock = SegmentLock(segment_dir)
+    try:
+        done, intact = _reopen(segment_dir, settings, resume_key, segment)
+    except BaseException:
+        lock.release()
+        raise
+    return PreparedDir(segment_dir, lock, resume_key, done, intact)
+
+
+def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any],
+            segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
+    if layout.has_content(segment_dir):
+        if settings.mode == "new":
+            raise OutputError(f"{segment_dir} already exists; pass --resume to continue it or --overwrite to replace it")
+        if settings.mode == "overwrite":
+            layout.clear_outputs(segment_dir)
+        elif not layout.is_marked(segment_dir):
+            raise OutputError(f"{segment_dir} exists but was not written by detect; refusing to resume into it: "
+                              f"move it away or choose another --out")
+    if settings.mode != "resume":
+        journal.save_settings(segment_dir, resume_key)
+        return {}, 0
+    previous = journal.load_settings(segment_dir)
+    if previous is not None and previous != resume_key:
+        changes = "; ".join(journal.differences(previous, resume_key))
+        raise UsageError(f"{segment_dir} was written with other settings ({changes}); use --overwrite to start again")
+    journal.save_settings(segment_dir, resume_key)
+    for stale in list(layout.temp_files(segment_dir)):
+        stale.unlink()  # half-written files of a run that was killed
+    if settings.animations and not settings.write_frames:
+        return {}, 0  # animations are rebuilt from frames on disk; without frames, start over
+    done, intact = journal.load(segment_dir, segment)
+    if settings.write_frames:
+        done = {k: v for k, v in done.items()
+                if frame_path(segment_dir, k.camera_name, k.frame_timestamp_micros, settings.frame_format).exists()}
+    return done, intact
+
+
+def manifest_complete(segment_dir: Path) -> bool:
+    manifest = read_manifest(segment_dir / MANIFEST_FILE)
+    return bool(manifest) and manifest.get("status") == COMPLETE
+
+
+class SegmentLifecycle:
+    """One segment in flight. Owned by one thread (the engine's driver); `record` in frame order
+    for the journal to mirror the outputs, `finish` or `close` exactly once."""
+
+    def __init__(self, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
+                 prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
+                 clock: Clock, started: float) -> None:
+        self.keys = keys
+        self.settings = settings
+        self.model_facts = model_facts
+        self.prepared = prepared
+        self.planned = planned
+        wanted = set(planned)
+        self.done = {k: v for k, v in prepared.done.items() if k in wanted}
+        self.results: dict[FrameKey, FrameResult] = dict(self.done)
+        self.failures: list[FrameFailure] = list(duplicates)
+        self.timings = StageTimings()
+        self.clock = clock
+        self.started = started
+        self.started_at = now_iso()
+        self._journal: journal.Journal | None = None
+
+    @classmethod
+    def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: dict[str, Any], *,
+             claims: dict[str, str] | None = None, clock: Clock = time.perf_counter) -> SegmentLifecycle | SegmentReport:
+        """Ready to record frames, or the report of a segment an earlier run already completed."""
+        started = clock()
+        segment = keys.segment_context_name
+        planned, duplicates = plan_frames(keys, settings.frame_filter)
+        claim_directory(claims, segment, keys.source.uri)
+        prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(model_facts, segment))
+        try:
+            lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started)
+            if settings.mode == "resume" and len(lifecycle.done) == len(planned) and manifest_complete(prepared.path):
+                lifecycle.close()
+                manifest = read_manifest(prepared.path / MANIFEST_FILE) or {}
+                return SegmentReport(segment, prepared.path, COMPLETE, len(planned), 0, len(lifecycle.done), (),
+                                     int(manifest.get("counts", {}).get("detections", 0)), clock() - started,
+                                     already_complete=True)
+            if lifecycle.pending:
+                lifecycle._journal = journal.Journal(prepared.path, prepared.intact)
+        except BaseException:
+            prepared.lock.release()
+            raise
+        return lifecycle
+
+    @property
+    def name(self) -> str:
+        return self.keys.segment_context_name
+
+    @property
+    def segment_dir(self) -> Path:
+        return self.prepared.path
+
+    @property
+    def pending(self) -> list[FrameKey]:
+        """Planned images an earlier run did not finish, in order."""
+        return [k for k in self.planned if k not in self.done]
+
+    @property
+    def processed(self) -> int:
+        return len(self.results) - len(self.done)
+
+    def record(self, item: FrameResult | FrameFailure) -> None:
+        """A finished frame goes to the journal (its outputs are on disk); a failure is kept."""
+        if isinstance(item, FrameFailure):
+            self.failures.append(item)
+            return
+        if self._journal is None:
+            raise ValueError(f"{self.name}: no frame was pending, nothing to record")
+        self._journal.append(item)
+        self.results[item.key] = item
+
+    def finish(self, *, loop_seconds: float, engine: dict[str, Any], rebuild: AnimationRebuilder | None = None) -> SegmentReport:
+        """Table, animations (rebuilt from the frames when `rebuild` is given) and manifest; unlocks."""
+        try:
+            self._close_journal()
+            settings, segment_dir, timings, clock = self.settings, self.segment_dir, self.timings, self.clock
+            t = clock()
+            if rebuild is not None:
+                rebuild(segment_dir, width=settings.gif_width, mp4=settings.mp4, gif=settings.gif,
+                        segment_context_name=self.name)
+            timings.add("animation_rebuild", clock() - t)
+            t = clock()
+            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values())
+            timings.add("table", clock() - t)
+            failures = sorted_failures(self.failures)
+            report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
+                                   len(self.planned), self.processed, len(self.done), failures, rows,
+                                   clock() - self.started, invalid_boxes=count_invalid(self.results.values()))
+            write_manifest(segment_dir / MANIFEST_FILE, self._manifest(report, loop_seconds, engine))
+            journal.save_settings(segment_dir, self.prepared.resume_key)
+            return report
+        finally:
+            self.prepared.lock.release()
+
+    def close(self) -> None:
+        """Stop without finishing (the journal keeps what was done); unlocks."""
+        self._close_journal()
+        self.prepared.lock.release()
+
+    def __enter__(self) -> SegmentLifecycle:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:
+            self.close()
+
+    def _close_journal(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, Any]) -> dict[str, Any]:
+        settings, source, f = self.settings, self.keys.source, self.settings.frame_filter
+        outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+        values = self.timings.values
+        per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(values.items())}
+        invalid = invalid_boxes(self.results.values())
+        return {
+            "tool": "detect",
+            "status": report.status,
+            "segment_context_name": report.segment_context_name,
+            "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
+                      "ground_truth": self.keys.labels},
+            "model": self.model_facts,
+            "engine": engine,
+            "settings": {
+                "cameras": [c.name for c in f.cameras] if f.cameras else "all",
+                "first_frame": f.first_frame, "max_frames": f.max_frames,
+                "input_size": list(settings.input_size) if settings.input_size else "native",
+                "batch_size": self.model_facts.get("batch_size"),
+                "write_frames": settings.write_frames, "frame_format": settings.frame_format,
+                "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,
+                "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
+                "mode": settings.mode,
+                "workers": settings.workers, "decode_threads": settings.decode_threads,
+                "max_pixels": settings.max_pixels,
+            },
+            "counts": {
+                "images_planned": report.images_planned,
+                "images_processed": report.images_processed,
+                "images_resumed": report.images_resumed,
+                "images_failed": len(report.failures),
+                "detections": report.detections,
+                "detections_by_label": label_counts(self.results.values()),
+                "invalid_boxes": sum(entry["invalid_boxes"] for entry in invalid),
+            },
+            "failures": [failure_json(x) for x in report.failures],
+            "invalid_boxes": invalid,
+            "timings": {
+                "total_s": round(report.seconds, 3),
+                "pipeline_s": round(loop_seconds, 3),
+                "images_per_second": round(report.images_processed / loop_seconds, 3) if loop_seconds > 0 else None,
+                "stage_totals_s": {k: round(v, 3) for k, v in sorted(values.items())},
+                "stage_ms_per_image": per_image,
+                "note": TIMINGS_NOTE,
+            },
+            "outputs": outputs,
+            "versions": versions(),
+            "started_at": self.started_at,
+            "finished_at": now_iso(),
+        }

@@ -1,0 +1,72 @@
+"""What happened to a segment: the report of one run of it, and its outcome in a many-segment run."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+
+from detect.core.records import FrameFailure
+
+
+class Status(enum.StrEnum):
+    """A segment's outcome in `run.json` and the run table."""
+
+    DONE = "done"
+    PARTIAL = "done_with_failures"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentReport:
+    """One segment processed (or found complete): what the summary line and the run table show."""
+
+    segment_context_name: str
+    segment_dir: Path
+    status: str  # the manifest's: complete / complete_with_failures
+    images_planned: int
+    images_processed: int
+    images_resumed: int
+    failures: tuple[FrameFailure, ...]
+    detections: int
+    seconds: float
+    already_complete: bool = False
+    invalid_boxes: int = 0  # model rows dropped as invalid (NaN, zero area, ...), over every image
+
+    @property
+    def images_per_second(self) -> float:
+        return self.images_processed / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentOutcome:
+    """One input of a many-segment run, as `run.json` records it."""
+
+    path: str
+    segment_context_name: str | None
+    status: Status
+    images: int = 0
+    detections: int = 0
+    failed_images: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def is_failure(self) -> bool:
+        return self.status in (Status.FAILED, Status.PARTIAL)
+
+
+def outcome_of(uri: str, report: SegmentReport) -> SegmentOutcome:
+    """The run's view of a segment report (one mapping for every engine)."""
+    if report.already_complete:
+        return SegmentOutcome(uri, report.segment_context_name, Status.SKIPPED, detections=report.detections,
+                              error="already complete")
+    status = Status.PARTIAL if report.failures else Status.DONE
+    return SegmentOutcome(uri, report.segment_context_name, status, report.images_processed, report.detections,
+                          len(report.failures), report.seconds)
+
+
+def failed_outcome(uri: str, error: str, seconds: float = 0.0) -> SegmentOutcome:
+    """A segment that could not run at all (no manifest; the journal keeps what was done)."""
+    return SegmentOutcome(uri, None, Status.FAILED, seconds=seconds, error=error)

@@ -1,0 +1,133 @@
+"""What a run is asked to do, as frozen, typed values the CLI builds and the engines take.
+
+`SegmentSettings` decides what one segment's outputs look like; `ModelSpec` which detector and
+how it is loaded; `RunSpec` the whole job (inputs, output directory, engine, sharding). Engines
+never see argparse: the same spec drives `detect segment`, `detect run` and Python callers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from detect.core.errors import UsageError
+from detect.model.inputs import InputSize
+from detect.render.draw import DrawStyle
+from detect.waymo.images import DEFAULT_MAX_PIXELS
+from detect.waymo.selection import FrameFilter
+
+Mode = Literal["new", "resume", "overwrite"]
+EngineName = Literal["local", "ray"]
+ENGINES: tuple[EngineName, ...] = ("local", "ray")
+
+
+def scaled_threads(small_machine: int) -> int:
+    """`small_machine` threads on up to 4 cores, else all cores but two (the model's feeder and
+    the ordered consumer)."""
+    cores = os.cpu_count() or 1
+    return small_machine if cores <= 4 else cores - 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentSettings:
+    """Everything that decides what one segment's outputs are (the CLI builds this from flags)."""
+
+    frame_filter: FrameFilter = FrameFilter()
+    input_size: InputSize = (320, 320)
+    write_frames: bool = True
+    frame_format: str = "png"
+    gif: bool = True
+    mp4: bool = False
+    gif_width: int = 640
+    style: DrawStyle = DrawStyle()
+    mode: Mode = "new"
+    max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
+    # Threads that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
+    # on a GPU box the outputs are the work, so they scale with the cores.
+    workers: int = dataclasses.field(default_factory=lambda: scaled_threads(2))
+    # One decode thread is plenty beside a CPU-bound model on a small machine (and steals the
+    # least from it); on a GPU box decode must scale with the cores.
+    decode_threads: int = dataclasses.field(default_factory=lambda: scaled_threads(1))
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "decode_threads"):
+            if int(getattr(self, name)) < 1:
+                raise UsageError(f"{name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
+
+    @property
+    def animations(self) -> bool:
+        return self.gif or self.mp4
+
+    @property
+    def needs_full_frames(self) -> bool:
+        return self.write_frames or self.animations
+
+    def resume_key(self, model: dict[str, Any], segment: str) -> dict[str, Any]:
+        """What must match for frames of an earlier run to be reused as they are."""
+        f = self.frame_filter
+        return {
+            "segment_context_name": segment,
+            "model": model.get("path"),
+            "threshold": model.get("threshold"),
+            "classes": model.get("classes"),
+            "input_size": list(self.input_size) if self.input_size else "native",
+            "write_frames": self.write_frames,
+            "frame_format": self.frame_format,
+            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("threshold", "classes", "palette")},
+            "cameras": [c.name for c in f.cameras] if f.cameras else None,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Which detector, and how to load it. `path` None means $DETECT_MODEL or models/ssd_mobilenet_v2/."""
+
+    path: Path | None = None
+    threshold: float = 0.5
+    classes: tuple[str, ...] | None = None
+    strategy: str = "none"
+    batch_size: int | None = None  # None: the detector's measured default
+
+
+@dataclasses.dataclass(frozen=True)
+class RayOptions:
+    address: str | None = None  # attach to this cluster; None starts Ray on this machine
+    actors: int | None = None  # detector actors; None: one per GPU, else one per node
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One `detect run` (or `detect segment`, with one input): the whole job, typed."""
+
+    inputs: tuple[str, ...]
+    out: Path
+    model: ModelSpec = ModelSpec()
+    settings: SegmentSettings = SegmentSettings()
+    engine: EngineName = "local"
+    shard: tuple[int, int] | None = None
+    retry_failed: bool = False
+    ray: RayOptions = RayOptions()
+    debug: bool = False  # verbose logs from TensorFlow and Ray
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
+        if self.shard is not None:
+            index, count = self.shard
+            if count < 1 or not 0 <= index < count:
+                raise UsageError(f"--shard {index}/{count}: need 0 <= I < N")
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """'1/4' -> (1, 4): every 4th segment starting at the second (0-based)."""
+    if text is None:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(f"--shard {text!r}: need 0 <= I < N")
+    return index, count

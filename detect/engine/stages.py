@@ -1,0 +1,122 @@
+"""The per-image steps both engines run, so pixels, boxes and error texts are the same everywhere.
+
+plan (which images, which are duplicates) -> detect (a batch, isolating a failing image) ->
+render (draw, write the frame, prepare the animation frame).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from detect.core.cameras import CameraName
+from detect.core.errors import error_text
+from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult
+from detect.engine.spec import SegmentSettings
+from detect.model.inputs import DecodedImage
+from detect.render.draw import draw_detections
+from detect.sinks.animations import AnimationFrame, prepare_animation_frame
+from detect.sinks.frames import write_frame
+from detect.waymo.readers import SegmentKeys
+from detect.waymo.selection import FrameFilter, duplicate_rows, select
+
+READ, DECODE, DETECT, RENDER = "read", "decode", "detect", "render"
+
+
+class BatchDetector(Protocol):
+    """What the engines need of a detector: `detect.model.Detector`, or a fake in tests."""
+
+    batch_size: int
+
+    def __call__(self, images: np.ndarray, sizes: Sequence[tuple[int, int]] | None = None) -> list[Detections]: ...
+
+
+@dataclasses.dataclass
+class StageTimings:
+    """Seconds per stage, summed from any thread; worker stages are thread CPU time."""
+
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def add(self, stage: str, seconds: float) -> None:
+        with self.lock:
+            self.values[stage] = self.values.get(stage, 0.0) + seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class Rendered:
+    """A frame drawn and written: its result, and its animation frame when animations are on."""
+
+    result: FrameResult
+    animation: AnimationFrame | None
+
+
+def plan_frames(keys: SegmentKeys, frame_filter: FrameFilter) -> tuple[list[FrameKey], list[FrameFailure]]:
+    """The images to process, in (timestamp, camera) order, and one failure per duplicate image."""
+    index = keys.index
+    segment = keys.segment_context_name
+
+    def key(row: int) -> FrameKey:
+        return FrameKey(segment, int(index.timestamps[row]), CameraName(int(index.cameras[row])))
+
+    planned = [key(r) for r in select(index, frame_filter)]
+    duplicates = [
+        FrameFailure(key(r), READ, f"duplicate image: this (timestamp, camera) key appears again at position "
+                                   f"{int(index.positions[r])} of the file; the first one is used")
+        for r in duplicate_rows(index, frame_filter)
+    ]
+    return planned, duplicates
+
+
+def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list[FrameKey]) -> list[Detections | FrameFailure]:
+    """Detections per image; if a batch fails, retry image by image to isolate the bad one."""
+    images = np.stack([d.model_input for d in batch])
+    sizes = [(d.width, d.height) for d in batch]
+    try:
+        return list(detector(images, sizes))
+    except Exception as err:
+        if len(batch) == 1:
+            return [FrameFailure(keys[0], DETECT, error_text(err))]
+    outcomes: list[Detections | FrameFailure] = []
+    for decoded, key in zip(batch, keys, strict=True):
+        outcomes.extend(detect_images(detector, [decoded], [key]))
+    return outcomes
+
+
+def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
+                 settings: SegmentSettings, timings: StageTimings) -> Rendered:
+    """Worker: draw, write the frame, prepare the animation frame. Thread CPU time per step."""
+    result = FrameResult(key, decoded.width, decoded.height, detections)
+    if not settings.needs_full_frames:
+        return Rendered(result, None)
+    if decoded.full is None:
+        raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
+    t0 = time.thread_time()
+    annotated = draw_detections(decoded.full, detections, settings.style, in_place=True)  # the frame is ours
+    t1 = time.thread_time()
+    timings.add("draw", t1 - t0)
+    if settings.write_frames:
+        write_frame(segment_dir, key, annotated, settings.frame_format)
+        t2 = time.thread_time()
+        timings.add("frame_write", t2 - t1)
+        t1 = t2
+    animation = None
+    if settings.animations:
+        animation = prepare_animation_frame(annotated, key, settings.gif_width, gif=settings.gif)
+        timings.add("animation_prepare", time.thread_time() - t1)
+    return Rendered(result, animation)
+
+
+def sorted_failures(failures: Iterable[FrameFailure]) -> tuple[FrameFailure, ...]:
+    """In (timestamp, camera) order, whichever engine or thread found them first."""
+    return tuple(sorted(failures, key=lambda f: f.key.order))
+
+
+def count_invalid(results: Iterable[FrameResult]) -> int:
+    return sum(r.detections.invalid for r in results)

@@ -1,0 +1,37 @@
+"""Camera image headers are untrusted: their sizes, and the limits checked before any decoding."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+from PIL import Image, UnidentifiedImageError
+
+# Image headers are untrusted: a JPEG of a few hundred bytes can claim 13000x13000 pixels (a
+# "decompression bomb", 500 MB decoded). Sizes are read from the header and checked before any
+# pixel is decoded. Waymo's largest camera is 1920x1280 (2.5 MP); the default limit is ~6.8x that.
+DEFAULT_MAX_PIXELS = 4096 * 4096
+# Below 16 pixels a side there is nothing to detect or draw; above 16,384 the GIF and H.264
+# encoders refuse the frame. Neither is a camera image.
+MIN_SIDE, MAX_SIDE = 16, 16384
+
+
+def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
+    """Why an image of this (header) size is refused, or None when it may be decoded."""
+    if width * height > max_pixels:
+        return (f"image is {width}x{height} ({width * height:,} pixels), over the limit of {max_pixels:,} "
+                f"(--max-pixels); not decoded")
+    if min(width, height) < MIN_SIDE or max(width, height) > MAX_SIDE:
+        return f"image is {width}x{height}: each side must be {MIN_SIDE}-{MAX_SIDE} pixels; not decoded"
+    return None
+
+
+def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """From the header only: Pillow does not decode pixels to open an image."""
+    try:
+        with warnings.catch_warnings():  # a huge header is reported by us, not by Pillow's bomb warning
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                return image.size
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError, ValueError):
+        return None
