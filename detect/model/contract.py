@@ -24,6 +24,7 @@ REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", 
 INPUT_NAME = "input_tensor"
 # Classes arrive as floats: 1.0 is class 1, 1.5 is no class at all.
 CLASS_TOLERANCE = 1e-3
+MAX_CLASS_ID = 2**31 - 1  # class ids are int32 in the table
 SIDECAR = "detect_model.json"
 KINDS = ("real", "stub", "benchmark")
 _DEFAULT_DESCRIPTIONS = {
@@ -151,44 +152,46 @@ def to_detections(
 
     Keeps rows before `num_detections` with `score >= threshold` (and a class in `class_ids`
     when given), clips boxes to the image, best score first. Rows a model should never emit (a
-    NaN or infinite coordinate or score, a box of zero area once clipped to the image, a class
-    that is NaN or not a whole number) are dropped and counted in `Detections.invalid`.
+    NaN or infinite coordinate or score, a box of zero area in pixels once clipped to the image, a
+    class that is NaN, negative, not a whole number or past int32) are dropped and counted in
+    `Detections.invalid`.
     """
     total = scores.shape[0]
     n = int(round(float(num_detections))) if np.isfinite(num_detections) else total
     n = max(0, min(n, total))
-    boxes = np.asarray(boxes[:n], np.float32).reshape(n, 4)
-    scores = np.asarray(scores[:n], np.float32)
-    raw_classes = np.asarray(classes[:n], np.float64)
-    with np.errstate(invalid="ignore"):
-        clipped = np.clip(boxes, 0.0, 1.0)
+    with np.errstate(all="ignore"):  # NaN, inf and huge values are expected here: they are what is checked
+        boxes = np.asarray(boxes[:n], np.float32).reshape(n, 4)
+        scores = np.asarray(scores[:n], np.float32)
+        raw_classes = np.asarray(classes[:n], np.float64)
+        ymin, xmin, ymax, xmax = boxes.T
+        xyxy = np.stack(
+            [
+                np.clip(np.minimum(xmin, xmax) * width, 0, width),
+                np.clip(np.minimum(ymin, ymax) * height, 0, height),
+                np.clip(np.maximum(xmin, xmax) * width, 0, width),
+                np.clip(np.maximum(ymin, ymax) * height, 0, height),
+            ],
+            axis=1,
+        ).astype(np.float32)
         valid = (
             np.isfinite(boxes).all(axis=1)
             & np.isfinite(scores)
-            & np.isfinite(raw_classes)
+            & (raw_classes >= 0)
+            & (raw_classes <= MAX_CLASS_ID)
             & (np.abs(raw_classes - np.rint(raw_classes)) <= CLASS_TOLERANCE)
-            & (np.abs(clipped[:, 2] - clipped[:, 0]) > 0)
-            & (np.abs(clipped[:, 3] - clipped[:, 1]) > 0)
+            & (xyxy[:, 2] > xyxy[:, 0])  # positive area in pixels, once clipped to the image
+            & (xyxy[:, 3] > xyxy[:, 1])
         )
     invalid = int(n - np.count_nonzero(valid))
-    boxes, scores = boxes[valid], scores[valid]
+    xyxy, scores = xyxy[valid], scores[valid]
     ids = np.rint(raw_classes[valid]).astype(np.int32)
-    keep = scores >= threshold
+    with np.errstate(all="ignore"):
+        keep = scores >= threshold
     if class_ids is not None:
         keep &= np.isin(ids, np.fromiter(class_ids, np.int32, len(class_ids)))
-    boxes, scores, ids = boxes[keep], scores[keep], ids[keep]
+    xyxy, scores, ids = xyxy[keep], scores[keep], ids[keep]
     order = np.argsort(-scores, kind="stable")
-    boxes, scores, ids = boxes[order], scores[order], ids[order]
-    ymin, xmin, ymax, xmax = boxes.T if len(boxes) else (np.zeros(0, np.float32),) * 4
-    xyxy = np.stack(
-        [
-            np.clip(np.minimum(xmin, xmax) * width, 0, width),
-            np.clip(np.minimum(ymin, ymax) * height, 0, height),
-            np.clip(np.maximum(xmin, xmax) * width, 0, width),
-            np.clip(np.maximum(ymin, ymax) * height, 0, height),
-        ],
-        axis=1,
-    ).astype(np.float32)
+    xyxy, scores, ids = xyxy[order], scores[order], ids[order]
     return Detections(xyxy, scores, ids, tuple(label_for(i) for i in ids), invalid=invalid)
 
 

@@ -48,7 +48,7 @@ def open_parquet(source: SegmentSource) -> pq.ParquetFile:
     try:
         handle = source.filesystem.open_input_file(source.path)
         parquet = pq.ParquetFile(handle, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, ValueError) as err:  # ValueError: undecodable names in the metadata
         raise InputError(f"{source.uri}: not a readable Parquet file ({_first_line(err)})") from err
     check_schema(source.uri, parquet.schema_arrow)
     return parquet
@@ -78,7 +78,7 @@ def read_keys(source: SegmentSource, parquet: pq.ParquetFile) -> ParquetKeys:
     """Only the three small key columns: enough to sort, filter and count without any image."""
     try:
         table = parquet.read(columns=list(KEY_COLUMNS))
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, ValueError) as err:  # ValueError: undecodable names in the metadata
         raise InputError(f"{source.uri}: cannot read key columns ({_first_line(err)})") from err
     if table.column(SEGMENT).null_count or table.column(TIMESTAMP).null_count or table.column(CAMERA).null_count:
         raise InputError(f"{source.uri}: key columns hold null values")
@@ -94,7 +94,10 @@ def read_keys(source: SegmentSource, parquet: pq.ParquetFile) -> ParquetKeys:
         cameras=table.column(CAMERA).to_numpy().astype(np.int64),
         positions=np.arange(n, dtype=np.int64),
     )
-    names = tuple(sorted(set(table.column(SEGMENT).to_pylist())))
+    try:
+        names = tuple(sorted(set(table.column(SEGMENT).to_pylist())))
+    except UnicodeDecodeError:
+        raise InputError(f"{source.uri}: column {SEGMENT} holds bytes that are not UTF-8 text") from None
     return ParquetKeys(names, index, starts)
 
 
@@ -127,7 +130,7 @@ def _scan(source: SegmentSource, parquet: pq.ParquetFile, keys: ParquetKeys, wan
                             jpeg=image_column[i].as_py() or b"",
                         )
                     position += 1
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, ValueError) as err:
             raise InputError(f"{source.uri}: cannot read row group {group} ({_first_line(err)})") from err
 
 

@@ -11,6 +11,7 @@ from detect.waymo import tfrecord as reader_v1
 
 from detect.waymo import parquet as reader_v2
 from detect.core.errors import InputError
+from detect.core.names import printable
 from detect.core.records import CameraFrame
 from detect.waymo.selection import FrameFilter, KeyIndex
 from detect.waymo.sources import SegmentSource, resolve_one
@@ -33,7 +34,7 @@ class SegmentKeys:
         if len(self.segment_names) != 1:
             raise InputError(
                 f"{self.source.uri}: holds {len(self.segment_names)} segments "
-                f"({', '.join(self.segment_names[:3])}...); expected one segment per file"
+                f"({', '.join(printable(n, 40) for n in self.segment_names[:3])}...); expected one segment per file"
             )
         return self.segment_names[0]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
     labels = 0
     count = 0
     for record_number, frame in _frames(source):
-        names.add(frame.context.name)
+        names.add(segment_name(frame, source, record_number))
         labels += sum(len(camera.labels) for camera in frame.camera_labels)
         for image in frame.images:
             timestamps.append(frame.timestamp_micros)
@@ -84,7 +85,8 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
                         first.setdefault(im.name, im)
                 images = [first[name] for name in sorted(first)]
                 yield record_number, [
-                    CameraFrame(frame.context.name, frame.timestamp_micros, im.name, im.image) for im in images
+                    CameraFrame(segment_name(frame, source, record_number), frame.timestamp_micros, im.name, im.image)
+                    for im in images
                 ]
             if record_number >= last:
                 return
@@ -124,6 +126,14 @@ def _frames(source: SegmentSource) -> Iterator[tuple[int, object]]:
             raise InputError(f"{source.uri}: record {record_number} is not a Waymo Frame proto ({err})") from err
         yield record_number, frame
         record_number += 1
+
+
+def segment_name(frame: Any, source: SegmentSource, record_number: int) -> str:
+    """`context.name` as text; the protobuf runtime hands back bytes when they are not UTF-8."""
+    name = frame.context.name
+    if isinstance(name, bytes):
+        raise InputError(f"{source.uri}: record {record_number}: context.name is not UTF-8 text ({name[:40]!r})")
+    return str(name)
 
 
 PROTOS_HINT = "pip install --no-deps waymo-open-dataset-tf-2-12-0==1.6.7"
