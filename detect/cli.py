@@ -21,13 +21,13 @@ from tqdm import tqdm
 from detect import __version__
 from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import DetectError, UsageError
+from detect.core.tf_env import set_verbose
 from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import MODEL_ENV
 from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
-from detect.engine.spec import ModelSpec, Mode, RayOptions, RunSpec, SegmentSettings, parse_shard
+from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, summary_line
-from detect.core.tf_env import set_verbose
 from detect.engine.tuning import keep_freed_memory
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle

@@ -6,6 +6,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from detect.core.cameras import CameraName
+from detect.core.errors import InputError, UsageError
+from detect.core.records import Detections, FrameKey
+from detect.render.draw import draw_detections
 from detect.sinks.animations import (
     AnimationSet,
     downscale_to_width,
@@ -14,11 +18,7 @@ from detect.sinks.animations import (
     rebuild_all,
     rebuild_animations,
 )
-from detect.core.cameras import CameraName
-from detect.render.draw import draw_detections
-from detect.core.errors import InputError, UsageError
 from detect.sinks.frames import write_frame
-from detect.core.records import Detections, FrameKey
 
 SEGMENT = "seg_0001"
 CAMERAS = (CameraName.FRONT, CameraName.FRONT_LEFT, CameraName.SIDE_LEFT)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detect.model.devices import logical_cpus_from_env
 from detect.core.errors import ModelError, UsageError
+from detect.model.devices import logical_cpus_from_env
 
 tf = pytest.importorskip("tensorflow")
 from detect.model.detector import Detector  # noqa: E402

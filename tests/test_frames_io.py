@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.sinks import atomic
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
+from detect.core.records import FrameKey
+from detect.sinks import atomic
 from detect.sinks.frames import (
     encode_frame,
     frame_path,
@@ -16,7 +17,6 @@ from detect.sinks.frames import (
     read_frame,
     write_frame,
 )
-from detect.core.records import FrameKey
 
 KEY = FrameKey("seg_1", 1553735853462203, CameraName.FRONT_LEFT)
 

@@ -12,7 +12,7 @@ import math
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 from unittest import mock
@@ -21,12 +21,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import REAL_SEGMENT
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from conftest import REAL_SEGMENT
 from detect.core.cameras import CameraName
 from detect.core.errors import DetectError
 from detect.core.names import MAX_NAME_CHARS, is_safe_name, printable, segment_dir_name
@@ -68,7 +68,7 @@ NAMES = st.one_of(
     st.text(ANY_CHAR, min_size=100, max_size=1000),
     st.lists(FRAGMENTS, max_size=12).map("".join),
 )
-SAFE_NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (MAX_NAME_CHARS - 1), fullmatch=True)
+SAFE_NAMES = st.from_regex(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME_CHARS - 1}}}", fullmatch=True)
 
 
 # Names a Parquet string column or a proto string can hold: valid UTF-8, so no lone surrogates.
@@ -79,7 +79,7 @@ STORABLE_NAMES = st.one_of(
 NAME_EXAMPLES = ["", ".", "..", "/", "/etc", "../x", "a/b", "x" * 300, "a\nb", "a\x00b", REAL_SEGMENT]
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny_jpeg(width: int = 24, height: int = 16, shade: int = 0) -> bytes:
     """A small valid baseline JPEG (SOF0), made with PIL."""
     buffer = io.BytesIO()

@@ -16,9 +16,9 @@ from PIL import Image
 from detect.cli import main
 from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
-from detect.sinks.layout import SegmentLock
 from detect.core.records import CameraFrame
-from detect.tools.synthetic import write_camera_image_parquet, write_frames_tfrecord
+from detect.sinks.layout import SegmentLock
+from detect.tools.synthetic import write_camera_image_parquet
 
 T0 = 1_000_000
 
@@ -433,10 +433,10 @@ def test_invalid_model_rows_are_dropped_and_counted():
 def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
     import numpy as np
 
+    from detect.core.records import Detections
     from detect.engine.local import process_segment
     from detect.engine.spec import SegmentSettings
     from detect.engine.summary import invalid_boxes_warning
-    from detect.core.records import Detections
     from detect.waymo.sources import resolve_one
 
     class Fake:

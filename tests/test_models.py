@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest_models import load_models_script
 
 tf = pytest.importorskip("tensorflow")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import REAL_SEGMENT, TINY_SEGMENT
+
 from detect.cli import main
 
 # Ray Data's own DataContext copies touch its deprecated fields; nothing here sets them.

@@ -4,15 +4,15 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import REAL_SEGMENT, TINY_SEGMENT
-from detect.core.cameras import CameraName
+
 from detect.cli import main
+from detect.core.cameras import CameraName
 from detect.core.errors import InputError, UnsupportedURIError
+from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
 from detect.waymo.sources import resolve, resolve_one
-from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 
 
 def _keys(frames):

@@ -19,7 +19,7 @@ import hashlib
 import re
 
 MAX_NAME_CHARS = 128
-_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (MAX_NAME_CHARS - 1))
+_SAFE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME_CHARS - 1}}}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_-]+")
 _READABLE_CHARS = 40
 _DIGEST_CHARS = 16

@@ -116,7 +116,7 @@ def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, 
 
 def manifest_complete(segment_dir: Path) -> bool:
     manifest = read_manifest(segment_dir / MANIFEST_FILE)
-    return bool(manifest) and manifest.get("status") == COMPLETE
+    return manifest is not None and manifest.get("status") == COMPLETE
 
 
 class SegmentLifecycle:

@@ -39,8 +39,6 @@ from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import load_model
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, failed_outcome, outcome_of
 from detect.engine.ray_stages import (
-    CAMERA,
-    SEGMENT,
     TIMESTAMP,
     TIMING_COLUMNS,
     DetectorActor,

@@ -19,12 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 import pyarrow.fs as pafs
 
 from detect.core.cameras import CameraName
@@ -67,7 +66,7 @@ class WorkItem:
 
     @classmethod
     def for_source(cls, source: SegmentSource, segment: str, frame_filter: FrameFilter,
-                   done: set[tuple[int, int]] = frozenset()) -> WorkItem:
+                   done: Collection[tuple[int, int]] = ()) -> WorkItem:
         cameras = tuple(int(c) for c in frame_filter.cameras) if frame_filter.cameras else None
         return cls(source.uri, source.path, source.format, source.is_local, segment, cameras,
                    frame_filter.first_frame, frame_filter.max_frames, tuple(sorted(done)))

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from detect.model.labels import label_for
 from detect.core.errors import ModelError
 from detect.core.records import Detections
+from detect.model.labels import label_for
 
 REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
 INPUT_NAME = "input_tensor"

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from detect.model import contract
-from detect.model.labels import parse_classes
-from detect.model.devices import mirrored_strategy, prepare_devices
 from detect.core.errors import ModelError, UsageError
-from detect.model.contract import ModelInfo
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
+from detect.model import contract
+from detect.model.contract import ModelInfo
+from detect.model.devices import mirrored_strategy, prepare_devices
+from detect.model.labels import parse_classes
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -190,14 +190,17 @@ class Detector:
             chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
         shards = [chunk[r * share : (r + 1) * share] for r in range(replicas)]
         outs = []
+        strategy = self._strategy
+        if strategy is None:
+            raise ValueError("no tf.distribute strategy: call _run_chunk")
         # A batch-1 model takes one image per replica per step.
         for offset in range(0, share, self._per_replica):
-            dist = self._strategy.experimental_distribute_values_from_function(
+            dist = strategy.experimental_distribute_values_from_function(
                 lambda ctx, o=offset: self._tf.constant(
                     shards[ctx.replica_id_in_sync_group][o : o + self._per_replica]
                 )
             )
-            outs.append(self._strategy.experimental_local_results(self._step(dist)))
+            outs.append(strategy.experimental_local_results(self._step(dist)))
         # Reorder per step and replica back into image order: replica r holds shard r.
         return [step_outs[r] for r in range(replicas) for step_outs in outs]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
 from detect.core.errors import UsageError
-from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 
 # (width, height) frames are resized to before the model, or None to feed full frames.
 InputSize = tuple[int, int] | None
@@ -64,13 +65,12 @@ def decode_stream(
 
     def generate() -> Iterator[tuple[int, bytes]]:
         try:
-            for index, jpeg in items:
-                yield index, jpeg
+            yield from items
         except BaseException as err:  # re-raised in the consumer: a reader error must not vanish
             with lock:
                 producer_error.append(err)
 
-    def decode(index: tf.Tensor, jpeg: tf.Tensor):
+    def decode(index: Any, jpeg: Any) -> tuple[Any, ...]:  # graph tensors
         header = tf.cast(tf.io.extract_jpeg_shape(jpeg), tf.int64)  # the header only, no pixels
         height, width = header[0], header[1]
         size_ok = tf.logical_and(

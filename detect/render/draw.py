@@ -91,11 +91,14 @@ def scaled_font_size(width: int, height: int) -> int:
 _fonts = threading.local()
 
 
-def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+def font(size: int) -> ImageFont.FreeTypeFont:
     """Pillow's bundled TrueType font (Aileron via FreeType), cached per thread and size."""
     cache = _fonts.__dict__.setdefault("by_size", {})
     if size not in cache:
-        cache[size] = ImageFont.load_default(size=size)
+        face = ImageFont.load_default(size=size)
+        if not isinstance(face, ImageFont.FreeTypeFont):  # Pillow without FreeType: no sized font
+            raise RuntimeError("Pillow was built without FreeType; detect needs it to draw labels")
+        cache[size] = face
     return cache[size]
 
 
@@ -226,11 +229,13 @@ def draw_boxes(
     # all boxes so no box line crosses a chip.
     order = range(len(xyxy) - 1, -1, -1)
     for i in order:
-        if clipped[i] is not None:
-            _rectangle(canvas, clipped[i], colors[i], lw, dashed)
+        box = clipped[i]
+        if box is not None:
+            _rectangle(canvas, box, colors[i], lw, dashed)
     for i in order:
-        if clipped[i] is not None and texts[i]:
-            _chip(canvas, clipped[i], texts[i], colors[i], size)
+        box, text = clipped[i], texts[i]
+        if box is not None and text:
+            _chip(canvas, box, text, colors[i], size)
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:

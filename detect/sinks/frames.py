@@ -11,10 +11,10 @@ import fpng
 import numpy as np
 from PIL import Image
 
-from detect.sinks.atomic import atomic_write_bytes, is_temp_path
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
 from detect.core.records import FrameKey
+from detect.sinks.atomic import atomic_write_bytes, is_temp_path
 
 FRAMES_DIR = "frames"
 FRAME_FORMATS = ("png", "jpg")

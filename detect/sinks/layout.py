@@ -15,15 +15,15 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from detect.sinks.atomic import is_temp_path
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError
+from detect.core.names import segment_dir_name
+from detect.sinks.atomic import is_temp_path
 from detect.sinks.frames import FRAME_FORMATS, FRAMES_DIR
 from detect.sinks.journal import JOURNAL as JOURNAL_FILE
 from detect.sinks.journal import SETTINGS as SETTINGS_FILE
 from detect.sinks.journal import STATE_DIR
 from detect.sinks.manifest import MANIFEST_FILE
-from detect.core.names import segment_dir_name
 from detect.sinks.table import DETECTIONS_FILE
 
 LOCK_FILE = "lock"

@@ -6,13 +6,13 @@ import dataclasses
 import datetime as dt
 import json
 import platform
-from importlib import metadata
 from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from detect.sinks.atomic import atomic_write_bytes
 from detect.core.records import FrameFailure, FrameResult
+from detect.sinks.atomic import atomic_write_bytes
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"
@@ -62,11 +62,11 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _default(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     if isinstance(value, Path):
         return str(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
 import os
 import statistics
@@ -23,8 +24,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
+from PIL import Image
 
+from detect.core.tf_env import import_tensorflow
+from detect.engine.loading import model_facts
+from detect.engine.local import process_segment
+from detect.engine.spec import SegmentSettings
 from detect.engine.tuning import keep_freed_memory
+from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
+from detect.model.inputs import decode_stream
+from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
+from detect.waymo.readers import iter_frames
+from detect.waymo.sources import resolve_one
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
@@ -46,9 +58,6 @@ def ensure_model(models: Path) -> Path:
 
 
 def make_segments(frame_path: Path, out: Path, sizes: list[int]) -> dict[int, Path]:
-    from detect.waymo.readers import iter_frames
-    from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
-
     templates = list(iter_frames(str(frame_path)))
     paths = {}
     for images in sizes:
@@ -62,9 +71,6 @@ def make_segments(frame_path: Path, out: Path, sizes: list[int]) -> dict[int, Pa
 
 def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
     """Every image decoded and resized exactly as the pipeline feeds the model, and the CPU cost."""
-    from detect.model.inputs import decode_stream
-    from detect.waymo.readers import iter_frames
-
     items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
     start = cpu_seconds()
     # Each full frame is dropped as soon as it is decoded, as in the pipeline: holding all of them
@@ -86,9 +92,6 @@ def detector_alone(detector, decoded) -> tuple[float, float]:
 
 
 def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[float, float, dict]:
-    from detect.engine.local import process_segment
-    from detect.engine.spec import SegmentSettings
-    from detect.waymo.sources import resolve_one
 
     settings = SegmentSettings(mode="overwrite", **overrides)
     cpu, wall = cpu_seconds(), time.perf_counter()
@@ -102,17 +105,11 @@ def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[fl
 
 def blog_loop(detector, segment: Path, out: Path, count: int) -> float:
     """The blog script as written: PIL decode, batch 1 on the full frame, matplotlib savefig."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.patches as patches
     import matplotlib.pyplot as plt
-    from PIL import Image
-
-    from detect.waymo.readers import iter_frames
-
     out.mkdir(parents=True, exist_ok=True)
     frames = [f for _, f in zip(range(count), iter_frames(str(segment)))]
     start = time.perf_counter()
@@ -137,7 +134,6 @@ if kind == "segment":
     from detect.cli import main
     code = main(args)
 else:
-    from detect.waymo.readers import iter_frames
     code = 0 if sum(1 for _ in iter_frames(args[0])) and "tensorflow" not in sys.modules else 1
 # VmHWM belongs to this process image alone; getrusage's ru_maxrss would also count the parent's
 # memory at fork time, which Linux carries across exec.
@@ -188,8 +184,6 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_freed_memory()  # as the `detect` command does
     t0 = time.perf_counter()
-    from detect.core.tf_env import import_tensorflow
-
     import_tensorflow()  # timed here: building the inputs below would import it anyway
     args.import_seconds = time.perf_counter() - t0
     model = ensure_model(args.models)
@@ -205,8 +199,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
     """Detector alone, the pipeline without and with outputs (interleaved), the blog loop."""
-    from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
-    from detect.engine.loading import model_facts
 
     imports = args.import_seconds
     t0 = time.perf_counter()
@@ -279,8 +271,6 @@ def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], core
 
 
 def _row_groups(path: Path) -> int:
-    import pyarrow.parquet as pq
-
     return pq.ParquetFile(path).metadata.num_row_groups
 
 

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from detect.cli import main as detect
+from detect.tools.synthetic import write_camera_image_parquet
+from detect.waymo.readers import iter_frames
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL = ROOT / "models" / "ssd_mobilenet_v2"
 TINY_V2 = ROOT / "tests" / "fixtures" / "tiny_v2" / "camera_image" / "tiny_synthetic_0000000000000000_000_000_000_000.parquet"
@@ -23,8 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=Path, default=ROOT / "models" / "build")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "demo")
     args = parser.parse_args(argv)
-
-    from detect.cli import main as detect
 
     if (REAL_MODEL / "saved_model.pb").exists():
         model = REAL_MODEL
@@ -53,9 +55,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _inputs(shared_frame: Path, out: Path) -> list[tuple[str, Path]]:
     if shared_frame.exists():
-        from detect.waymo.readers import iter_frames
-        from detect.tools.synthetic import write_camera_image_parquet
-
         frames = list(iter_frames(str(shared_frame)))
         v2 = out / "inputs" / "training" / "camera_image" / f"{frames[0].segment_context_name}.parquet"
         write_camera_image_parquet(v2, frames)

@@ -10,7 +10,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.records import CameraFrame
-from detect.waymo.schema import CAMERA, IMAGE, KEY_FIELDS, SEGMENT, TIMESTAMP
+from detect.waymo.schema import (
+    BOX_CENTER_X,
+    BOX_CENTER_Y,
+    BOX_SIZE_X,
+    BOX_SIZE_Y,
+    BOX_TYPE,
+    CAMERA,
+    IMAGE,
+    KEY_FIELDS,
+    SEGMENT,
+    TIMESTAMP,
+)
 
 FRAME_INTERVAL_MICROS = 100_000  # 10 Hz, as Waymo records
 
@@ -111,8 +122,6 @@ def _camera_image_table(rows: Sequence[CameraFrame]) -> pa.Table:
 
 def write_camera_box_parquet(path: str | Path, segment: str, timestamp: int, boxes: Sequence[tuple[int, float, float, float, float, int]]) -> Path:
     """A v2 camera_box file: rows of (camera, center_x, center_y, size_x, size_y, type)."""
-    from detect.waymo.schema import BOX_CENTER_X, BOX_CENTER_Y, BOX_SIZE_X, BOX_SIZE_Y, BOX_TYPE
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.table(

@@ -12,8 +12,6 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.records import CameraFrame
-from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
-from detect.waymo.sources import SegmentSource
 from detect.waymo.schema import (
     CAMERA,
     CAMERA_IMAGE_COMPONENT,
@@ -25,6 +23,8 @@ from detect.waymo.schema import (
     components_in,
     type_kind,
 )
+from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
+from detect.waymo.sources import SegmentSource
 
 # pyarrow reads column chunks through a buffered stream of this size instead of whole: a
 # single-row-group file of 1 GB never lands in memory at once.

@@ -7,15 +7,13 @@ from collections.abc import Iterator
 
 import pyarrow.fs as pafs
 
-from detect.waymo import tfrecord as reader_v1
-
-from detect.waymo import parquet as reader_v2
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import CameraFrame
+from detect.waymo import parquet, tfrecord
+from detect.waymo.schema import sibling_component
 from detect.waymo.selection import FrameFilter, KeyIndex
 from detect.waymo.sources import SegmentSource, resolve_one
-from detect.waymo.schema import sibling_component
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,11 +44,12 @@ def as_source(path_or_source: str | SegmentSource) -> SegmentSource:
 def read_keys(path_or_source: str | SegmentSource) -> SegmentKeys:
     source = as_source(path_or_source)
     if source.format == "v2":
-        keys: object = reader_v2.read_keys(source, reader_v2.open_parquet(source))
+        keys: parquet.ParquetKeys | tfrecord.TFRecordKeys = parquet.read_keys(source, parquet.open_parquet(source))
         labels = _camera_box_sibling(source)
     else:
-        keys = reader_v1.read_keys(source)
-        count = keys.num_camera_labels
+        v1_keys = tfrecord.read_keys(source)
+        count = v1_keys.num_camera_labels
+        keys = v1_keys
         labels = f"camera_labels in the frames ({count} boxes)" if count else None
     names, index = keys.segment_names, keys.index
     if len(index) == 0:
@@ -68,7 +67,7 @@ def iter_frames(
     Pass the `keys` from `read_keys` when you have them: a v1 file is then read once more, not twice.
     """
     source = keys.source if keys is not None else as_source(path_or_source)
-    reader = reader_v2 if source.format == "v2" else reader_v1
+    reader = parquet if source.format == "v2" else tfrecord
     return reader.iter_frames(source, frame_filter, keys.reader_keys if keys is not None else None)
 
 

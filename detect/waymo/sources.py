@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import struct
 from typing import Literal
 
@@ -180,8 +181,6 @@ def _join_uri(uri: str, name: str) -> str:
 
 
 def _abspath(path: str) -> str:
-    import os
-
     return os.path.abspath(os.path.expanduser(path))
 
 

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from detect.core.cameras import CameraName
-from detect.core.errors import DependencyError, InputError
+from detect.core.errors import DependencyError, InputError, UnsupportedURIError
 from detect.core.records import CameraFrame
+from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
 from detect.waymo.sources import SegmentSource
-from detect.core.tf_env import import_tensorflow, tf_error_text
 
 # Frames (records) held back while restoring timestamp order in an unsorted file.
 REORDER_CAPACITY = 16
@@ -79,7 +80,7 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
         for record_number, frame in _frames(source):
             if record_number in wanted:
                 chosen = wanted_cameras[record_number]
-                first = {}  # a camera repeated inside one record: its first image (the rest are duplicates)
+                first: dict[int, Any] = {}  # a camera repeated inside one record: its first image (the rest are duplicates)
                 for im in frame.images:
                     if im.name in chosen:
                         first.setdefault(im.name, im)
@@ -95,11 +96,9 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
         yield from camera_frames
 
 
-def _frames(source: SegmentSource) -> Iterator[tuple[int, object]]:
+def _frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
     """(record number, parsed Frame) with file errors turned into one-line InputErrors."""
     tf = import_tensorflow()
-    from google.protobuf.message import DecodeError
-
     dataset_pb2 = waymo_protos(source.uri)
 
     location = source.path if source.is_local else source.uri
@@ -154,8 +153,6 @@ def waymo_protos(uri: str):
 def _file_error(source: SegmentSource, err: Exception) -> InputError:
     message = _first_line(err)
     if "not implemented" in message.lower() or "scheme" in message.lower():
-        from detect.core.errors import UnsupportedURIError
-
         return UnsupportedURIError(f"{source.uri}: TensorFlow cannot open this filesystem here ({message})")
     return InputError(f"{source.uri}: cannot read TFRecord ({message})")
 

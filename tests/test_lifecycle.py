@@ -1,0 +1,211 @@
+"""The segment lifecycle and the local engine, driven by a numpy fake detector (no SavedModel, no
+model load): resume, refusal, failed frames, the journal, and the exact lines a run prints."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.core.cameras import CameraName
+from detect.core.errors import OutputError, UsageError
+from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult
+from detect.engine.events import Collect
+from detect.engine.lifecycle import SegmentLifecycle
+from detect.engine.local import process_segment
+from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, outcome_of
+from detect.engine.spec import RunSpec, SegmentSettings
+from detect.engine.summary import failure_lines, format_table, summary_line
+from detect.sinks import journal
+from detect.waymo.readers import read_keys
+from detect.waymo.sources import resolve_one
+
+FACTS = {"path": "/models/fake", "threshold": 0.5, "classes": None, "batch_size": 4}
+
+
+class FakeDetector:
+    """One box per image, class 3 (car); a batch holding an image `fail_heights` high fails whole."""
+
+    batch_size = 4
+
+    def __init__(self, fail_heights: tuple[int, ...] = ()) -> None:
+        self.fail_heights = fail_heights
+        self.calls = 0
+
+    def __call__(self, images: np.ndarray, sizes=None) -> list[Detections]:
+        self.calls += 1
+        out = []
+        for width, height in sizes:
+            if height in self.fail_heights:
+                raise RuntimeError(f"cannot run on {height} high images")
+            box = np.array([[width / 4, height / 4, width / 2, height / 2]], np.float32)
+            out.append(Detections(box, np.array([0.9], np.float32), np.array([3], np.int32), ("car",)))
+        return out
+
+
+class Clock:
+    """0 s at the first call (the segment's start), 2 s ever after: the segment takes exactly 2 s."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return 0.0 if self.calls == 1 else 2.0
+
+
+def run(tiny_v2_path: Path, out: Path, detector=None, clock=None, **settings) -> SegmentReport:
+    settings.setdefault("gif", False)
+    return process_segment(resolve_one(str(tiny_v2_path)), out, detector or FakeDetector(),
+                           SegmentSettings(**settings), model_facts=FACTS, clock=clock or Clock())
+
+
+def test_a_segment_writes_frames_table_manifest_and_journal(tiny_v2_path, tmp_path):
+    report = run(tiny_v2_path, tmp_path, gif=True)
+    directory = tmp_path / TINY_SEGMENT
+    assert (report.images_planned, report.images_processed, report.detections, report.failures) == (15, 15, 15, ())
+    assert len(list((directory / "frames").rglob("*.png"))) == 15
+    assert (directory / "mosaic.gif").is_file()
+    assert pq.read_table(directory / "detections.parquet").num_rows == 15
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["engine"] == {"name": "local"}
+    assert len(journal.journal_path(directory).read_text().splitlines()) == 15
+    assert not (directory / ".detect" / "lock").read_text() == ""  # the pid of the last writer
+
+
+def test_resume_after_a_kill_mid_line_redoes_only_the_missing_frames(tiny_v2_path, tmp_path):
+    whole = run(tiny_v2_path, tmp_path / "whole")
+    run(tiny_v2_path, tmp_path / "cut")
+    directory = tmp_path / "cut" / TINY_SEGMENT
+    path = journal.journal_path(directory)
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:7]) + '{"t": 16000')  # killed mid-line
+    (directory / "manifest.json").unlink()
+    detector = FakeDetector()
+    report = run(tiny_v2_path, tmp_path / "cut", detector, mode="resume")
+    assert (report.images_resumed, report.images_processed) == (7, 8)
+    assert detector.calls == 2  # 8 images in batches of 4
+    assert len(path.read_text().splitlines()) == 15 and path.read_text().endswith("\n")  # torn line truncated
+    assert pq.read_table(directory / "detections.parquet").equals(
+        pq.read_table(tmp_path / "whole" / TINY_SEGMENT / "detections.parquet"))
+    assert whole.detections == report.detections
+
+
+def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, tmp_path):
+    run(tiny_v2_path, tmp_path)
+    detector = FakeDetector()
+    report = run(tiny_v2_path, tmp_path, detector, mode="resume")
+    assert report.already_complete and detector.calls == 0
+    assert summary_line(report) == f"{TINY_SEGMENT}: already complete in {tmp_path / TINY_SEGMENT} (nothing to do)"
+    assert outcome_of("in.parquet", report) == SegmentOutcome("in.parquet", TINY_SEGMENT, Status.SKIPPED,
+                                                              detections=15, error="already complete")
+
+
+def test_an_existing_directory_is_refused_without_resume_or_overwrite(tiny_v2_path, tmp_path):
+    run(tiny_v2_path, tmp_path)
+    with pytest.raises(OutputError, match=re.escape(f"{tmp_path / TINY_SEGMENT} already exists; pass --resume to "
+                                                    f"continue it or --overwrite to replace it")):
+        run(tiny_v2_path, tmp_path)
+
+
+def test_resume_with_other_settings_is_refused_naming_the_differences(tiny_v2_path, tmp_path):
+    run(tiny_v2_path, tmp_path)
+    with pytest.raises(UsageError) as refused:
+        run(tiny_v2_path, tmp_path, mode="resume", frame_format="jpg")
+    assert str(refused.value) == (f"{tmp_path / TINY_SEGMENT} was written with other settings (frame_format 'png' -> "
+                                  f"'jpg'); use --overwrite to start again")
+
+
+def test_a_failing_batch_is_retried_image_by_image_and_only_the_bad_images_fail(tiny_v2_path, tmp_path):
+    report = run(tiny_v2_path, tmp_path, FakeDetector(fail_heights=(44,)), input_size=None)  # SIDE cameras: 96x44
+    assert report.images_processed == 9 and len(report.failures) == 6
+    assert {(f.key.camera_name.name, f.stage, f.error) for f in report.failures} == {
+        (camera, "detect", "RuntimeError: cannot run on 44 high images") for camera in ("SIDE_LEFT", "SIDE_RIGHT")}
+    lines = failure_lines(report)
+    assert lines[0] == f"  failed {report.failures[0].key}: detect: RuntimeError: cannot run on 44 high images"
+    assert lines[-1] == f"  ... and 1 more in {tmp_path / TINY_SEGMENT / 'manifest.json'}" and len(lines) == 6
+    manifest = json.loads((tmp_path / TINY_SEGMENT / "manifest.json").read_text())
+    assert manifest["status"] == "complete_with_failures" and manifest["counts"]["images_failed"] == 6
+    assert pq.read_table(tmp_path / TINY_SEGMENT / "detections.parquet").num_rows == 9
+
+
+def test_the_summary_line_is_exact_with_an_injected_clock(tiny_v2_path, tmp_path):
+    report = run(tiny_v2_path, tmp_path, clock=Clock())
+    assert report.seconds == 2.0
+    assert summary_line(report) == f"{TINY_SEGMENT}: 15 images, 15 detections, 7.5 images/s -> {tmp_path / TINY_SEGMENT}"
+    assert summary_line(report, "stub").endswith(" [stub model]")
+
+
+def test_the_run_table_is_exact():
+    outcomes = [
+        SegmentOutcome("a.parquet", "seg_a", Status.DONE, 10, 30, 0, 2.0),
+        SegmentOutcome("b.parquet", None, Status.FAILED, error="b.parquet: not a readable Parquet file"),
+        SegmentOutcome("c.tfrecord", "seg_c", Status.SKIPPED, error="already complete"),
+    ]
+    assert format_table(outcomes, 4.0) == [
+        "segment    status              images detections   img/s",
+        "seg_a      done                    10         30     5.0",
+        "b.parquet  failed                   0          0       -",
+        "           b.parquet: not a readable Parquet file",
+        "seg_c      skipped                  0          0       -",
+        "           already complete",
+        "3 segments: 1 done, 0 with failed frames, 1 skipped, 1 failed; 10 images in 4.0 s (2.5 images/s)",
+    ]
+
+
+def test_the_journal_round_trips_a_result_exactly(tmp_path):
+    key = FrameKey("seg", 1_600_000_000_000_000, CameraName.SIDE_LEFT)
+    detections = Detections(np.array([[1.5, 2.25, 30.125, 40.0]], np.float32), np.array([0.123456789], np.float32),
+                            np.array([3], np.int32), ("car",), invalid=2)
+    result = FrameResult(key, 1920, 886, detections)
+    back = journal.decode(journal.encode(result), "seg")
+    assert back.key == key and (back.width, back.height) == (1920, 886)
+    assert back.detections.equals(detections, atol=0) and back.detections.invalid == 2
+    assert '"x"' not in journal.encode(FrameResult(key, 1, 1, Detections.empty()))  # older journals read the same
+
+
+def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, tmp_path):
+    run(tiny_v2_path, tmp_path)
+    (tmp_path / TINY_SEGMENT / "manifest.json").unlink()
+    lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, SegmentSettings(gif=False, mode="resume"),
+                                      FACTS)
+    assert isinstance(lifecycle, SegmentLifecycle) and lifecycle.pending == []
+    key = lifecycle.planned[0]
+    with pytest.raises(ValueError, match=f"^{TINY_SEGMENT}: no frame was pending, nothing to record$"):
+        lifecycle.record(FrameResult(key, 96, 64, Detections.empty()))
+    lifecycle.record(FrameFailure(key, "render", "disk full"))
+    report = lifecycle.finish(loop_seconds=0.0, engine={"name": "test"})
+    assert report.images_resumed == 15 and [f.error for f in report.failures] == ["disk full"]
+
+
+def test_a_run_spec_refuses_a_bad_shard_and_engine(tmp_path):
+    with pytest.raises(UsageError, match=r"^--shard 4/4: need 0 <= I < N$"):
+        RunSpec(inputs=("x",), out=tmp_path, shard=(4, 4))
+    with pytest.raises(UsageError, match=r"^unknown engine 'spark': expected one of local, ray$"):
+        RunSpec(inputs=("x",), out=tmp_path, engine="spark")  # type: ignore[arg-type]
+
+
+def test_a_collecting_reporter_keeps_the_messages():
+    reporter = Collect()
+    reporter.message("note: one")
+    assert reporter.messages == ["note: one"] and reporter.progress("x") is None
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"xyxy": np.zeros((2, 3))}, r"xyxy must have shape \(N, 4\), got \(2, 3\)"),
+    ({"scores": np.zeros(3)}, r"scores must have shape \(1,\), got \(3,\)"),
+    ({"class_ids": np.zeros(2)}, r"class_ids must have shape \(1,\), got \(2,\)"),
+    ({"class_ids": np.array([1.5])}, r"class_ids must be whole numbers"),
+    ({"labels": ()}, r"labels must have 1 entries, got 0"),
+    ({"xyxy": np.array([[5.0, 0, 1, 1]])}, r"xyxy boxes must have xmin <= xmax and ymin <= ymax"),
+    ({"invalid": -1}, r"invalid must be >= 0, got -1"),
+])
+def test_detections_say_what_is_wrong(kwargs, message):
+    fields = {"xyxy": np.array([[0.0, 0, 1, 1]]), "scores": np.array([0.5]), "class_ids": np.array([1]),
+              "labels": ("person",)} | kwargs
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        Detections(**fields)
