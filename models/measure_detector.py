@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from detect.core.tf_env import import_tensorflow  # noqa: E402
+
 FIXTURE = HERE.parents[1] / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 BATCHES = (1, 4, 8, 16)
 

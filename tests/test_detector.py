@@ -118,13 +118,23 @@ def test_missing_directory(tmp_path):
     with pytest.raises(ModelError) as err:
         Detector(path)
     assert str(err.value) == (
-        f"model directory {path} does not exist (run `make model` to fetch SSD MobileNet v2)")
+        f"model {path} does not exist (run `make model` to fetch SSD MobileNet v2, or `make person-model` for a "
+        f"person detector that installs offline)")
 
 def test_not_a_saved_model(tmp_path):
     (tmp_path / "README.txt").write_text("not a model")
     with pytest.raises(ModelError) as err:
         Detector(tmp_path)
-    assert str(err.value) == f"model {tmp_path} is not a TensorFlow SavedModel: no saved_model.pb in it"
+    assert str(err.value) == (f"model {tmp_path} is not a TensorFlow SavedModel: no saved_model.pb (nor saved_model/ "
+                              f"or frozen_inference_graph.pb) in it")
+
+
+def test_a_file_that_is_not_a_pb_is_refused(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"onnx")
+    with pytest.raises(ModelError) as err:
+        Detector(tmp_path / "model.onnx")
+    assert str(err.value) == (f"model {tmp_path / 'model.onnx'} is a file but not a frozen graph (.pb): expected a "
+                              f"SavedModel directory or a TF1 frozen_inference_graph.pb")
 
 def test_corrupt_saved_model(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"\x00garbage")

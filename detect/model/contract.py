@@ -9,7 +9,6 @@ COCO labels, score threshold and class filter. Pure numpy; TensorFlow objects ar
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -21,75 +20,45 @@ from detect.core.records import Detections
 from detect.model.labels import label_for
 
 REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
-INPUT_NAME = "input_tensor"
+# The signature input: TF2 exports call it input_tensor, TF1 zoo SavedModels inputs.
+INPUT_NAMES = ("input_tensor", "inputs")
 # Classes arrive as floats: 1.0 is class 1, 1.5 is no class at all.
 CLASS_TOLERANCE = 1e-3
 MAX_CLASS_ID = 2**31 - 1  # class ids are int32 in the table
-SIDECAR = "detect_model.json"
-KINDS = ("real", "stub", "benchmark")
-_DEFAULT_DESCRIPTIONS = {
-    "real": "detector SavedModel",
-    "stub": "stub model (fixed boxes, not a detector)",
-    "benchmark": "SSD MobileNet v2 architecture with random weights (benchmark only, "
-    "boxes meaningless)",
-}
-
 CallStyle = Literal["signature", "object"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelInfo:
-    """What the detector found out about a SavedModel when it loaded it.
+    """What the detector found out about a model when it loaded it.
 
-    `call_style` is "signature" (`signatures['serving_default'](input_tensor=...)`) or "object"
-    (the loaded object called directly). `batch_size` is 1 for zoo exports, None when dynamic.
-    `input_height`/`input_width` are None unless the signature pins them. `kind` comes from the
-    `detect_model.json` sidecar our builders write: "real" (no sidecar), "stub" or "benchmark".
+    `call_style` is "signature" (`signatures['serving_default'](<input_name>=...)`) or "object"
+    (the loaded object, or a frozen graph, called directly). `batch_size` is 1 for zoo exports,
+    None when dynamic. `input_height`/`input_width` are None unless the signature pins them.
+    `kind`, `description`, `classes` and `origin` come from the `detect_model.json` sidecar our
+    builders and converters write ("real" with the COCO label map when there is none).
     """
 
     path: Path
+    format: str
     call_style: CallStyle
+    input_name: str | None
     batch_size: int | None
     input_height: int | None
     input_width: int | None
     output_keys: tuple[str, ...]
     kind: str
     description: str
+    classes: tuple[int, ...] | None = None
+    origin: dict[str, Any] | None = None
 
     @property
     def dynamic_batch(self) -> bool:
         return self.batch_size is None
 
 
-def read_sidecar(path: Path) -> tuple[str, str]:
-    """`(kind, description)` from `detect_model.json` in a model directory; "real" when absent."""
-    sidecar = path / SIDECAR
-    if not sidecar.is_file():
-        return "real", _DEFAULT_DESCRIPTIONS["real"]
-    try:
-        data = json.loads(sidecar.read_text())
-        kind = str(data["kind"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ModelError(f"model {path}: unreadable {SIDECAR}: {err}") from None
-    if kind not in KINDS:
-        raise ModelError(f"model {path}: {SIDECAR} has kind {kind!r}, expected one of {KINDS}")
-    return kind, str(data.get("description") or _DEFAULT_DESCRIPTIONS[kind])
-
-
-def check_is_saved_model(path: Path) -> None:
-    """Refuse a missing directory or one without `saved_model.pb`, naming what is missing."""
-    if not path.exists():
-        raise ModelError(
-            f"model directory {path} does not exist (run `make model` to fetch SSD MobileNet v2)"
-        )
-    if not path.is_dir():
-        raise ModelError(f"model {path} is not a directory: expected a SavedModel directory")
-    if not (path / "saved_model.pb").is_file() and not (path / "saved_model.pbtxt").is_file():
-        raise ModelError(f"model {path} is not a TensorFlow SavedModel: no saved_model.pb in it")
-
-
-def inspect_callable(loaded: Any, path: Path) -> tuple[CallStyle, Any, tuple[str, ...] | None]:
-    """How to call a loaded SavedModel: `(call_style, input TensorSpec or None, output keys)`.
+def inspect_callable(loaded: Any, path: Path) -> tuple[CallStyle, str | None, Any, tuple[str, ...] | None]:
+    """How to call a loaded model: `(call_style, input name, input TensorSpec or None, output keys)`.
 
     Output keys are None for object calls: they are only known after the warm-up call.
     """
@@ -97,17 +66,18 @@ def inspect_callable(loaded: Any, path: Path) -> tuple[CallStyle, Any, tuple[str
     if "serving_default" in signatures:
         fn = signatures["serving_default"]
         _, kwargs = fn.structured_input_signature
-        if INPUT_NAME not in kwargs:
+        name = next((n for n in INPUT_NAMES if n in kwargs), None)
+        if name is None:
             names = ", ".join(sorted(kwargs)) or "nothing"
             raise ModelError(
-                f"model {path}: serving_default takes {names}, expected a uint8 {INPUT_NAME}"
+                f"model {path}: serving_default takes {names}, expected a uint8 {' or '.join(INPUT_NAMES)}"
             )
         outputs = fn.structured_outputs
         keys = tuple(sorted(outputs)) if isinstance(outputs, Mapping) else ()
-        return "signature", kwargs[INPUT_NAME], keys
+        return "signature", name, kwargs[name], keys
     if callable(loaded):
         specs = getattr(loaded.__call__, "input_signature", None) or (None,)
-        return "object", specs[0], None
+        return "object", None, specs[0], None
     raise ModelError(f"model {path} has no serving_default signature and is not callable")
 
 
@@ -193,7 +163,3 @@ def to_detections(
     order = np.argsort(-scores, kind="stable")
     xyxy, scores, ids = xyxy[order], scores[order], ids[order]
     return Detections(xyxy, scores, ids, tuple(label_for(i) for i in ids), invalid=invalid)
-
-
-def default_description(kind: str) -> str:
-    return _DEFAULT_DESCRIPTIONS[kind]

@@ -18,7 +18,7 @@ import numpy as np
 from detect.core.errors import ModelError, UsageError
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
-from detect.model import contract
+from detect.model import contract, formats
 from detect.model.contract import ModelInfo
 from detect.model.devices import mirrored_strategy, prepare_devices
 from detect.model.labels import parse_classes
@@ -58,8 +58,7 @@ class Detector:
         if not 0.0 <= threshold <= 1.0:
             raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
         path = Path(model_dir)
-        contract.check_is_saved_model(path)
-        kind, description = contract.read_sidecar(path)
+        source = formats.locate(path)
         self.threshold = float(threshold)
         self.class_ids = parse_classes(classes)
         self._tf = import_tensorflow()  # TensorFlow loads with the first model, not at import
@@ -70,16 +69,17 @@ class Detector:
 
         if self._strategy is not None:
             with self._strategy.scope():
-                self._model = _load(path)
+                self._model = formats.load(source)
         else:
-            self._model = _load(path)
-        call_style, spec, keys = contract.inspect_callable(self._model, path)
+            self._model = formats.load(source)
+        call_style, input_name, spec, keys = contract.inspect_callable(self._model, path)
         fixed_batch, height, width = contract.input_shape(spec, path)
         if fixed_batch not in (None, 1):
             raise ModelError(f"model {path}: input batch is fixed at {fixed_batch}, expected 1 or None")
         if keys is not None:
             contract.check_outputs(keys, path)
         self._fn = self._model.signatures["serving_default"] if call_style == "signature" else None
+        self._input_name = input_name or contract.INPUT_NAMES[0]
         self._height, self._width = height, width
         if fixed_batch == 1:
             self._per_replica = 1
@@ -95,14 +95,19 @@ class Detector:
             keys = contract.check_outputs(outs[0].keys(), path)
         self.info = ModelInfo(
             path=path,
+            format=source.format,
             call_style=call_style,
+            input_name=input_name,
             batch_size=fixed_batch,
             input_height=height,
             input_width=width,
             output_keys=keys,
-            kind=kind,
-            description=description,
+            kind=source.kind,
+            description=source.description,
+            classes=source.classes,
+            origin=source.origin,
         )
+        self.source = source
 
     def __repr__(self) -> str:
         return (
@@ -149,7 +154,7 @@ class Detector:
         return results
 
     def _call_model(self, batch: tf.Tensor) -> dict[str, tf.Tensor]:
-        out = self._fn(input_tensor=batch) if self._fn is not None else self._model(batch)
+        out = self._fn(**{self._input_name: batch}) if self._fn is not None else self._model(batch)
         return dict(out)
 
     def _make_step(self):
@@ -203,11 +208,3 @@ class Detector:
             outs.append(strategy.experimental_local_results(self._step(dist)))
         # Reorder per step and replica back into image order: replica r holds shard r.
         return [step_outs[r] for r in range(replicas) for step_outs in outs]
-
-
-def _load(path: Path):
-    try:
-        return import_tensorflow().saved_model.load(str(path))
-    except Exception as err:  # TF raises many types for broken SavedModels
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"model {path} could not be loaded as a SavedModel: {first}") from None

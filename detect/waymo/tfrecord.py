@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 
 from detect.core.cameras import CameraName
 from detect.core.errors import DependencyError, InputError, UnsupportedURIError
-from detect.core.records import CameraFrame
+from detect.core.records import CameraFrame, Labels
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
 from detect.waymo.sources import SegmentSource
@@ -28,6 +28,8 @@ class TFRecordKeys:
     index: KeyIndex
     num_records: int
     num_camera_labels: int
+    # `camera_labels` by (frame_timestamp_micros, camera), read in the same pass (they are small).
+    labels: dict[tuple[int, int], Labels] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 def read_keys(source: SegmentSource) -> TFRecordKeys:
@@ -37,10 +39,15 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
     records: list[int] = []
     names: set[str] = set()
     labels = 0
+    by_image: dict[tuple[int, int], Labels] = {}
     count = 0
     for record_number, frame in _frames(source):
         names.add(segment_name(frame, source, record_number))
         labels += sum(len(camera.labels) for camera in frame.camera_labels)
+        for camera in frame.camera_labels:
+            key = (int(frame.timestamp_micros), int(camera.name))
+            if camera.labels and key not in by_image:  # a repeated frame keeps its first labels
+                by_image[key] = _labels(camera.labels)
         for image in frame.images:
             timestamps.append(frame.timestamp_micros)
             cameras.append(image.name)
@@ -58,7 +65,16 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
         cameras=np.asarray(cameras, dtype=np.int64),
         positions=np.asarray(records, dtype=np.int64),
     )
-    return TFRecordKeys(tuple(sorted(names)), index, count, labels)
+    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image)
+
+
+def _labels(labels: Any) -> Labels:
+    """`CameraLabels.labels` (box center and length/width in pixels) as `Labels`."""
+    return Labels.from_centers(
+        np.array([label.box.center_x for label in labels]), np.array([label.box.center_y for label in labels]),
+        np.array([label.box.length for label in labels]), np.array([label.box.width for label in labels]),
+        np.array([label.type for label in labels]), np.array([label.detection_difficulty_level for label in labels]),
+        tuple(str(label.id) for label in labels))
 
 
 def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter(),

@@ -1,0 +1,157 @@
+"""The model formats people have, located without TensorFlow and loaded into one callable shape.
+
+- a TF2 SavedModel directory (TF Hub, the TF2 Detection Model Zoo, our converter): `saved_model.pb`;
+- a TF1 Detection Model Zoo export: its `saved_model/` directory (signature input `inputs`), or
+  the extracted tarball directory holding it;
+- a TF1 Object Detection API frozen graph: `frozen_inference_graph.pb` (input `image_tensor`,
+  outputs `detection_boxes`, `detection_scores`, `detection_classes`, `num_detections`).
+
+`locate` says what a path holds and what its sidecar (`detect_model.json`, written by the
+builders and converters in `models/`) says about it: its kind, the classes it can output, where it
+came from. `load` gives an object the detector calls like any SavedModel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from detect.core.errors import ModelError
+from detect.core.tf_env import import_tensorflow, tf_error_text
+
+SIDECAR = "detect_model.json"
+KINDS = ("real", "stub", "benchmark")
+FROZEN_GRAPH_NAME = "frozen_inference_graph.pb"
+FROZEN_INPUT = "image_tensor"
+FROZEN_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
+_DEFAULT_DESCRIPTIONS = {
+    "real": "detector SavedModel",
+    "stub": "stub model (fixed boxes, not a detector)",
+    "benchmark": "SSD MobileNet v2 architecture with random weights (benchmark only, boxes meaningless)",
+}
+
+Format = Literal["saved_model", "frozen_graph"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSource:
+    """Where a model is, in which format, and what its sidecar says (defaults when it has none)."""
+
+    path: Path  # the SavedModel directory or the .pb file actually loaded
+    format: Format
+    kind: str = "real"
+    description: str = _DEFAULT_DESCRIPTIONS["real"]
+    classes: tuple[int, ...] | None = None  # the class ids it can output; None: the COCO label map
+    origin: dict[str, Any] | None = None  # package and version, or URL, as recorded by its builder
+
+
+def locate(path: Path) -> ModelSource:
+    """What `path` holds, refusing with a one-line error what no loader can read."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"model {path} does not exist (run `make model` to fetch SSD MobileNet v2, "
+                         f"or `make person-model` for a person detector that installs offline)")
+    if path.is_file():
+        if path.suffix != ".pb":
+            raise ModelError(f"model {path} is a file but not a frozen graph (.pb): expected a SavedModel "
+                             f"directory or a TF1 {FROZEN_GRAPH_NAME}")
+        return _with_sidecar(ModelSource(path, "frozen_graph", description="TF1 Object Detection API frozen graph"),
+                             path.parent)
+    for candidate in (path, path / "saved_model"):
+        if (candidate / "saved_model.pb").is_file() or (candidate / "saved_model.pbtxt").is_file():
+            return _with_sidecar(ModelSource(candidate, "saved_model"), path)
+    if (path / FROZEN_GRAPH_NAME).is_file():
+        return locate(path / FROZEN_GRAPH_NAME)
+    raise ModelError(f"model {path} is not a TensorFlow SavedModel: no saved_model.pb (nor saved_model/ or "
+                     f"{FROZEN_GRAPH_NAME}) in it")
+
+
+def load(source: ModelSource) -> Any:
+    """The model as TensorFlow objects: a loaded SavedModel, or a `FrozenGraph`."""
+    if source.format == "frozen_graph":
+        return FrozenGraph(source.path)
+    tf = import_tensorflow()
+    try:
+        return tf.saved_model.load(str(source.path))
+    except Exception as err:  # TF raises many types for broken SavedModels
+        raise ModelError(f"model {source.path} could not be loaded as a SavedModel: {tf_error_text(err)}") from None
+
+
+def checksum(path: Path) -> str:
+    """SHA-256 of a model's files (names and bytes, sorted; the sidecar left out)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR)
+    for file in files:
+        digest.update(str(file.relative_to(path) if file != path else file.name).encode())
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+class FrozenGraph:
+    """A TF1 Object Detection API frozen graph as a callable: uint8 `[N, H, W, 3]` -> the four outputs.
+
+    Imported with `tf.compat.v1.wrap_function` + `import_graph_def` and pruned to `image_tensor`
+    and the four detection outputs, so TensorFlow 2 runs it like any function (batches of any
+    size, inside `tf.function` and `tf.distribute` too).
+    """
+
+    def __init__(self, path: Path) -> None:
+        tf = import_tensorflow()
+        graph_def = tf.compat.v1.GraphDef()
+        try:
+            graph_def.ParseFromString(Path(path).read_bytes())
+        except Exception as err:  # protobuf's DecodeError, or a file that is not a GraphDef at all
+            raise ModelError(f"model {path} is not a TensorFlow frozen graph (GraphDef): {tf_error_text(err)}") from None
+        nodes = {node.name: node for node in graph_def.node}
+        if FROZEN_INPUT not in nodes:
+            raise ModelError(f"model {path}: the graph has no {FROZEN_INPUT} input, so it is not a TF1 Object "
+                             f"Detection API export ({len(nodes)} nodes)")
+        missing = [name for name in FROZEN_OUTPUTS if name not in nodes]
+        if missing:
+            raise ModelError(f"model {path}: the graph has no {', '.join(missing)} output"
+                             f"{'s' if len(missing) > 1 else ''}: not a TF1 Object Detection API export")
+
+        def imported() -> None:
+            tf.compat.v1.import_graph_def(graph_def, name="")
+
+        try:
+            wrapped = tf.compat.v1.wrap_function(imported, [])
+            graph = wrapped.graph
+            self._fn = wrapped.prune(
+                feeds=graph.get_tensor_by_name(f"{FROZEN_INPUT}:0"),
+                fetches={name: graph.get_tensor_by_name(f"{name}:0") for name in FROZEN_OUTPUTS},
+            )
+        except Exception as err:  # a graph TensorFlow cannot import (unknown ops, broken wiring)
+            raise ModelError(f"model {path}: TensorFlow cannot import this frozen graph: {tf_error_text(err)}") from None
+        spec = self._fn.inputs[0]
+        if spec.dtype != tf.uint8 or spec.shape.rank not in (None, 4):
+            raise ModelError(f"model {path}: {FROZEN_INPUT} is {spec.dtype.name} {spec.shape}, expected uint8 "
+                             f"[batch, height, width, 3]")
+
+    def __call__(self, images: Any) -> dict[str, Any]:
+        return dict(self._fn(images))
+
+
+def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:
+    sidecar = directory / SIDECAR
+    if not sidecar.is_file():
+        return source
+    try:
+        data = json.loads(sidecar.read_text())
+        kind = str(data["kind"])
+        classes = data.get("classes")
+        classes = tuple(int(c) for c in classes) if classes is not None else None
+        origin = data.get("source")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ModelError(f"model {directory}: unreadable {SIDECAR}: {err}") from None
+    if kind not in KINDS:
+        raise ModelError(f"model {directory}: {SIDECAR} has kind {kind!r}, expected one of {KINDS}")
+    if origin is not None and not isinstance(origin, dict):
+        raise ModelError(f"model {directory}: {SIDECAR} has a source that is not an object")
+    description = str(data.get("description") or _DEFAULT_DESCRIPTIONS[kind])
+    return dataclasses.replace(source, kind=kind, description=description, classes=classes, origin=origin)
