@@ -26,7 +26,7 @@ from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import MODEL_ENV
 from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
-from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
+from detect.engine.spec import DEFAULT_SCORE_FLOOR, Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.engine.tuning import keep_freed_memory
 from detect.model.inputs import parse_input_size
@@ -43,6 +43,7 @@ EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_BATCH_SIZE = 256
 MAX_WORKERS = 64
 MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH = 16, 7680
+AUTO_GT = "auto"  # `--gt` without a path: the labels beside the input
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -161,7 +162,13 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, metavar="PATH",
                         help=f"a SavedModel directory (TF2, or a TF1 zoo saved_model/) or a TF1 frozen graph .pb "
                         f"(default: ${MODEL_ENV}, else models/ssd_mobilenet_v2/, else models/ssdlite_mobilenet_v2_person/)")
-    parser.add_argument("--threshold", type=_unit_float, default=0.5, help="minimum score to keep a box (default 0.5)")
+    parser.add_argument("--threshold", type=_unit_float, default=0.5, help="minimum score to draw a box (default 0.5)")
+    parser.add_argument("--score-floor", type=_unit_float, default=DEFAULT_SCORE_FLOOR, metavar="SCORE",
+                        help=f"minimum score to keep a box in detections.parquet, for `detect eval` "
+                        f"(default {DEFAULT_SCORE_FLOOR}; at most --threshold)")
+    parser.add_argument("--gt", nargs="?", const=AUTO_GT, metavar="PATH",
+                        help="draw Waymo's labels under the detections (dashed, one color per type); PATH names a "
+                        "camera_box file or folder when it is not beside a v2 input")
     parser.add_argument("--classes", nargs="+", metavar="CLASS", help="keep only these classes (COCO names or ids)")
     parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
     parser.add_argument("--first-frame", type=_non_negative_int, default=0, metavar="N", help="skip the first N frames")
@@ -266,10 +273,13 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         style=style,
         mode=mode,
         max_pixels=args.max_pixels,
+        draw_labels=args.gt is not None,
+        ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
     )
-    model = ModelSpec(path=args.model, threshold=args.threshold, classes=tuple(args.classes) if args.classes else None,
-                      strategy=args.strategy, batch_size=args.batch_size)
+    model = ModelSpec(path=args.model, threshold=args.threshold, score_floor=min(args.score_floor, args.threshold),
+                      classes=tuple(args.classes) if args.classes else None, strategy=args.strategy,
+                      batch_size=args.batch_size)
     return RunSpec(
         inputs=tuple(inputs), out=args.out, model=model, settings=settings,
         engine=getattr(args, "engine", "local"), shard=parse_shard(getattr(args, "shard", None)),

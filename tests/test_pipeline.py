@@ -55,7 +55,10 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
     assert [side_car[0][k] for k in ("xmin", "ymin", "xmax", "ymax")] == [480.0, 443.0, 960.0, 664.5]
     person = [r for r in rows if r["key.camera_name"] == 1 and r["label"] == "person"][0]
     assert person["xmin"] == 0.0  # the stub's box starts left of the image: clipped
-    assert {r["label"] for r in rows} == {"car", "person", "traffic light", "class 12", "stop sign"}
+    # The table keeps every box down to the score floor (0.05): the stub's 0.25 bicycle too, though it is
+    # below the drawing threshold (0.5).
+    assert {r["label"] for r in rows} == {"car", "person", "traffic light", "class 12", "stop sign", "bicycle"}
+    assert min(r["score"] for r in rows) == 0.25
     manifest = json.loads((seg / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["counts"]["images_processed"] == 5 and manifest["counts"]["detections"] == len(rows)
@@ -120,7 +123,7 @@ def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path,
     assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     capsys.readouterr()
     assert run(tiny_v2_path, "--out", tmp_path, "--resume", "--threshold", "0.3", model=stub_dynamic_dir) == 2
-    assert "was written with other settings (threshold 0.5 -> 0.3); use --overwrite to start again" in capsys.readouterr().err
+    assert "was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again" in capsys.readouterr().err
 
 
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):

@@ -74,7 +74,7 @@ def test_ray_writes_what_the_local_engine_writes(ray_local, inputs, local_out, s
     for segment in (REAL_SEGMENT, TINY_SEGMENT):
         ray_table = pq.read_table(out / segment / "detections.parquet")
         assert ray_table.equals(pq.read_table(local_out / segment / "detections.parquet"))
-        assert ray_table.num_rows == {REAL_SEGMENT: 25, TINY_SEGMENT: 75}[segment]
+        assert ray_table.num_rows == {REAL_SEGMENT: 30, TINY_SEGMENT: 90}[segment]
         ray_manifest = json.loads((out / segment / "manifest.json").read_text())
         local_manifest = json.loads((local_out / segment / "manifest.json").read_text())
         assert ray_manifest.keys() == local_manifest.keys()

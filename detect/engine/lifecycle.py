@@ -25,6 +25,7 @@ from detect.engine.spec import SegmentSettings
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
 from detect.sinks import journal, layout
 from detect.sinks.frames import frame_path
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
 from detect.sinks.layout import SegmentLock
 from detect.sinks.manifest import (
     COMPLETE,
@@ -38,6 +39,7 @@ from detect.sinks.manifest import (
     write_manifest,
 )
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
+from detect.waymo.labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
 
 Clock = Callable[[], float]
@@ -125,8 +127,9 @@ class SegmentLifecycle:
 
     def __init__(self, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
                  prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
-                 clock: Clock, started: float) -> None:
+                 clock: Clock, started: float, labels: SegmentLabels | None = None) -> None:
         self.keys = keys
+        self.labels = labels
         self.settings = settings
         self.model_facts = model_facts
         self.prepared = prepared
@@ -143,15 +146,23 @@ class SegmentLifecycle:
 
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: dict[str, Any], *,
-             claims: dict[str, str] | None = None, clock: Clock = time.perf_counter) -> SegmentLifecycle | SegmentReport:
-        """Ready to record frames, or the report of a segment an earlier run already completed."""
+             claims: dict[str, str] | None = None, clock: Clock = time.perf_counter,
+             labels: SegmentLabels | None = None) -> SegmentLifecycle | SegmentReport:
+        """Ready to record frames, or the report of a segment an earlier run already completed.
+
+        `labels` (Waymo's, when the input has them) are drawn with `--gt` and always written to
+        `ground_truth.parquet` at the end, so the results alone are enough to evaluate.
+        """
         started = clock()
+        if settings.draw_labels and labels is None:
+            raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
+                             f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
         prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(model_facts, segment))
         try:
-            lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started)
+            lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started, labels)
             if settings.mode == "resume" and len(lifecycle.done) == len(planned) and manifest_complete(prepared.path):
                 lifecycle.close()
                 manifest = read_manifest(prepared.path / MANIFEST_FILE) or {}
@@ -204,6 +215,8 @@ class SegmentLifecycle:
             timings.add("animation_rebuild", clock() - t)
             t = clock()
             rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values())
+            if self.labels is not None:
+                write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
@@ -243,7 +256,9 @@ class SegmentLifecycle:
             "status": report.status,
             "segment_context_name": report.segment_context_name,
             "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
-                      "ground_truth": self.keys.labels},
+                      "ground_truth": self.keys.labels if self.labels is None else self.labels.origin,
+                      "labels": None if self.labels is None else
+                      sum(len(self.labels.get(k)) for k in self.results)},
             "model": self.model_facts,
             "engine": engine,
             "settings": {
@@ -257,6 +272,8 @@ class SegmentLifecycle:
                 "mode": settings.mode,
                 "workers": settings.workers, "decode_threads": settings.decode_threads,
                 "max_pixels": settings.max_pixels,
+                "score_floor": self.model_facts.get("score_floor"),
+                "draw_labels": settings.draw_labels,
             },
             "counts": {
                 "images_planned": report.images_planned,

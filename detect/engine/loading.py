@@ -78,11 +78,11 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     """Load and validate the model once (a bad model fails here, before any segment is touched)."""
     started = clock()
     try:
-        detector = Detector(model_path(spec), threshold=spec.threshold, classes=spec.classes,
+        detector = Detector(model_path(spec), threshold=min(spec.score_floor, spec.threshold), classes=spec.classes,
                             strategy=spec.strategy, batch_size=spec.batch_size or DEFAULT_BATCH_SIZE)
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
-    return LoadedModel(detector, model_facts(detector, clock() - started))
+    return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
 
 
 def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
@@ -100,7 +100,8 @@ def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
         "batch_size": detector.batch_size,
         "pinned_input": [info.input_width, info.input_height] if info.input_height else None,
         "outputs": list(info.output_keys),
-        "threshold": detector.threshold,
+        "threshold": detector.threshold,  # the drawing threshold, when loaded for a run (see load_model)
+        "score_floor": detector.threshold,
         "classes": sorted(detector.class_ids) if detector.class_ids else None,
         "strategy": detector.strategy_name,
         "replicas": detector.num_replicas,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from detect.core.errors import error_text
-from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey
+from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey, Labels
 from detect.engine.lifecycle import Clock, SegmentLifecycle
 from detect.engine.ordered import OrderedConsumer
 from detect.engine.outcomes import SegmentReport
@@ -25,6 +25,7 @@ from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageT
 from detect.engine.tuning import lower_thread_priority
 from detect.model.inputs import DecodedImage, decode_error, decode_stream
 from detect.sinks.animations import AnimationSet, rebuild_animations
+from detect.waymo.labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.sources import SegmentSource
 
@@ -57,7 +58,8 @@ def process_segment(
     whose segment would land in a directory this run already gave to another file.
     """
     keys = read_keys(source)
-    opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock)
+    labels = read_labels(keys, settings.ground_truth)
+    opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)
     if isinstance(opened, SegmentReport):
         return opened
     with opened as segment:
@@ -93,7 +95,8 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     pending = (f for f in iter_frames(source, settings.frame_filter, segment.keys) if f.key not in done)
     loop_start = clock()
     try:
-        _OverlappedStages(segment.segment_dir, detector, settings, timings, consume, clock).run(pending)
+        labels = segment.labels.get if segment.labels is not None and settings.draw_labels else _no_labels
+        _OverlappedStages(segment.segment_dir, detector, settings, timings, consume, clock, labels).run(pending)
         if animations is not None:
             t = clock()
             animations.close()
@@ -108,6 +111,10 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     return clock() - loop_start
 
 
+def _no_labels(key: FrameKey) -> Labels | None:
+    return None
+
+
 class _OverlappedStages:
     """The overlapped core. The calling thread only feeds the model; tf.data decodes ahead of it,
     a pool draws and writes, and an ordered consumer thread hands results to `consume` in order.
@@ -117,8 +124,10 @@ class _OverlappedStages:
     """
 
     def __init__(self, segment_dir: Path, detector: BatchDetector, settings: SegmentSettings,
-                 timings: StageTimings, consume: Callable[[Rendered | FrameFailure], None], clock: Clock) -> None:
+                 timings: StageTimings, consume: Callable[[Rendered | FrameFailure], None], clock: Clock,
+                 labels: Callable[[FrameKey], Labels | None]) -> None:
         self.segment_dir = segment_dir
+        self.labels = labels
         self.detector = detector
         self.settings = settings
         self.timings = timings
@@ -190,7 +199,7 @@ class _OverlappedStages:
                 with self._lock:
                     self._keys[decoded.index] = frame.key
                 consumer.put(decoded.index, pool.submit(render_frame, decoded, frame.key, outcome, self.segment_dir,
-                                                        self.settings, self.timings))
+                                                        self.settings, self.timings, self.labels(frame.key)))
             else:
                 consumer.put(decoded.index, outcome)
 

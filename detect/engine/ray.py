@@ -99,6 +99,9 @@ def check_spec(spec: RunSpec) -> None:
     """What the Ray engine cannot do, refused before anything starts."""
     if spec.settings.animations and not spec.settings.write_frames:
         raise UsageError("--engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
+    if spec.settings.draw_labels:
+        raise UsageError("--gt draws labels with the local engine only; with --engine ray the labels are still "
+                         "written to ground_truth.parquet for `detect eval`: drop --gt")
     if spec.model.strategy != "none":
         raise UsageError("--strategy mirrored is for one machine; with --engine ray every GPU gets its own detector actor")
 
@@ -168,7 +171,7 @@ class _Job:
 
     def run(self, todo: list[SegmentSource]) -> dict[str, Any]:
         plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
-        pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local) for s in todo]
+        pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local, self.spec.settings.ground_truth) for s in todo]
         tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
         model = load_model(self.spec.model)  # while the cluster reads the keys; a bad model fails before any work
         self.facts = model.facts
@@ -192,8 +195,10 @@ class _Job:
         try:
             if isinstance(planned, str):
                 raise _PlanError(planned)
-            keys = SegmentKeys(source, *planned)
-            opened = SegmentLifecycle.open(keys, self.spec.out, self.spec.settings, self.facts, claims=self.claims)
+            names, index, note, labels = planned
+            keys = SegmentKeys(source, names, index, note)
+            opened = SegmentLifecycle.open(keys, self.spec.out, self.spec.settings, self.facts, claims=self.claims,
+                                           labels=labels)
         except Exception as error:  # this segment cannot start; the others go on
             self._failed(source, error_text(error))
             return None
@@ -285,7 +290,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
                      fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
         .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                      compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
-                     fn_constructor_kwargs={"model": facts["path"], "threshold": spec.model.threshold,
+                     fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
                                             "classes": spec.model.classes, "batch_size": batch_size})
         .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
                      fn_kwargs={"root": str(spec.out), "settings": render_settings})

@@ -37,6 +37,7 @@ from detect.model.detector import Detector
 from detect.model.inputs import DecodedImage, decode_error, decode_stream
 from detect.sinks import journal
 from detect.sinks.layout import segment_dir
+from detect.waymo.labels import SegmentLabels, read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 from detect.waymo.selection import FrameFilter
@@ -110,15 +111,18 @@ def tensorflow_on_cpu() -> None:
             pass
 
 
-def plan_segment(uri: str, path: str, fmt: str, local: bool) -> tuple[tuple[str, ...], Any, str | None] | str:
-    """Key columns of one segment (names, `KeyIndex`, ground-truth note), or a one-line error."""
+def plan_segment(uri: str, path: str, fmt: str, local: bool,
+                 ground_truth: str | None = None) -> tuple[tuple[str, ...], Any, str | None, SegmentLabels | None] | str:
+    """Key columns of one segment (names, `KeyIndex`, ground-truth note) and its labels, or a
+    one-line error. The labels are small; the driver writes them beside the detections."""
     if fmt == "v1":  # TFRecords are read with TensorFlow
         tensorflow_on_cpu()
     try:
         keys = read_keys(open_source(uri, path, fmt, local))
+        labels = read_labels(keys, ground_truth)
     except Exception as err:  # reported as this segment's failure; the others go on
         return error_text(err)
-    return keys.segment_names, keys.index, keys.labels
+    return keys.segment_names, keys.index, keys.labels, labels
 
 
 def read_frames(batch: Batch) -> Iterator[Batch]:

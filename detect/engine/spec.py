@@ -19,6 +19,9 @@ from detect.waymo.images import DEFAULT_MAX_PIXELS
 from detect.waymo.selection import FrameFilter
 
 Mode = Literal["new", "resume", "overwrite"]
+# Average precision needs the low-score boxes a drawing threshold cuts: the table keeps every box
+# down to this score. 0.05 is where COCO-style evaluations of SSD models stop gaining AP.
+DEFAULT_SCORE_FLOOR = 0.05
 EngineName = Literal["local", "ray"]
 ENGINES: tuple[EngineName, ...] = ("local", "ray")
 
@@ -44,6 +47,8 @@ class SegmentSettings:
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
+    draw_labels: bool = False  # Waymo's labels under the detections (`--gt`)
+    ground_truth: str | None = None  # where the labels are when not beside the input (`--gt PATH`)
     # Threads that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
     # on a GPU box the outputs are the work, so they scale with the cores.
     workers: int = dataclasses.field(default_factory=lambda: scaled_threads(2))
@@ -70,13 +75,14 @@ class SegmentSettings:
         return {
             "segment_context_name": segment,
             "model": model.get("path"),
-            "threshold": model.get("threshold"),
+            "score_floor": model.get("score_floor"),
             "classes": model.get("classes"),
             "input_size": list(self.input_size) if self.input_size else "native",
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
-            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("threshold", "classes", "palette")},
+            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
+            "draw_labels": self.draw_labels,
         }
 
 
@@ -85,7 +91,9 @@ class ModelSpec:
     """Which detector, and how to load it. `path` None means $DETECT_MODEL or models/ssd_mobilenet_v2/."""
 
     path: Path | None = None
-    threshold: float = 0.5
+    threshold: float = 0.5  # boxes drawn on the frames
+    # Boxes kept in detections.parquet (for evaluation, which needs low scores too); at most `threshold`.
+    score_floor: float = DEFAULT_SCORE_FLOOR
     classes: tuple[str, ...] | None = None
     strategy: str = "none"
     batch_size: int | None = None  # None: the detector's measured default

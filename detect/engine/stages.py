@@ -17,10 +17,11 @@ import numpy as np
 
 from detect.core.cameras import CameraName
 from detect.core.errors import error_text
-from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult
+from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult, Labels
 from detect.engine.spec import SegmentSettings
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections
+from detect.render.labels import draw_labels
 from detect.sinks.animations import AnimationFrame, prepare_animation_frame
 from detect.sinks.frames import write_frame
 from detect.waymo.readers import SegmentKeys
@@ -90,14 +91,17 @@ def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list
 
 
 def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
-                 settings: SegmentSettings, timings: StageTimings) -> Rendered:
-    """Worker: draw, write the frame, prepare the animation frame. Thread CPU time per step."""
+                 settings: SegmentSettings, timings: StageTimings, labels: Labels | None = None) -> Rendered:
+    """Worker: draw (the labels first, when asked), write the frame, prepare the animation frame.
+    Thread CPU time per step."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
     if not settings.needs_full_frames:
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
     t0 = time.thread_time()
+    if settings.draw_labels and labels is not None and len(labels):
+        draw_labels(decoded.full, labels, line_width=settings.style.line_width, in_place=True)
     annotated = draw_detections(decoded.full, detections, settings.style, in_place=True)  # the frame is ours
     t1 = time.thread_time()
     timings.add("draw", t1 - t0)

@@ -193,7 +193,7 @@ def draw_detections(
     if style.watermark:
         height, width = canvas.shape[:2]
         size = style.font_size or scaled_font_size(width, height)
-        _chip(canvas, (0, height, 0, height), style.watermark, WATERMARK_COLOR, size)
+        paint_chip(canvas, (0, height, 0, height), style.watermark, WATERMARK_COLOR, size)
     return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
 
 
@@ -235,7 +235,7 @@ def draw_boxes(
     for i in order:
         box, text = clipped[i], texts[i]
         if box is not None and text:
-            _chip(canvas, box, text, colors[i], size)
+            paint_chip(canvas, box, text, colors[i], size)
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:
@@ -276,8 +276,9 @@ def _rectangle(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB, l
                 region[start:start + dash, :] = color
 
 
-def _chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, color: RGB, size: int) -> None:
-    """A filled label chip above the box (or just inside its top), always inside the image."""
+def paint_chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, color: RGB, size: int) -> None:
+    """A filled label chip above the box (or just inside its top), always inside the image; draws
+    on `canvas` in place."""
     height, width = canvas.shape[:2]
     words = [_word_alpha(word, size) for word in text.split()]
     if not words:

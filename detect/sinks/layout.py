@@ -20,6 +20,7 @@ from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
 from detect.sinks.atomic import is_temp_path
 from detect.sinks.frames import FRAME_FORMATS, FRAMES_DIR
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.journal import JOURNAL as JOURNAL_FILE
 from detect.sinks.journal import SETTINGS as SETTINGS_FILE
 from detect.sinks.journal import STATE_DIR
@@ -30,7 +31,7 @@ LOCK_FILE = "lock"
 FRAME_SUFFIXES = tuple(f".{f}" for f in FRAME_FORMATS)
 # Top-level files a run writes (the animations' names are the cameras' and the mosaic's).
 _ANIMATION_STEMS = frozenset([c.name for c in CameraName] + ["mosaic"])
-_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE})
+_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE})
 
 
 def contained(root: Path, path: Path) -> Path:
