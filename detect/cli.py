@@ -29,6 +29,8 @@ from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.engine.tuning import keep_freed_memory
+from detect.evaluate.commands import export_coco, run_eval
+from detect.evaluate.outputs import table_lines
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
 from detect.sinks.animations import rebuild_all
@@ -133,6 +135,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-failed", action="store_true", help="run segments whose manifest records failures again")
     run.set_defaults(handler=_cmd_run)
 
+    evaluate = commands.add_parser(
+        "eval", help="how good the detections are against Waymo's labels",
+        description="COCO-style metrics per Waymo type (AP50, AP, AR100, AP by size; LEVEL_1 and LEVEL_2; per "
+        "camera; precision/recall/F1 at the drawing threshold) for one segment's results or a whole run (pooled). "
+        "Writes eval.json, matches.parquet and pr_curves.png into RESULTS.",
+    )
+    evaluate.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    _eval_options(evaluate)
+    evaluate.set_defaults(handler=_cmd_eval)
+
+    export = commands.add_parser("export", help="labels and detections for other tools",
+                                 description="Write the labels and the detections as COCO JSON (instances.json, "
+                                 "detections.json; image ids stable from Waymo's keys) so any COCO tool can check them.")
+    export.add_argument("format", choices=("coco",), help="coco")
+    export.add_argument("results", metavar="RESULTS", type=Path)
+    export.add_argument("--out", type=Path, help="where to write (default: RESULTS)")
+    _eval_options(export)
+    export.set_defaults(handler=_cmd_export)
+
     gif = commands.add_parser(
         "gif", help="rebuild animations from annotated frames on disk",
         description="Rebuild <CAMERA>.gif and mosaic.gif (and MP4s) for every segment under RESULTS_DIR.",
@@ -151,6 +172,16 @@ def _max_pixels(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pixels", type=_bounded_int(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE), default=DEFAULT_MAX_PIXELS,
                         metavar="N", help=f"skip images whose header claims more pixels, before decoding them "
                         f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
+
+
+def _eval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
+                        "ground_truth.parquet the run wrote")
+    parser.add_argument("--class-map", type=Path, metavar="FILE",
+                        help="JSON from model classes to Waymo types (default: car/truck/bus/motorcycle -> VEHICLE, "
+                        "person -> PEDESTRIAN, bicycle -> CYCLIST, stop sign -> SIGN)")
+    parser.add_argument("--quiet", action="store_true", help="no table")
+    _common(parser)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -244,6 +275,27 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for line in format_table(result.outcomes, result.seconds):
             print(line, file=out)
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
+
+
+def _cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    result = run_eval(args.results, gt=args.gt, class_map_path=args.class_map)
+    for note in result.notes:
+        print(f"detect: note: {note}", file=err)
+    if not args.quiet:
+        report = result.report
+        print(f"detect eval: {len(report['segments'])} segment(s), {report['images']} images, types "
+              f"{', '.join(report['types'])} ({report['class_map']['source']}; {report['library']['name']} "
+              f"{report['library']['version']})", file=out)
+        for line in table_lines(result.evaluation):
+            print(line, file=out)
+        print("wrote " + ", ".join(str(p) for p in result.written), file=out)
+    return EXIT_OK
+
+
+def _cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for path in export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map):
+        print(path, file=out)
+    return EXIT_OK
 
 
 def _cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -20,7 +20,7 @@ def test_importing_every_module_loads_neither_tensorflow_nor_ray():
     modules = [m for m in all_modules() if not m.startswith("detect.tools")]
     code = ("import importlib, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
-            "print(sorted(m for m in ('tensorflow', 'ray', 'matplotlib') if m in sys.modules))")
+            "print(sorted(m for m in ('tensorflow', 'ray', 'matplotlib.pyplot') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -38,4 +38,4 @@ def test_no_module_imports_itself_back_through_others():
 
 def test_the_layers_are_the_folders():
     layers = {m.split(".")[1] for m in all_modules() if m.count(".") >= 1}
-    assert {"core", "waymo", "model", "render", "sinks", "engine", "cli", "tools"} == layers
+    assert {"core", "waymo", "model", "render", "sinks", "engine", "evaluate", "cli", "tools"} == layers

@@ -154,3 +154,25 @@ def test_a_pb_that_is_not_a_detection_graph_is_one_line_and_exit_2(tiny_v2_path,
         assert main(["segment", str(tiny_v2_path), "--model", str(path), "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"detect: error: model {path}") and message in err and err.count("\n") == 1, err
+
+
+def test_pedestrian_ap_equals_the_library_on_the_exported_coco_json(real_frame_path, person_saved_model, tmp_path):
+    """`detect eval`'s PEDESTRIAN AP50 is what faster-coco-eval computes from `detect export coco`."""
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    out = tmp_path / "out"
+    assert main(["segment", str(real_frame_path), "--model", str(person_saved_model), "--out", str(out), "--quiet",
+                 "--no-gif", "--no-png"]) == 0
+    assert main(["eval", str(out), "--quiet"]) == 0
+    report = json.loads((out / "eval.json").read_text())
+    ours = next(r for r in report["levels"]["LEVEL_2"] if r["name"] == "PEDESTRIAN")
+    assert report["types"] == ["PEDESTRIAN"]  # the person model is evaluated on persons only
+    assert main(["export", "coco", str(out), "--out", str(tmp_path / "coco")]) == 0
+    truth = COCO(str(tmp_path / "coco" / "instances.json"))
+    detections = truth.loadRes(json.loads((tmp_path / "coco" / "detections.json").read_text()))
+    direct = COCOeval_faster(truth, detections, "bbox", print_function=lambda *a: None)
+    direct.evaluate()
+    direct.accumulate()
+    direct.summarize()
+    assert ours["ap50"] == pytest.approx(direct.stats[1], abs=1e-9) and ours["ap"] == pytest.approx(direct.stats[0], abs=1e-9)
+    assert ours["labels"] == 15 and ours["true_positives"] >= 3

@@ -276,6 +276,12 @@ def _rectangle(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB, l
                 region[start:start + dash, :] = color
 
 
+def chip_height(size: int) -> int:
+    """The height of a chip `paint_chip` draws with text of `size` pixels."""
+    text_h = _word_alpha("Ag", size).shape[0]
+    return text_h + 2 * max(1, math.ceil(text_h / 8))
+
+
 def paint_chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, color: RGB, size: int) -> None:
     """A filled label chip above the box (or just inside its top), always inside the image; draws
     on `canvas` in place."""

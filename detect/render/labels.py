@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from detect.core.records import Labels, WaymoType
-from detect.render.draw import RGB, draw_boxes, paint_chip, scaled_font_size, to_array
+from detect.render.draw import RGB, chip_height, draw_boxes, paint_chip, scaled_font_size, to_array
 
 # Colors no COCO class of the default palette uses for a box of its own at a glance: the labels
 # read as a separate layer. Legible on asphalt, sky and buildings.
@@ -47,7 +47,7 @@ def paint_legend(canvas: np.ndarray, types: list[int]) -> None:
     """One chip per type, stacked in the top-right corner ("label: PEDESTRIAN"), on `canvas` in place."""
     height, width = canvas.shape[:2]
     size = max(10, round(0.75 * scaled_font_size(width, height)))
-    step = round(1.5 * size)
+    step = chip_height(size)
     for row, waymo_type in enumerate(types):
         bottom = (row + 1) * step  # a chip sits just above its box's top edge
         paint_chip(canvas, (width, bottom, width, bottom), f"label: {type_name(waymo_type)}",

@@ -31,7 +31,9 @@ LOCK_FILE = "lock"
 FRAME_SUFFIXES = tuple(f".{f}" for f in FRAME_FORMATS)
 # Top-level files a run writes (the animations' names are the cameras' and the mosaic's).
 _ANIMATION_STEMS = frozenset([c.name for c in CameraName] + ["mosaic"])
-_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE})
+# `detect eval` writes its files into a segment directory it evaluates on its own; they describe
+# the old outputs, so --overwrite removes them too.
+_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE, "eval.json", "matches.parquet", "pr_curves.png"})
 
 
 def contained(root: Path, path: Path) -> Path:

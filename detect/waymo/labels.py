@@ -61,7 +61,7 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
     keeps them; None when there are none. A `gt` that cannot be read is an InputError."""
     segment = keys.segment_context_name
     if gt is not None:
-        return _from_camera_box(_camera_box_file(gt, segment), segment)
+        return labels_from_camera_box(gt, segment)
     if isinstance(keys.reader_keys, TFRecordKeys):
         if not keys.reader_keys.labels:
             return None
@@ -73,6 +73,11 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
         return None
     prefix = keys.source.uri[: len(keys.source.uri) - len(keys.source.path)] if "://" in keys.source.uri else ""
     return _from_camera_box(prefix + sibling, segment)
+
+
+def labels_from_camera_box(gt: str, segment: str) -> SegmentLabels:
+    """The segment's labels in `gt`: a camera_box file, or a folder holding the segment's one."""
+    return _from_camera_box(_camera_box_file(gt, segment), segment)
 
 
 def _camera_box_file(gt: str, segment: str) -> str:

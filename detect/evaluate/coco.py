@@ -1,0 +1,71 @@
+"""Labels and detections as COCO JSON: what the evaluation library reads, and what `detect export
+coco` writes so any COCO tool can check our numbers.
+
+Image ids are stable: the first 48 bits of the SHA-256 of `segment/timestamp/camera`, the same in
+every run and on every machine. Categories are Waymo's types. A LEVEL_1 evaluation marks LEVEL_2
+labels `iscrowd` (COCO's ignore mechanism: a detection on them is neither a hit nor a false
+positive); LEVEL_2 counts every label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
+from detect.evaluate.classmap import ClassMap
+from detect.evaluate.results import SegmentResults
+
+
+def image_id(key: FrameKey) -> int:
+    """A stable COCO image id from Waymo's key (48 bits: exact in JSON and in JavaScript)."""
+    text = f"{key.segment_context_name}/{key.frame_timestamp_micros}/{int(key.camera_name)}"
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:6], "big")
+
+
+def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> dict[str, Any]:
+    """The labels as a COCO `instances` dict (every processed image, labeled or not)."""
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    for segment in segments:
+        for key in sorted(segment.images, key=lambda k: k.order):
+            images.append({"id": image_id(key), "file_name": _file_name(key), "segment_context_name": key.segment_context_name,
+                           "frame_timestamp_micros": key.frame_timestamp_micros, "camera_name": int(key.camera_name)})
+            labels = segment.labels.get(key)
+            if labels is None:
+                continue
+            for box, waymo_type, difficulty, object_id in zip(labels.xyxy, labels.types, labels.difficulty,
+                                                              labels.object_ids, strict=True):
+                if int(waymo_type) not in types:
+                    continue
+                x0, y0, x1, y1 = (float(v) for v in box)
+                crowd = int(level == LEVEL_1 and int(difficulty) == LEVEL_2)
+                annotations.append({"id": len(annotations) + 1, "image_id": image_id(key), "category_id": int(waymo_type),
+                                    "bbox": [x0, y0, x1 - x0, y1 - y0], "area": (x1 - x0) * (y1 - y0), "iscrowd": crowd,
+                                    "difficulty": int(difficulty), "object_id": object_id})
+    return {"info": {"description": "Waymo camera labels exported by detect", "level": f"LEVEL_{level}"},
+            "images": images, "annotations": annotations, "categories": categories(types)}
+
+
+def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[dict[str, Any]]:
+    """The detections as a COCO results list, their classes mapped to Waymo types (unmapped dropped)."""
+    out = []
+    for segment in segments:
+        rows = segment.detections
+        for key, class_id, score, box in zip(rows.keys, rows.class_ids, rows.scores, rows.xyxy, strict=True):
+            waymo_type = class_map.waymo_type(int(class_id))
+            if waymo_type is None or waymo_type not in types or key not in segment.images:
+                continue
+            x0, y0, x1, y1 = (float(v) for v in box)
+            out.append({"image_id": image_id(key), "category_id": waymo_type, "bbox": [x0, y0, x1 - x0, y1 - y0],
+                        "score": float(score), "model_class_id": int(class_id)})
+    return out
+
+
+def categories(types: list[int]) -> list[dict[str, Any]]:
+    return [{"id": t, "name": WaymoType(t).name, "supercategory": "waymo"} for t in types]
+
+
+def _file_name(key: FrameKey) -> str:
+    return f"{key.segment_context_name}/frames/{key.camera_name.name}/{key.frame_timestamp_micros}.png"

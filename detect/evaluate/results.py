@@ -1,0 +1,118 @@
+"""What `detect eval` and `detect export` read: the segments of a results directory, each with its
+detections table, its labels and the facts of the run that made it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from detect.core.cameras import CameraName
+from detect.core.errors import InputError
+from detect.core.names import printable
+from detect.core.records import FrameKey, Labels
+from detect.sinks import journal
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.table import DETECTIONS_FILE
+from detect.waymo.labels import labels_from_camera_box
+from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DetectionRows:
+    """A detections table as arrays (one entry per box)."""
+
+    keys: list[FrameKey]
+    class_ids: np.ndarray
+    scores: np.ndarray
+    xyxy: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SegmentResults:
+    """One segment's outputs: where, what the run recorded, its boxes and its labels."""
+
+    directory: Path
+    name: str
+    manifest: dict[str, Any]
+    detections: DetectionRows
+    labels: Mapping[FrameKey, Labels]
+    images: frozenset[FrameKey]  # every image the run processed, labeled or not
+
+    @property
+    def threshold(self) -> float:
+        return float(self.manifest.get("settings", {}).get("draw", {}).get("threshold", 0.5))
+
+    @property
+    def model_classes(self) -> list[int] | None:
+        known = self.manifest.get("model", {}).get("knows_classes")
+        return [int(c) for c in known] if isinstance(known, list) else None
+
+
+def find_segments(results: Path) -> list[Path]:
+    """Segment directories at or under `results` (each with a manifest and a detections table)."""
+    results = Path(results)
+    if not results.is_dir():
+        raise InputError(f"{results}: no such results directory")
+    if (results / MANIFEST_FILE).is_file():
+        return [results]
+    found = sorted(p.parent for p in results.glob(f"*/{MANIFEST_FILE}") if (p.parent / DETECTIONS_FILE).is_file())
+    if not found:
+        raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE} with a {DETECTIONS_FILE})")
+    return found
+
+
+def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
+    """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
+    name = str(manifest.get("segment_context_name", directory.name))
+    detections = _read_detections(directory / DETECTIONS_FILE)
+    processed = _processed_images(directory, name, detections)
+    if gt is not None:
+        labels: Mapping[FrameKey, Labels] = labels_from_camera_box(gt, name).by_key
+    elif (directory / GROUND_TRUTH_FILE).is_file():
+        labels = read_ground_truth(directory / GROUND_TRUTH_FILE)
+    else:
+        labels = {}
+    return SegmentResults(directory, name, manifest, detections, labels, processed)
+
+
+def no_labels_message(results: Path, segments: list[SegmentResults]) -> str:
+    names = ", ".join(printable(s.name, 40) for s in segments[:3]) + ("..." if len(segments) > 3 else "")
+    return (f"{results}: no labels for {names} (no {GROUND_TRUTH_FILE}: the input had no camera_box file or "
+            f"camera_labels); name a camera_box file or folder with --gt PATH")
+
+
+def _read_detections(path: Path) -> DetectionRows:
+    columns = [SEGMENT, TIMESTAMP, CAMERA, "class_id", "score", "xmin", "ymin", "xmax", "ymax"]
+    try:
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(f"{path}: not a readable detections table ({str(err).splitlines()[0] if str(err) else err})") from None
+    data = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
+    keys = [FrameKey(str(s), int(t), CameraName(int(c))) for s, t, c in zip(data[SEGMENT], data[TIMESTAMP], data[CAMERA], strict=True)]
+    xyxy = np.stack([data[c].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1) if keys else np.zeros((0, 4), np.float32)
+    return DetectionRows(keys, data["class_id"].astype(np.int32), data["score"].astype(np.float32), xyxy)
+
+
+def _processed_images(directory: Path, name: str, detections: DetectionRows) -> frozenset[FrameKey]:
+    """The images the run finished: its journal knows them all, those without boxes too (without a
+    journal: the images with boxes or with labels in ground_truth.parquet)."""
+    done, _ = journal.load(directory, name)
+    images = set(done) | set(detections.keys)
+    if not done and (directory / GROUND_TRUTH_FILE).is_file():
+        images |= set(read_ground_truth(directory / GROUND_TRUTH_FILE))
+    return frozenset(images)

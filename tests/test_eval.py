@@ -1,0 +1,215 @@
+"""Ground truth on the frames and `detect eval` / `detect export coco`: numbers checked by hand on
+tiny synthetic results, and against the library run directly on the exported COCO JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from conftest import REAL_SEGMENT
+from PIL import Image
+
+from detect.cli import main
+from detect.core.cameras import CameraName
+from detect.core.errors import UsageError
+from detect.core.records import LEVEL_1, LEVEL_2, Detections, FrameKey, FrameResult, Labels, WaymoType
+from detect.evaluate.classmap import default_class_map, load_class_map
+from detect.evaluate.coco import image_id
+from detect.render.labels import TYPE_COLORS, draw_labels
+from detect.sinks import journal
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
+from detect.sinks.table import DETECTIONS_FILE, write_table
+
+SEGMENT = "seg_eval"
+T0 = 1_000_000
+PERSON, CAR, BICYCLE = 1, 3, 2
+
+
+def key(i: int = 0, camera: CameraName = CameraName.FRONT) -> FrameKey:
+    return FrameKey(SEGMENT, T0 + i * 100_000, camera)
+
+
+def labels(*rows: tuple[tuple[float, float, float, float], int, int]) -> Labels:
+    """(xyxy, Waymo type, difficulty) rows."""
+    return Labels(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows], [r[2] for r in rows],
+                  tuple(f"obj{i}" for i in range(len(rows))))
+
+
+def dets(*rows: tuple[tuple[float, float, float, float], float, int]) -> Detections:
+    """(xyxy, score, COCO class) rows, best first."""
+    rows = tuple(sorted(rows, key=lambda r: -r[1]))
+    return Detections(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows],
+                      [r[2] for r in rows], tuple(str(r[2]) for r in rows))
+
+
+def results_dir(tmp_path: Path, images: dict[FrameKey, tuple[Labels, Detections]], threshold: float = 0.5,
+                knows: list[int] | None = None, name: str = SEGMENT) -> Path:
+    """A segment's results as `detect segment` writes them (table, labels, journal, manifest)."""
+    directory = tmp_path / name
+    directory.mkdir(parents=True)
+    results = [FrameResult(k, 1920, 1280, d) for k, (_, d) in images.items()]
+    write_table(directory / DETECTIONS_FILE, results)
+    write_ground_truth(directory / GROUND_TRUTH_FILE, {k: lab for k, (lab, _) in images.items()}, images)
+    with journal.Journal(directory) as log:
+        for result in results:
+            log.append(result)
+    manifest = {"segment_context_name": name, "settings": {"draw": {"threshold": threshold}},
+                "model": {"knows_classes": knows if knows is not None else "COCO label map"}}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory
+
+
+def evaluation(directory: Path, *extra: str) -> dict:
+    assert main(["eval", str(directory), "--quiet", *extra]) == 0
+    return json.loads((directory / "eval.json").read_text())
+
+
+def row(report: dict, level: str, name: str) -> dict:
+    return next(r for r in report["levels"][level] if r["name"] == name)
+
+
+BOX_A, BOX_B, ELSEWHERE = (100, 100, 300, 500), (600, 100, 800, 500), (1200, 600, 1300, 800)
+
+
+def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
+    # Two pedestrians; detections: 0.9 on A (hit), 0.8 elsewhere (false positive), 0.7 on B (hit).
+    # PR points: (R 0.5, P 1), (0.5, 0.5), (1, 0.667). COCO's 101-point interpolated AP:
+    # recall 0..0.50 (51 points) at precision 1, 0.51..1.00 (50 points) at 2/3.
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
+                                               dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, PERSON), (BOX_B, 0.7, PERSON)))},
+                            threshold=0.75)
+    report = evaluation(directory)
+    pedestrian = row(report, "LEVEL_2", "PEDESTRIAN")
+    assert pedestrian["ap50"] == pytest.approx((51 * 1 + 50 * 2 / 3) / 101, abs=1e-6)
+    assert (pedestrian["labels"], pedestrian["detections"]) == (2, 2)  # two detections at or above 0.75
+    assert pedestrian["precision"] == 0.5 and pedestrian["recall"] == 0.5 and pedestrian["f1"] == 0.5
+    assert report["types"] == ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]  # a COCO model: every mapped type
+    assert row(report, "LEVEL_2", "VEHICLE")["ap50"] is None  # no vehicle labels: no number, not zero
+    assert row(report, "LEVEL_2", "ALL")["ap50"] == pedestrian["ap50"]  # the mean over types that have labels
+    matches = pq.read_table(directory / "matches.parquet").to_pylist()
+    assert sorted((m["kind"], m["score"] and round(m["score"], 1), m["matched"]) for m in matches) == [
+        ("detection", 0.7, True), ("detection", 0.8, False), ("detection", 0.9, True), ("label", 0.7, True),
+        ("label", 0.9, True)]
+    assert (directory / "pr_curves.png").stat().st_size > 10_000
+
+
+def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, LEVEL_1), (BOX_B, 2, LEVEL_2)),
+                                               dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON)))})
+    report = evaluation(directory)
+    level1, level2 = row(report, "LEVEL_1", "PEDESTRIAN"), row(report, "LEVEL_2", "PEDESTRIAN")
+    assert (level1["labels"], level1["true_positives"], level1["false_positives"]) == (1, 1, 0)  # B: neither
+    assert (level2["labels"], level2["true_positives"], level2["false_positives"]) == (2, 2, 0)
+    assert level1["ap50"] == pytest.approx(1.0) and level2["ap50"] == pytest.approx(1.0)
+
+
+def test_the_class_map_decides_what_counts_and_can_be_replaced(tmp_path):
+    cyclist = (BOX_A, WaymoType.CYCLIST, 1)
+    directory = results_dir(tmp_path, {key(): (labels(cyclist), dets((BOX_A, 0.9, PERSON)))})
+    assert row(evaluation(directory), "LEVEL_2", "CYCLIST")["true_positives"] == 0  # person -> PEDESTRIAN
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"person": "CYCLIST", "2": 4}))
+    report = evaluation(directory, "--class-map", str(mapping))
+    assert report["class_map"] == {"source": str(mapping), "map": {"bicycle": "CYCLIST", "person": "CYCLIST"}}
+    assert report["types"] == ["CYCLIST"] and row(report, "LEVEL_2", "CYCLIST")["true_positives"] == 1
+
+
+def test_the_default_map_and_a_person_only_model():
+    classes = default_class_map()
+    assert {name: kind for name, kind in classes.to_json()["map"].items()} == {
+        "person": "PEDESTRIAN", "bicycle": "CYCLIST", "car": "VEHICLE", "motorcycle": "VEHICLE", "bus": "VEHICLE",
+        "truck": "VEHICLE", "stop sign": "SIGN"}
+    assert classes.types_for([PERSON]) == [WaymoType.PEDESTRIAN]
+    assert classes.waymo_type(7) is None  # train: not a Waymo vehicle
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "not JSON"),
+    ("[1]", "expected a JSON object from model classes to Waymo types"),
+    ('{"unicorn": "VEHICLE"}', "unknown COCO class 'unicorn'"),
+    ('{"car": "TRAIN"}', "'car' maps to 'TRAIN'; expected one of VEHICLE, PEDESTRIAN, SIGN, CYCLIST (or 1-4)"),
+])
+def test_a_bad_class_map_is_one_line(content, message, tmp_path):
+    path = tmp_path / "map.json"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=f"^--class-map {path}: .*") as refused:
+        load_class_map(path)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_results_without_labels_are_one_line_and_exit_2(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    directory = results_dir(tmp_path, {key(): (Labels.empty(), dets((BOX_A, 0.9, PERSON)))})
+    (directory / GROUND_TRUTH_FILE).unlink()
+    assert main(["eval", str(directory)]) == 2
+    assert capsys.readouterr().err == (
+        f"detect: error: {directory}: no labels for {SEGMENT} (no ground_truth.parquet: the input had no camera_box "
+        f"file or camera_labels); name a camera_box file or folder with --gt PATH\n")
+
+
+def test_a_run_pools_the_matches_of_its_segments(tmp_path):
+    # Each segment alone: one hit and one miss. Pooled, 0.9 hit > 0.8 miss > 0.7 hit > 0.6 miss.
+    run = tmp_path / "run"
+    results_dir(run, {FrameKey("a", T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
+                                                            dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.6, PERSON)))}, name="a")
+    results_dir(run, {FrameKey("b", T0, CameraName.FRONT): (labels((BOX_B, 2, 1)),
+                                                            dets((BOX_B, 0.7, PERSON), (ELSEWHERE, 0.8, PERSON)))}, name="b")
+    report = evaluation(run)
+    assert report["segments"] == ["a", "b"] and report["images"] == 2
+    pedestrian = row(report, "LEVEL_2", "PEDESTRIAN")
+    assert pedestrian["ap50"] == pytest.approx((51 * 1 + 50 * 2 / 3) / 101, abs=1e-6)  # pooled, not averaged (1.0)
+    assert set(report["cameras_level_2"]) == {"FRONT"}
+
+
+def test_export_coco_writes_stable_ids_the_library_reads(tmp_path):
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (BOX_B, 0.3, CAR)))})
+    assert main(["export", "coco", str(directory), "--out", str(tmp_path / "coco")]) == 0
+    instances = json.loads((tmp_path / "coco" / "instances.json").read_text())
+    detections = json.loads((tmp_path / "coco" / "detections.json").read_text())
+    assert [i["id"] for i in instances["images"]] == [image_id(key())] and image_id(key()) == image_id(key())
+    assert instances["annotations"][0]["bbox"] == [100.0, 100.0, 200.0, 400.0]
+    assert sorted((d["category_id"], d["score"]) for d in detections) == [(1, pytest.approx(0.3)), (2, pytest.approx(0.9))]
+
+
+def test_labels_are_drawn_dashed_in_their_type_color_with_a_legend():
+    image = np.zeros((400, 600, 3), np.uint8)
+    drawn = draw_labels(image, labels(((100, 100, 300, 300), WaymoType.PEDESTRIAN, 1)), line_width=3)
+    assert image.sum() == 0  # a copy: the input is untouched
+    top_edge = drawn[100, 100:300]
+    colored = np.all(top_edge == TYPE_COLORS[WaymoType.PEDESTRIAN], axis=1)
+    assert 0.3 < colored.mean() < 0.8  # dashed: part of the edge, not all of it
+    assert tuple(drawn[5, 595]) == TYPE_COLORS[WaymoType.PEDESTRIAN]  # the legend chip, top right
+    with pytest.raises(TypeError, match="^labels must be a Labels, got list$"):
+        draw_labels(image, [])
+
+
+def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub_dynamic_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["segment", str(real_frame_path), "--out", str(out), "--model", str(stub_dynamic_dir), "--gt",
+                 "--no-gif", "--quiet"]) == 0
+    directory = out / REAL_SEGMENT
+    table = pq.read_table(directory / GROUND_TRUTH_FILE)
+    assert table.num_rows == 66 and set(table.column("type").to_pylist()) == {1, 2, 4}
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["input"]["labels"] == 66 and manifest["settings"]["draw_labels"] is True
+    with Image.open(directory / "frames" / "FRONT" / "1553735853462203.png") as png:
+        corner = np.asarray(png)[:60, -40:]
+    assert np.all(corner == TYPE_COLORS[WaymoType.VEHICLE], axis=2).any()  # the legend's first chip
+    assert main(["eval", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "PEDESTRIAN LEVEL_2       15" in printed and "VEHICLE    LEVEL_2       50" in printed
+
+
+def test_gt_without_labels_is_refused_and_ray_cannot_draw_them(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    source = tmp_path / "in" / "camera_image" / tiny_v2_path.name
+    source.parent.mkdir(parents=True)
+    source.write_bytes(tiny_v2_path.read_bytes())  # no camera_box beside it
+    assert main(["segment", str(source), "--out", str(tmp_path / "out"), "--model", str(stub_dynamic_dir), "--gt"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"detect: error: {source}: --gt asks for labels, but none were found (no camera_box file beside a v2 file, no "
+        f"camera_labels in a v1 file); name them with --gt PATH")
+    assert main(["run", str(source), "--out", str(tmp_path / "ray"), "--model", str(stub_dynamic_dir), "--gt",
+                 "--engine", "ray"]) == 2
+    assert "--gt draws labels with the local engine only" in capsys.readouterr().err
