@@ -33,6 +33,7 @@ from detect.evaluate.commands import export_coco, run_eval
 from detect.evaluate.outputs import table_lines
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
+from detect.report.build import build_reports
 from detect.sinks.animations import rebuild_all
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 from detect.waymo.info import format_info, segment_info
@@ -154,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_options(export)
     export.set_defaults(handler=_cmd_export)
 
+    report = commands.add_parser(
+        "report", help="web pages of the results",
+        description="Write report.html in each segment directory (animations, detections over time, scores, counts, "
+        "run facts, failed frames, evaluation) and index.html at the top of a run directory. Relative links only: "
+        "copy, zip or serve the directory as it is.")
+    report.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    _common(report)
+    report.set_defaults(handler=_cmd_report)
+
     gif = commands.add_parser(
         "gif", help="rebuild animations from annotated frames on disk",
         description="Rebuild <CAMERA>.gif and mosaic.gif (and MP4s) for every segment under RESULTS_DIR.",
@@ -227,6 +237,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    parser.add_argument("--report", action="store_true", help="also write report.html (and index.html for a run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     _common(parser)
 
@@ -247,6 +258,8 @@ def _cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
+    if args.report:
+        build_reports(report.segment_dir)
     if not args.quiet:
         print(summary_line(report, model.kind, model_label(model.facts)), file=out)
         for line in failure_lines(report):
@@ -269,6 +282,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         engine = LocalEngine()
     result = run_many(spec, engine, reporter)
+    if args.report:
+        build_reports(spec.out)
     if not args.quiet:
         if result.model is not None:
             print(model_label(result.model), file=out)
@@ -294,6 +309,12 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map):
+        print(path, file=out)
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for path in build_reports(args.results):
         print(path, file=out)
     return EXIT_OK
 

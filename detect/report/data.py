@@ -1,0 +1,105 @@
+"""What a report shows, read from a segment's output directory and summarized with pandas."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from detect.core.cameras import CameraName
+from detect.core.errors import InputError
+from detect.sinks.frames import FRAMES_DIR, list_frames
+from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.table import DETECTIONS_FILE
+from detect.waymo.schema import CAMERA, TIMESTAMP
+
+EVAL_FILE = "eval.json"
+MOSAIC = "mosaic"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SegmentData:
+    """One segment's outputs, as the report needs them."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
+    threshold: float
+    evaluation: dict[str, Any] | None
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("segment_context_name", self.directory.name))
+
+    def animation(self, name: str) -> str | None:
+        """`<name>.mp4` when it exists (a browser plays it), else `<name>.gif`, else None."""
+        for suffix in ("mp4", "gif"):
+            if (self.directory / f"{name}.{suffix}").is_file():
+                return f"{name}.{suffix}"
+        return None
+
+    @property
+    def cameras(self) -> list[str]:
+        return [c.name for c in CameraName if c.name in set(self.detections["camera"]) or self.animation(c.name)]
+
+    @property
+    def drawn(self) -> pd.DataFrame:
+        return self.detections[self.detections["score"] >= self.threshold]
+
+    def counts(self) -> pd.DataFrame:
+        """Drawn boxes per camera (rows) and class (columns), with totals."""
+        drawn = self.drawn
+        if drawn.empty:
+            return pd.DataFrame()
+        table = pd.crosstab(drawn["camera"], drawn["label"], margins=True, margins_name="all")
+        order = [c.name for c in CameraName if c.name in table.index] + ["all"]
+        return table.reindex(order)
+
+    def busiest_frames(self, count: int) -> list[tuple[str, int, int, Path]]:
+        """(camera, timestamp, drawn boxes, frame path) of the frames with the most drawn boxes."""
+        frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(self.directory)}
+        if not frames:
+            return []
+        per_frame = self.drawn.groupby(["camera", "timestamp"]).size().sort_values(ascending=False, kind="stable")
+        chosen = [(camera, int(ts), int(n), frames[(camera, int(ts))]) for (camera, ts), n in per_frame.items()
+                  if (camera, int(ts)) in frames][:count]
+        return chosen
+
+
+def load(directory: Path) -> SegmentData:
+    """A segment's outputs; a directory without a manifest is refused with one line."""
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest ({err})") from None
+    detections = _detections(directory / DETECTIONS_FILE)
+    threshold = float(manifest.get("settings", {}).get("draw", {}).get("threshold", 0.5))
+    evaluation = None
+    if (directory / EVAL_FILE).is_file():
+        try:
+            evaluation = json.loads((directory / EVAL_FILE).read_text())
+        except (OSError, ValueError):
+            evaluation = None
+    return SegmentData(directory, manifest, detections, threshold, evaluation)
+
+
+def has_frames(directory: Path) -> bool:
+    return (directory / FRAMES_DIR).is_dir()
+
+
+def _detections(path: Path) -> pd.DataFrame:
+    columns = ["camera", "timestamp", "label", "score"]
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    table = pq.read_table(path, columns=[TIMESTAMP, CAMERA, "label", "score"]).to_pandas()
+    frame = pd.DataFrame({
+        "camera": [CameraName(int(c)).name for c in table[CAMERA]],
+        "timestamp": table[TIMESTAMP].astype("int64"),
+        "label": table["label"].astype(str),
+        "score": table["score"].astype(float),
+    })
+    return frame[columns]

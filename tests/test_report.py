@@ -1,0 +1,173 @@
+"""`detect report`: static pages whose links all resolve, whose numbers are the run's, and that a
+real browser renders (video plays, plots load)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import REAL_SEGMENT, TINY_SEGMENT
+
+from detect.cli import main
+from detect.report.pages import index_page
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+class Page(HTMLParser):
+    """Links, image and video sources, headings and table cells of a page."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.headings: list[str] = []
+        self.cells: list[str] = []
+        self.tags: list[str] = []
+        self._capture: str | None = None
+        self.feed(path.read_text())
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        values = dict(attrs)
+        for name in ("href", "src"):
+            if values.get(name):
+                self.links.append(values[name])
+        if tag in ("h2", "td", "th"):
+            self._capture = tag
+            self._text = ""
+
+    def handle_data(self, data):
+        if self._capture:
+            self._text += data
+
+    def handle_endtag(self, tag):
+        if tag == self._capture:
+            (self.headings if tag == "h2" else self.cells).append(self._text.strip())
+            self._capture = None
+
+
+def assert_links_resolve(page_path: Path, page: Page) -> None:
+    for link in page.links:
+        assert "://" not in link and not link.startswith("/"), link  # relative links only
+        assert (page_path.parent / link).is_file(), link
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, real_frame_path, tiny_v2_path, stub_dynamic_dir) -> Path:
+    folder = tmp_path_factory.mktemp("report_in")
+    shutil.copy(real_frame_path, folder / "real.tfrecord")
+    shutil.copytree(tiny_v2_path.parents[1], folder / "tiny")
+    (folder / "broken.parquet").write_bytes(b"nope")
+    out = tmp_path_factory.mktemp("report_out")
+    assert main(["run", str(folder / "real.tfrecord"), str(folder / "tiny" / "camera_image"), str(folder / "broken.parquet"),
+                 "--out", str(out), "--model", str(stub_dynamic_dir), "--mp4", "--quiet", "--report"]) == 1
+    assert main(["eval", str(out / REAL_SEGMENT), "--quiet"]) == 0
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
+    page_path = run_dir / REAL_SEGMENT / "report.html"
+    page = Page(page_path)
+    assert_links_resolve(page_path, page)
+    assert page.headings[:3] == ["All cameras", "Each camera", "Detections over time"]
+    assert {"Scores", "Boxes drawn, per camera and class", "Frames with the most boxes", "Against Waymo's labels",
+            "Time", "Versions"} <= set(page.headings)
+    assert "video" in page.tags and "mosaic.mp4" in page.links
+    manifest = json.loads((run_dir / REAL_SEGMENT / "manifest.json").read_text())
+    table = pq.read_table(run_dir / REAL_SEGMENT / "detections.parquet").to_pylist()
+    drawn = [r for r in table if r["score"] >= 0.5]
+    width = 2 + len({r["label"] for r in drawn})  # camera, one column per class, all
+    height = 2 + len({r["key.camera_name"] for r in drawn})  # header, one row per camera, all
+    start = page.cells.index("camera")
+    counts = page.cells[start:start + width * height]
+    assert counts[-width] == "all" and counts[-1] == str(len(drawn))  # the bottom-right total of the counts table
+    assert f"{manifest['counts']['images_processed']} processed, 0 failed" in page.cells
+    evaluation = json.loads((run_dir / REAL_SEGMENT / "eval.json").read_text())
+    pedestrian = next(r for r in evaluation["levels"]["LEVEL_2"] if r["name"] == "PEDESTRIAN")
+    assert f"{pedestrian['ap50']:.3f}" in page.cells
+
+
+def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
+    page_path = run_dir / "index.html"
+    page = Page(page_path)
+    assert_links_resolve(page_path, page)
+    assert f"{REAL_SEGMENT}/report.html" in page.links and f"{TINY_SEGMENT}/report.html" in page.links
+    for segment in (REAL_SEGMENT, TINY_SEGMENT):
+        manifest = json.loads((run_dir / segment / "manifest.json").read_text())
+        row = page.cells[page.cells.index(segment):][:5]
+        assert row == [segment, "complete", str(manifest["counts"]["images_processed"]), "0",
+                       str(manifest["counts"]["detections"])]
+    assert "Inputs that failed (1)" in page.headings
+    assert "sortable" in page_path.read_text() and "<script>" in page_path.read_text()
+
+
+def test_sections_without_their_files_are_left_out(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path), "--model", str(stub_dynamic_dir), "--quiet",
+                 "--no-png", "--no-gif", "--report"]) == 0
+    page_path = tmp_path / TINY_SEGMENT / "report.html"
+    page = Page(page_path)
+    assert_links_resolve(page_path, page)
+    assert not {"All cameras", "Each camera", "Frames with the most boxes", "Against Waymo's labels"} & set(page.headings)
+    assert "video" not in page.tags and "Scores" in page.headings
+    assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path / "gif"), "--model", str(stub_dynamic_dir),
+                 "--quiet", "--report"]) == 0
+    gif_page = Page(tmp_path / "gif" / TINY_SEGMENT / "report.html")
+    assert "mosaic.gif" in gif_page.links and "video" not in gif_page.tags  # no MP4: the GIF
+
+
+def test_an_index_of_a_thousand_segments_builds_in_seconds(tmp_path):
+    manifests = []
+    for n in range(1000):
+        directory = tmp_path / f"{n:019d}_0000_000_0000_000"
+        directory.mkdir()
+        manifest = {"segment_context_name": directory.name, "status": "complete",
+                    "counts": {"images_processed": 1000, "detections": 5000, "images_failed": 0,
+                               "detections_by_label": {"car": 4000, "person": 1000}},
+                    "timings": {"images_per_second": 10.0}}
+        (directory / "manifest.json").write_text(json.dumps(manifest))
+        manifests.append((directory, manifest))
+    started = time.perf_counter()
+    page = index_page(tmp_path, manifests, None)
+    seconds = time.perf_counter() - started
+    assert Page(page).cells.count("complete") == 1000
+    assert page.stat().st_size < 1_000_000 and seconds < 30  # a generous bound: the point is no per-frame work
+
+
+def test_report_of_a_missing_directory_is_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == f"detect: error: {tmp_path / 'nope'}: no such results directory\n"
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.goto((run_dir / REAL_SEGMENT / "report.html").as_uri())
+            duration = page.evaluate("""() => new Promise((resolve) => {
+                const video = document.querySelector("video");
+                if (video.readyState >= 1) { resolve(video.duration); return; }
+                video.addEventListener("loadedmetadata", () => resolve(video.duration));
+                video.addEventListener("error", () => resolve(-1));
+                video.load();
+            })""")
+            assert duration > 0
+            sizes = page.evaluate("""async () => {
+                const images = Array.from(document.images);
+                images.forEach((img) => { img.loading = "eager"; });
+                await Promise.all(images.map((img) => img.decode().catch(() => null)));
+                return images.map((img) => [img.getAttribute("src"), img.naturalWidth]);
+            }""")
+            assert sizes and all(width > 0 for _, width in sizes), sizes
+        finally:
+            browser.close()
