@@ -209,3 +209,17 @@ def test_detections_say_what_is_wrong(kwargs, message):
               "labels": ("person",)} | kwargs
     with pytest.raises(ValueError, match=f"^{message}$"):
         Detections(**fields)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"xyxy": np.zeros((1, 5))}, r"label xyxy must have shape \(N, 4\), got \(1, 5\)"),
+    ({"types": [1, 2]}, r"label types must have shape \(1,\), got \(2,\)"),
+    ({"difficulty": []}, r"label difficulty must have shape \(1,\), got \(0,\)"),
+    ({"object_ids": ()}, r"label object_ids must have 1 entries, got 0"),
+])
+def test_labels_say_what_is_wrong(kwargs, message):
+    from detect.core.records import Labels
+
+    fields = {"xyxy": np.zeros((1, 4)), "types": [2], "difficulty": [1], "object_ids": ("a",)} | kwargs
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        Labels(**fields)

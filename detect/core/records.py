@@ -11,6 +11,16 @@ from detect.core.cameras import CameraName
 from detect.core.names import printable
 
 
+def boxes_array(values: object, name: str) -> np.ndarray:
+    """float32 `[N, 4]` boxes (an empty input is `[0, 4]`), or a ValueError naming `name`."""
+    xyxy = np.asarray(values, dtype=np.float32)
+    if xyxy.size == 0:
+        xyxy = xyxy.reshape(0, 4)
+    if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+        raise ValueError(f"{name} must have shape (N, 4), got {xyxy.shape}")
+    return xyxy
+
+
 @dataclasses.dataclass(frozen=True)
 class FrameKey:
     """Identifies one camera image exactly as Waymo's `key.*` columns do."""
@@ -64,11 +74,7 @@ class Detections:
     def __post_init__(self) -> None:
         if self.invalid < 0:
             raise ValueError(f"invalid must be >= 0, got {self.invalid}")
-        xyxy = np.asarray(self.xyxy, dtype=np.float32)
-        if xyxy.size == 0:
-            xyxy = xyxy.reshape(0, 4)
-        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
-            raise ValueError(f"xyxy must have shape (N, 4), got {xyxy.shape}")
+        xyxy = boxes_array(self.xyxy, "xyxy")
         n = xyxy.shape[0]
         scores = np.asarray(self.scores, dtype=np.float32).reshape(-1)
         class_ids = np.asarray(self.class_ids).reshape(-1)
@@ -163,11 +169,7 @@ class Labels:
     object_ids: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        xyxy = np.asarray(self.xyxy, dtype=np.float32)
-        if xyxy.size == 0:
-            xyxy = xyxy.reshape(0, 4)
-        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
-            raise ValueError(f"label xyxy must have shape (N, 4), got {xyxy.shape}")
+        xyxy = boxes_array(self.xyxy, "label xyxy")
         n = xyxy.shape[0]
         types = np.asarray(self.types).reshape(-1).astype(np.int8)
         difficulty = np.asarray(self.difficulty).reshape(-1).astype(np.int8)
