@@ -1,0 +1,1 @@
+"""Files: frames, animations, tables, journal, manifest, and the segment directory's rules."""
