@@ -68,7 +68,8 @@ NAMES = st.one_of(
     st.text(ANY_CHAR, min_size=100, max_size=1000),
     st.lists(FRAGMENTS, max_size=12).map("".join),
 )
-SAFE_NAMES = st.from_regex(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME_CHARS - 1}}}", fullmatch=True)
+SAFE_NAMES = st.from_regex(rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{MAX_NAME_CHARS - 1}}}", fullmatch=True).filter(
+    lambda name: name.casefold() not in ("frames", "report"))
 
 
 # Names a Parquet string column or a proto string can hold: valid UTF-8, so no lone surrogates.

@@ -120,7 +120,7 @@ def test_overwrite_refuses_a_directory_detect_did_not_write(stub_dynamic_dir, tm
     assert "exists but was not written by detect; refusing to resume into it" in capsys.readouterr().err
 
 
-def test_overwrite_deletes_only_what_detect_wrote_and_never_follows_symlinks(stub_dynamic_dir, tmp_path):
+def test_overwrite_deletes_only_what_detect_wrote_and_refuses_symlinks(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     out = tmp_path / "out"
     assert segment([source, "--out", out], stub_dynamic_dir) == 0
@@ -129,9 +129,11 @@ def test_overwrite_deletes_only_what_detect_wrote_and_never_follows_symlinks(stu
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "1.png").write_text("not ours")
-    (directory / "frames" / "SIDE_LEFT").symlink_to(outside)  # a camera directory that leads out
     assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
     assert (directory / "notes.txt").read_text() == "mine"
+    assert (directory / "frames" / "FRONT" / f"{T0}.png").is_file()
+    (directory / "frames" / "SIDE_LEFT").symlink_to(outside)  # a camera directory that leads out
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 2  # refused, nothing deleted
     assert (outside / "1.png").read_text() == "not ours"
     assert (directory / "frames" / "FRONT" / f"{T0}.png").is_file()
 
@@ -477,3 +479,46 @@ def test_detect_gif_never_follows_a_symlink_out_of_the_results(stub_dynamic_dir,
     assert main(["gif", str(out)]) == 0
     assert sorted(p.name for p in outside.rglob("*")) == sorted(["FRONT", f"{T0}.png", "frames"])
     assert (out / "seg_a" / "FRONT.gif").is_file()
+
+
+@pytest.mark.parametrize("name", ["run.json", "index.html", "frames", "Report", "a.b"])
+def test_names_of_the_tools_own_files_and_folders_are_renamed(name):
+    assert segment_dir_name(name).startswith("renamed-")
+
+
+def test_a_symlink_inside_a_segment_directory_is_refused(stub_dynamic_dir, tmp_path, capsys):
+    source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
+    out = tmp_path / "out"
+    assert segment([source, "--out", out], stub_dynamic_dir) == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "lock").write_text("precious")
+    shutil_state = out / "seg_a" / ".detect"
+    for item in shutil_state.iterdir():
+        item.unlink()
+    shutil_state.rmdir()
+    shutil_state.symlink_to(outside)
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 2
+    assert capsys.readouterr().err == (f"detect: error: {shutil_state} is a symlink: detect writes only real folders and "
+                                       f"files under --out; remove it or choose another --out\n")
+    assert (outside / "lock").read_text() == "precious"
+
+
+def test_overwrite_keeps_a_users_hidden_tmp_files(stub_dynamic_dir, tmp_path):
+    source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
+    out = tmp_path / "out"
+    assert segment([source, "--out", out], stub_dynamic_dir) == 0
+    (out / "seg_a" / ".notes.tmp").write_text("mine")
+    (out / "seg_a" / ".FRONT.1a2b3c4d.tmp.gif").write_text("ours, half-written")
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
+    assert (out / "seg_a" / ".notes.tmp").read_text() == "mine"
+    assert not (out / "seg_a" / ".FRONT.1a2b3c4d.tmp.gif").exists()
+
+
+def test_names_that_differ_only_in_case_never_share_a_folder(stub_dynamic_dir, tmp_path):
+    write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("Seg_A", jpeg()))
+    write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_a", jpeg()))
+    assert run([tmp_path / "in", "--out", tmp_path / "out"], stub_dynamic_dir) == 1
+    entries = {Path(e["path"]).name: e for e in json.loads((tmp_path / "out" / "run.json").read_text())["segments"]}
+    assert entries["a.parquet"]["status"] == "done" and entries["b.parquet"]["status"] == "failed"
+    assert "also comes from" in entries["b.parquet"]["error"]

@@ -171,3 +171,14 @@ def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
             assert sizes and all(width > 0 for _, width in sizes), sizes
         finally:
             browser.close()
+
+
+def test_the_index_escapes_what_manifests_hold(tmp_path):
+    directory = tmp_path / "seg"
+    directory.mkdir()
+    manifest = {"segment_context_name": "<b>seg</b>", "status": "<i>x</i>",
+                "counts": {"images_processed": "<img src=x onerror=alert(1)>", "detections_by_label": {"<s>car</s>": 1}}}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    html = index_page(tmp_path, [(directory, manifest)], None).read_text()
+    assert "<img src=x" not in html and "<b>seg</b>" not in html and "<s>car</s>" not in html and "<i>x</i>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html

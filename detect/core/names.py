@@ -4,8 +4,11 @@ A segment name (`key.segment_context_name` in v2, `context.name` in v1) comes fr
 can be anything: `..`, an absolute path, 10,000 bytes, a newline. It becomes a path only through
 `segment_dir_name`:
 
-- a name of 1-128 characters from `A-Z a-z 0-9 _ . -` that starts with a letter or a digit (all of
-  Waymo's names, `^[0-9]+_[0-9]+_[0-9]+_[0-9]+_[0-9]+$`, and most people's own) is used as it is;
+- a name of 1-128 characters from `A-Z a-z 0-9 _ -` that starts with a letter or a digit (all of
+  Waymo's names, `^[0-9]+_[0-9]+_[0-9]+_[0-9]+_[0-9]+$`, and most people's own) is used as it is,
+  unless it is a name the tool gives a folder of its own (`frames`, `report`, any case); no dot,
+  so no segment can take the name of a file a run writes beside the segments (`run.json`,
+  `index.html`, `eval.json`...);
 - any other name maps to `renamed-<readable part>-<16 hex digits of its SHA-256>`: safe, stable
   across runs, and different for different names.
 
@@ -19,7 +22,9 @@ import hashlib
 import re
 
 MAX_NAME_CHARS = 128
-_SAFE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME_CHARS - 1}}}")
+_SAFE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{MAX_NAME_CHARS - 1}}}")
+# Folders the tool itself makes inside or beside segment directories.
+RESERVED = frozenset({"frames", "report"})
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_-]+")
 _READABLE_CHARS = 40
 _DIGEST_CHARS = 16
@@ -28,7 +33,7 @@ RENAMED_PREFIX = "renamed-"
 
 def is_safe_name(name: str) -> bool:
     """True when `name` is used as its own directory name."""
-    return _SAFE.fullmatch(name) is not None
+    return _SAFE.fullmatch(name) is not None and name.casefold() not in RESERVED
 
 
 def segment_dir_name(segment_context_name: str) -> str:

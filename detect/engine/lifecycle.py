@@ -65,7 +65,7 @@ def claim_directory(claims: dict[str, str] | None, segment: str, uri: str) -> No
     if claims is None:
         return
     name = segment_dir_name(segment)
-    owner = claims.setdefault(name, uri)
+    owner = claims.setdefault(name.casefold(), uri)  # `Abc` and `abc` share a folder on case-blind disks
     if owner != uri:
         raise InputError(f"{uri}: segment {printable(segment)} also comes from {owner} in this run; "
                          f"both would write {name}/: run them one at a time")

@@ -96,7 +96,7 @@ def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
         if before is not None:
             outcomes[source.uri] = before
             if before.segment_context_name:
-                claims.setdefault(segment_dir_name(before.segment_context_name), source.uri)
+                claims.setdefault(segment_dir_name(before.segment_context_name).casefold(), source.uri)
 
     def record(outcome: SegmentOutcome) -> None:
         outcomes[outcome.path] = outcome

@@ -81,8 +81,7 @@ def evaluate(segments: Sequence[SegmentResults], class_map: ClassMap, types: lis
     matches: list[Match] = []
     for level in (LEVEL_1, LEVEL_2):
         gt_coco, dt_coco = _coco_pair(coco.ground_truth(segments, types, level), dts)
-        run = _run(gt_coco, dt_coco, types)
-        run.math_matches()
+        run = _run(gt_coco, dt_coco, types)  # extra_calc: accumulate() sets the match flags (tp, gt_id...)
         levels[f"LEVEL_{level}"] = _per_type(run, gt_coco, dt_coco, types, threshold)
         if level == LEVEL_2:
             pr_curves = _curves(run, types)

@@ -122,7 +122,8 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]], run:
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
         status = str(manifest.get("status", "?"))
-        rows.append([f"<a href='{escape(page)}'>{escape(name)}</a>", f"<span class='status-{escape(status)}'>{escape(status)}</span>",
+        rows.append([Markup(f"<a href='{escape(page)}'>{escape(name)}</a>"),
+                     Markup(f"<span class='status-{escape(status)}'>{escape(status)}</span>"),
                      counts.get("images_processed", 0), counts.get("images_failed", 0), counts.get("detections", 0),
                      *[by_label.get(label, 0) for label in labels], _segment_ap(directory),
                      _num(manifest.get("timings", {}).get("images_per_second"))])
@@ -134,11 +135,11 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]], run:
         failed = [s for s in run.get("segments", []) if s.get("status") == "failed"]
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
-                            + _table(["input", "error"], [[escape(str(s.get("path"))), escape(str(s.get("error")))] for s in failed], raw=True))
+                            + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
     if (root / "eval.json").is_file():
         sections.append(_evaluation(json.loads((root / "eval.json").read_text()), root))
     sections.append("<h2>Segments</h2><p class='muted'>Click a column title to sort.</p>"
-                    + _table(headers, rows, css="sortable", raw=True))
+                    + _table(headers, rows, css="sortable"))
     return _write(root / INDEX_FILE, f"detect: {len(segments)} segments", sections, script=SORT_SCRIPT)
 
 
@@ -221,17 +222,22 @@ def _if_file(directory: Path, name: str) -> str:
     return f", <a href='{name}'>{name}</a>" if (directory / name).is_file() else ""
 
 
-def _table(headers: Iterable[str], rows: Iterable[Sequence[Any]], css: str = "", raw: bool = False) -> str:
+class Markup(str):
+    """HTML this module built itself from escaped parts; every other cell value is escaped."""
+
+
+def _table(headers: Iterable[str], rows: Iterable[Sequence[Any]], css: str = "") -> str:
     head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_cell(v, raw) for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
     return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _cell(value: Any, raw: bool) -> str:
+def _cell(value: Any) -> str:
+    if isinstance(value, Markup):
+        return f"<td>{value}</td>"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"<td data-value='{value}'>{value}</td>"
-    text = str(value)
-    return f"<td>{text if raw and text.startswith('<') else escape(text)}</td>"
+    return f"<td>{escape(str(value))}</td>"
 
 
 def _num(value: Any, digits: int = 1) -> str:

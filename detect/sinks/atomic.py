@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +17,12 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
 
 
+# `temp_path_for`'s names exactly: a user's own `.notes.tmp` is never taken for one of ours.
+_TEMP_NAME = re.compile(r"\..*\.[0-9a-f]{8}\.tmp(\.[A-Za-z0-9]+)?")
+
+
 def is_temp_path(path: Path) -> bool:
-    return path.name.startswith(".") and ".tmp" in path.name
+    return _TEMP_NAME.fullmatch(path.name) is not None
 
 
 @contextlib.contextmanager

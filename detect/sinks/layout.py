@@ -46,8 +46,19 @@ def contained(root: Path, path: Path) -> Path:
 
 
 def segment_dir(root: Path, segment_context_name: str) -> Path:
-    """`root/<safe name>`, checked to stay under `root` (see `detect.core.names`)."""
-    return contained(root, Path(root) / segment_dir_name(segment_context_name))
+    """`root/<safe name>`, checked to stay under `root` (see `detect.core.names`), with none of the
+    folders and bookkeeping files the tool writes in it being a symlink that could lead out."""
+    directory = contained(root, Path(root) / segment_dir_name(segment_context_name))
+    for relative in _OWN_PATHS:
+        if (directory / relative).is_symlink():
+            raise OutputError(f"{directory / relative} is a symlink: detect writes only real folders and files under "
+                              f"--out; remove it or choose another --out")
+    return directory
+
+
+# What the tool creates inside a segment directory and then writes into or appends to.
+_OWN_PATHS = (STATE_DIR, f"{STATE_DIR}/{LOCK_FILE}", f"{STATE_DIR}/{SETTINGS_FILE}", f"{STATE_DIR}/{JOURNAL_FILE}",
+              FRAMES_DIR, *(f"{FRAMES_DIR}/{c.name}" for c in CameraName), "report")
 
 
 def is_marked(directory: Path) -> bool:
@@ -86,8 +97,12 @@ class SegmentLock:
             self._fd = None
             who = f"another detect process (pid {holder})" if holder else "another detect process"
             raise OutputError(f"{self.directory} is being written by {who}; wait for it to finish or choose another --out") from None
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, str(os.getpid()).encode())
+        except OSError:
+            self.release()
+            raise
 
     def release(self) -> None:
         if self._fd is not None:
