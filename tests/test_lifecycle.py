@@ -223,3 +223,12 @@ def test_labels_say_what_is_wrong(kwargs, message):
     fields = {"xyxy": np.zeros((1, 4)), "types": [2], "difficulty": [1], "object_ids": ("a",)} | kwargs
     with pytest.raises(ValueError, match=f"^{message}$"):
         Labels(**fields)
+
+
+def test_the_readme_python_example_runs(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    from detect import LocalEngine, ModelSpec, RunSpec, run_many
+
+    spec = RunSpec(inputs=(str(tiny_v2_path.parent),), out=tmp_path, model=ModelSpec(path=stub_dynamic_dir))
+    result = run_many(spec, LocalEngine())
+    assert [(o.status, o.images) for o in result.outcomes] == [(Status.DONE, 15)]
+    assert not result.failed and result.model is not None and result.model["kind"] == "stub"
