@@ -138,6 +138,12 @@ def test_the_summary_line_is_exact_with_an_injected_clock(tiny_v2_path, tmp_path
     assert report.seconds == 2.0
     assert summary_line(report) == f"{TINY_SEGMENT}: 15 images, 15 detections, 7.5 images/s -> {tmp_path / TINY_SEGMENT}"
     assert summary_line(report, "stub").endswith(" [stub model]")
+    import dataclasses
+
+    low_scores = dataclasses.replace(report, detections=14, drawn=3)  # the table keeps boxes below the threshold too
+    assert summary_line(low_scores, model="model: m") == (
+        f"{TINY_SEGMENT}: 15 images, 3 detections drawn (14 in the table), 7.5 images/s -> {tmp_path / TINY_SEGMENT} "
+        f"(model: m)")
 
 
 def test_the_run_table_is_exact():

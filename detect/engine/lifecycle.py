@@ -219,9 +219,12 @@ class SegmentLifecycle:
                 write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
+            threshold = settings.style.threshold
+            drawn = sum(int((r.detections.scores >= threshold).sum()) for r in self.results.values())
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
                                    len(self.planned), self.processed, len(self.done), failures, rows,
-                                   clock() - self.started, invalid_boxes=count_invalid(self.results.values()))
+                                   clock() - self.started, invalid_boxes=count_invalid(self.results.values()),
+                                   drawn=drawn)
             write_manifest(segment_dir / MANIFEST_FILE, self._manifest(report, loop_seconds, engine))
             journal.save_settings(segment_dir, self.prepared.resume_key)
             return report

@@ -33,6 +33,7 @@ class SegmentReport:
     seconds: float
     already_complete: bool = False
     invalid_boxes: int = 0  # model rows dropped as invalid (NaN, zero area, ...), over every image
+    drawn: int | None = None  # boxes at or above the drawing threshold (the rest are in the table for eval)
 
     @property
     def images_per_second(self) -> float:
