@@ -33,6 +33,12 @@ class DependencyError(DetectError):
     """A package this input, model or engine needs is not installed; the message says how to install it."""
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message, or its type when it has none."""
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
 def error_text(err: BaseException) -> str:
     """One line for a manifest, a run file or the terminal: our own messages as they are, anything
     else as `Type: first line` (TensorFlow's op wrapping and Ray's task wrapping removed)."""

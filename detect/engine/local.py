@@ -13,10 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from detect.core.errors import error_text
 from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey, Labels
+from detect.engine.events import ProgressFactory
 from detect.engine.lifecycle import Clock, SegmentLifecycle
 from detect.engine.ordered import OrderedConsumer
 from detect.engine.outcomes import SegmentReport
@@ -30,15 +31,6 @@ from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.sources import SegmentSource
 
 LOCAL_ENGINE = {"name": "local"}
-
-
-class Progress(Protocol):
-    def update(self, n: int = 1) -> object: ...
-
-    def close(self) -> object: ...
-
-
-ProgressFactory = Callable[[int, int], Progress]  # (total, initial) -> a bar
 
 
 def process_segment(

@@ -21,7 +21,7 @@ from detect.engine.events import SILENT, Reporter
 from detect.engine.loading import LoadedModel, load_model, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
-from detect.engine.spec import RunSpec
+from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
 from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
@@ -52,13 +52,9 @@ class RunResult:
         return any(o.is_failure for o in self.outcomes)
 
 
-def stand_in_settings(spec: RunSpec) -> RunSpec:
-    """Stand-in models (stub, benchmark) watermark every frame they touch: the spec says so."""
-    mark = watermark(model_kind(spec.model))
-    if mark == spec.settings.style.watermark:
-        return spec
-    style = dataclasses.replace(spec.settings.style, watermark=mark)
-    return dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, style=style))
+def marked_for(settings: SegmentSettings, kind: str) -> SegmentSettings:
+    """Stand-in models (stub, benchmark) watermark every frame they touch: the settings say so."""
+    return dataclasses.replace(settings, style=dataclasses.replace(settings.style, watermark=watermark(kind)))
 
 
 def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None) -> tuple[SegmentReport, LoadedModel]:
@@ -68,9 +64,7 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel |
     model = model or load_model(spec.model)
     if model.notice:
         reporter.message(model.notice)
-    settings = dataclasses.replace(spec.settings, style=dataclasses.replace(spec.settings.style,
-                                                                            watermark=watermark(model.kind)))
-    report = process_segment(source, spec.out, model.detector, settings, model_facts=model.facts,
+    report = process_segment(source, spec.out, model.detector, marked_for(spec.settings, model.kind), model_facts=model.facts,
                              progress=reporter.progress("detect"))
     return report, model
 
@@ -78,7 +72,7 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel |
 def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
              clock: Callable[[], float] = time.perf_counter) -> RunResult:
     """Every segment named by `spec.inputs` (this shard's share), with `engine`."""
-    spec = stand_in_settings(spec)
+    spec = dataclasses.replace(spec, settings=marked_for(spec.settings, model_kind(spec.model)))
     sources = plan_sources(spec.inputs, spec.shard)
     root = Path(spec.out)
     try:

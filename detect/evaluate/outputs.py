@@ -17,11 +17,9 @@ from detect.core.records import WaymoType
 from detect.evaluate.classmap import ClassMap
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
+from detect.sinks.layout import EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
-EVAL_FILE = "eval.json"
-MATCHES_FILE = "matches.parquet"
-PR_CURVES_FILE = "pr_curves.png"
 LIBRARY = "faster-coco-eval"
 # The frames' label colors are made for photos; on a white plot these read better.
 PLOT_COLORS = {"VEHICLE": "#1f77b4", "PEDESTRIAN": "#d62728", "CYCLIST": "#9467bd", "SIGN": "#7f7f7f"}

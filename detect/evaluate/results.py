@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError
+from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
@@ -80,13 +80,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
     name = str(manifest.get("segment_context_name", directory.name))
     detections = _read_detections(directory / DETECTIONS_FILE)
-    processed = _processed_images(directory, name, detections)
-    if gt is not None:
-        labels: Mapping[FrameKey, Labels] = labels_from_camera_box(gt, name).by_key
-    elif (directory / GROUND_TRUTH_FILE).is_file():
-        labels = read_ground_truth(directory / GROUND_TRUTH_FILE)
-    else:
-        labels = {}
+    written = read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file() else {}
+    labels: Mapping[FrameKey, Labels] = labels_from_camera_box(gt, name).by_key if gt is not None else written
+    processed = _processed_images(directory, name, detections, written)
     return SegmentResults(directory, name, manifest, detections, labels, processed)
 
 
@@ -101,18 +97,17 @@ def _read_detections(path: Path) -> DetectionRows:
     try:
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path}: not a readable detections table ({str(err).splitlines()[0] if str(err) else err})") from None
+        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
     data = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
     keys = [FrameKey(str(s), int(t), CameraName(int(c))) for s, t, c in zip(data[SEGMENT], data[TIMESTAMP], data[CAMERA], strict=True)]
     xyxy = np.stack([data[c].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1) if keys else np.zeros((0, 4), np.float32)
     return DetectionRows(keys, data["class_id"].astype(np.int32), data["score"].astype(np.float32), xyxy)
 
 
-def _processed_images(directory: Path, name: str, detections: DetectionRows) -> frozenset[FrameKey]:
+def _processed_images(directory: Path, name: str, detections: DetectionRows,
+                      written: Mapping[FrameKey, Labels]) -> frozenset[FrameKey]:
     """The images the run finished: its journal knows them all, those without boxes too (without a
     journal: the images with boxes or with labels in ground_truth.parquet)."""
     done, _ = journal.load(directory, name)
     images = set(done) | set(detections.keys)
-    if not done and (directory / GROUND_TRUTH_FILE).is_file():
-        images |= set(read_ground_truth(directory / GROUND_TRUTH_FILE))
-    return frozenset(images)
+    return frozenset(images if done else images | set(written))

@@ -8,7 +8,9 @@ from pathlib import Path
 from detect.core.errors import InputError
 from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
+from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.table import DETECTIONS_FILE
 
 RUN_FILES = ("run.json",)
 
@@ -36,7 +38,7 @@ def _up_to_date(directory: Path) -> bool:
     page = directory / REPORT_FILE
     if not page.is_file():
         return False
-    sources = [directory / name for name in (MANIFEST_FILE, "eval.json", "detections.parquet")]
+    sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE)]
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 

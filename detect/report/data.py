@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.sinks.frames import FRAMES_DIR, list_frames
+from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
-EVAL_FILE = "eval.json"
 MOSAIC = "mosaic"
 
 

@@ -21,6 +21,7 @@ from detect.model.labels import label_for
 from detect.report import plots
 from detect.report.data import MOSAIC, SegmentData
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
+from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -136,8 +137,8 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]], run:
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
-    if (root / "eval.json").is_file():
-        sections.append(_evaluation(json.loads((root / "eval.json").read_text()), root))
+    if (root / EVAL_FILE).is_file():
+        sections.append(_evaluation(json.loads((root / EVAL_FILE).read_text()), root))
     sections.append("<h2>Segments</h2><p class='muted'>Click a column title to sort.</p>"
                     + _table(headers, rows, css="sortable"))
     return _write(root / INDEX_FILE, f"detect: {len(segments)} segments", sections, script=SORT_SCRIPT)
@@ -171,7 +172,7 @@ def _evaluation(report: dict[str, Any], directory: Path) -> str:
     rows = [[r["name"], level, r["labels"], r["detections"], _num(r["ap50"], 3), _num(r["ap"], 3), _num(r["ar100"], 3),
              _num(r["precision"], 3), _num(r["recall"], 3), _num(r["f1"], 3)]
             for level, level_rows in report.get("levels", {}).items() for r in level_rows]
-    curves = _img("pr_curves.png", "precision-recall curves") if (directory / "pr_curves.png").is_file() else ""
+    curves = _img(PR_CURVES_FILE, "precision-recall curves") if (directory / PR_CURVES_FILE).is_file() else ""
     return (f"<h2>Against Waymo's labels</h2><p class='muted'>{escape(str(report.get('library', {}).get('name')))} "
             f"{escape(str(report.get('library', {}).get('version')))}; types {escape(', '.join(report.get('types', [])))}; "
             f"P, R, F1 at the drawing threshold {report.get('threshold')} and IoU 0.5.</p>" + _table(headers, rows) + curves)
@@ -179,7 +180,7 @@ def _evaluation(report: dict[str, Any], directory: Path) -> str:
 
 def _segment_ap(directory: Path) -> str:
     try:
-        report = json.loads((directory / "eval.json").read_text())
+        report = json.loads((directory / EVAL_FILE).read_text())
         overall = report["levels"]["LEVEL_2"][-1]["ap50"]
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return "-"

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError
+from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels
 from detect.sinks.atomic import atomic_path
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
@@ -65,7 +65,7 @@ def read_ground_truth(path: Path) -> dict[FrameKey, Labels]:
     try:
         table = pq.read_table(path, schema=SCHEMA)
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path}: not a readable ground-truth table ({str(err).splitlines()[0] if str(err) else err})") from None
+        raise InputError(f"{path}: not a readable ground-truth table ({first_line(err)})") from None
     data = table.to_pydict()
     rows: dict[FrameKey, list[int]] = {}
     for i, (segment, ts, camera) in enumerate(zip(data[SEGMENT], data[TIMESTAMP], data[CAMERA], strict=True)):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from detect.core.cameras import CameraName
-from detect.core.errors import OutputError
+from detect.core.errors import OutputError, first_line
 from detect.core.records import Detections, FrameKey, FrameResult
 from detect.sinks.atomic import atomic_write_bytes
 
@@ -117,18 +117,12 @@ def load_settings(segment_dir: Path) -> dict | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({_reason(err)})"
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({getattr(err, 'strerror', None) or first_line(err)})"
         raise OutputError(f"{path} {reason}: cannot check the earlier run's settings; use --overwrite to start again") from None
     if not isinstance(data, dict):
         raise OutputError(f"{path} is corrupt (not a JSON object): cannot check the earlier run's settings; "
                           f"use --overwrite to start again")
     return data
-
-
-def _reason(err: BaseException) -> str:
-    if isinstance(err, OSError):
-        return err.strerror or type(err).__name__
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def differences(old: dict, new: dict) -> list[str]:

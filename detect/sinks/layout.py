@@ -31,9 +31,10 @@ LOCK_FILE = "lock"
 FRAME_SUFFIXES = tuple(f".{f}" for f in FRAME_FORMATS)
 # Top-level files a run writes (the animations' names are the cameras' and the mosaic's).
 _ANIMATION_STEMS = frozenset([c.name for c in CameraName] + ["mosaic"])
-# `detect eval` writes its files into a segment directory it evaluates on its own; they describe
-# the old outputs, so --overwrite removes them too.
-_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE, "eval.json", "matches.parquet", "pr_curves.png"})
+# What `detect eval` writes (into a segment directory it evaluates on its own, or a run's top). In a
+# segment directory they describe its old outputs, so --overwrite removes them too.
+EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE = "eval.json", "matches.parquet", "pr_curves.png"
+_TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE, EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE})
 
 
 def contained(root: Path, path: Path) -> Path:

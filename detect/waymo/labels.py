@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError
+from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.schema import (
@@ -103,7 +103,7 @@ def _from_camera_box(uri: str, segment: str) -> SegmentLabels:
     try:
         schema = pq.read_schema(path, filesystem=fs)
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{uri}: not a readable camera_box Parquet file ({_first_line(err)})") from None
+        raise InputError(f"{uri}: not a readable camera_box Parquet file ({first_line(err)})") from None
     missing = [c for c in REQUIRED if c not in schema.names]
     if missing:
         raise InputError(f"{uri}: not a camera_box component (no column {', '.join(missing)})")
@@ -111,7 +111,7 @@ def _from_camera_box(uri: str, segment: str) -> SegmentLabels:
     try:
         table = pq.read_table(path, filesystem=fs, columns=columns, filters=[(SEGMENT, "==", segment)])
     except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{uri}: cannot read the camera_box rows ({_first_line(err)})") from None
+        raise InputError(f"{uri}: cannot read the camera_box rows ({first_line(err)})") from None
     if any(table.column(c).null_count for c in REQUIRED):
         raise InputError(f"{uri}: camera_box columns hold null values")
     data = {c: table.column(c).to_numpy() for c in columns if c != OBJECT_ID}
@@ -131,8 +131,3 @@ def _from_camera_box(uri: str, segment: str) -> SegmentLabels:
                                           data[BOX_SIZE_Y][rows], data[BOX_TYPE][rows], difficulty[rows],
                                           tuple(str(ids[r]) for r in rows))
     return SegmentLabels(f"camera_box file {uri}", by_key)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__

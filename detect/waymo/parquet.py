@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError
+from detect.core.errors import InputError, first_line
 from detect.core.records import CameraFrame
 from detect.waymo.schema import (
     CAMERA,
@@ -49,7 +49,7 @@ def open_parquet(source: SegmentSource) -> pq.ParquetFile:
         handle = source.filesystem.open_input_file(source.path)
         parquet = pq.ParquetFile(handle, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
     except (pa.ArrowException, OSError, ValueError) as err:  # ValueError: undecodable names in the metadata
-        raise InputError(f"{source.uri}: not a readable Parquet file ({_first_line(err)})") from err
+        raise InputError(f"{source.uri}: not a readable Parquet file ({first_line(err)})") from err
     check_schema(source.uri, parquet.schema_arrow)
     return parquet
 
@@ -79,7 +79,7 @@ def read_keys(source: SegmentSource, parquet: pq.ParquetFile) -> ParquetKeys:
     try:
         table = parquet.read(columns=list(KEY_COLUMNS))
     except (pa.ArrowException, OSError, ValueError) as err:  # ValueError: undecodable names in the metadata
-        raise InputError(f"{source.uri}: cannot read key columns ({_first_line(err)})") from err
+        raise InputError(f"{source.uri}: cannot read key columns ({first_line(err)})") from err
     if table.column(SEGMENT).null_count or table.column(TIMESTAMP).null_count or table.column(CAMERA).null_count:
         raise InputError(f"{source.uri}: key columns hold null values")
     cameras = table.column(CAMERA).to_numpy()
@@ -131,9 +131,4 @@ def _scan(source: SegmentSource, parquet: pq.ParquetFile, keys: ParquetKeys, wan
                         )
                     position += 1
         except (pa.ArrowException, OSError, ValueError) as err:
-            raise InputError(f"{source.uri}: cannot read row group {group} ({_first_line(err)})") from err
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
+            raise InputError(f"{source.uri}: cannot read row group {group} ({first_line(err)})") from err

@@ -11,7 +11,7 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from detect.core.errors import InputError, UnsupportedURIError
+from detect.core.errors import InputError, UnsupportedURIError, first_line
 from detect.waymo.schema import CAMERA_IMAGE_COMPONENT, component_of_filename
 
 Format = Literal["v2", "v1"]
@@ -51,7 +51,7 @@ def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
             "gs": "pyarrow needs GCS support (pip install 'pyarrow[gcs]' or a pyarrow wheel built with GCS)",
             "s3": "pyarrow needs S3 support and credentials (AWS_* environment variables)",
         }.get(scheme, "supported schemes are local paths, file://, gs:// and s3://")
-        raise UnsupportedURIError(f"{uri}: cannot open {scheme}:// here ({_first_line(err)}); {hint}") from err
+        raise UnsupportedURIError(f"{uri}: cannot open {scheme}:// here ({first_line(err)}); {hint}") from err
 
 
 def resolve(uri: str) -> list[SegmentSource]:
@@ -131,7 +131,7 @@ def detect_format(uri: str, fs: pafs.FileSystem, path: str) -> Format:
         with fs.open_input_stream(path) as stream:
             head = stream.read(12)
     except OSError as err:
-        raise InputError(f"{uri}: cannot read ({_first_line(err)})") from err
+        raise InputError(f"{uri}: cannot read ({first_line(err)})") from err
     if head.startswith(_PARQUET_MAGIC):
         return "v2"
     if looks_like_tfrecord(head):
@@ -170,7 +170,7 @@ def _stat(fs: pafs.FileSystem, path: str, uri: str) -> pafs.FileInfo:
     try:
         info = fs.get_file_info(path)
     except OSError as err:
-        raise InputError(f"{uri}: cannot access ({_first_line(err)})") from err
+        raise InputError(f"{uri}: cannot access ({first_line(err)})") from err
     if info.type == pafs.FileType.NotFound:
         raise InputError(f"{uri}: no such file or directory")
     return info
@@ -182,8 +182,3 @@ def _join_uri(uri: str, name: str) -> str:
 
 def _abspath(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__

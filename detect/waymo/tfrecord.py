@@ -131,7 +131,7 @@ def _frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
             return
         except tf.errors.DataLossError as err:
             raise InputError(
-                f"{source.uri}: truncated or corrupt TFRecord at record {record_number} ({_first_line(err)})"
+                f"{source.uri}: truncated or corrupt TFRecord at record {record_number} ({tf_error_text(err)})"
             ) from err
         except tf.errors.OpError as err:
             raise _file_error(source, err) from err
@@ -167,11 +167,7 @@ def waymo_protos(uri: str):
 
 
 def _file_error(source: SegmentSource, err: Exception) -> InputError:
-    message = _first_line(err)
+    message = tf_error_text(err)
     if "not implemented" in message.lower() or "scheme" in message.lower():
         return UnsupportedURIError(f"{source.uri}: TensorFlow cannot open this filesystem here ({message})")
     return InputError(f"{source.uri}: cannot read TFRecord ({message})")
-
-
-def _first_line(err: BaseException) -> str:
-    return tf_error_text(err)
