@@ -26,7 +26,16 @@ from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import MODEL_ENV
 from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
-from detect.engine.spec import DEFAULT_SCORE_FLOOR, Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
+from detect.engine.spec import (
+    DEFAULT_SCORE_FLOOR,
+    RENDER_MODES,
+    Mode,
+    ModelSpec,
+    RayOptions,
+    RunSpec,
+    SegmentSettings,
+    parse_shard,
+)
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.engine.tuning import keep_freed_memory
 from detect.evaluate.commands import export_coco, run_eval
@@ -233,7 +242,10 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
     parser.add_argument("--max-boxes", type=_bounded_int(1, 10_000), default=100, metavar="N", help="draw at most N boxes per image")
     parser.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), metavar="N",
-                        help=f"threads drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two above 4 cores)")
+                        help=f"workers drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two above 4 cores)")
+    parser.add_argument("--render", choices=RENDER_MODES, default="auto",
+                        help="run those workers as processes (frames shared, not copied through pipes; they scale with "
+                             "the cores) or threads (they share one core's worth of Python); auto: processes for 2+ workers")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
@@ -349,6 +361,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         draw_labels=args.gt is not None,
         ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
+        render=args.render,
     )
     model = ModelSpec(path=args.model, threshold=args.threshold, score_floor=min(args.score_floor, args.threshold),
                       classes=tuple(args.classes) if args.classes else None, strategy=args.strategy,

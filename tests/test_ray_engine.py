@@ -78,7 +78,7 @@ def test_ray_writes_what_the_local_engine_writes(ray_local, inputs, local_out, s
         ray_manifest = json.loads((out / segment / "manifest.json").read_text())
         local_manifest = json.loads((local_out / segment / "manifest.json").read_text())
         assert ray_manifest.keys() == local_manifest.keys()
-        assert ray_manifest["engine"]["name"] == "ray" and local_manifest["engine"] == {"name": "local"}
+        assert ray_manifest["engine"]["name"] == "ray" and local_manifest["engine"]["name"] == "local"
         for key in ("status", "counts", "settings", "outputs", "input", "failures"):
             assert ray_manifest[key] == local_manifest[key], key
     # Same pixels: the frames and the animations rebuilt from them are byte-identical.

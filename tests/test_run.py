@@ -45,7 +45,7 @@ def test_run_writes_both_segments_and_a_rerun_skips_them(inputs, stub_dynamic_di
     assert run(inputs, "--out", out, model=stub_dynamic_dir) == 0
     for segment, fmt in ((REAL_SEGMENT, "v1"), (TINY_SEGMENT, "v2")):
         m = manifest(out / segment)
-        assert (m["status"], m["input"]["format"], m["engine"]) == ("complete", fmt, {"name": "local"})
+        assert (m["status"], m["input"]["format"], m["engine"]["name"]) == ("complete", fmt, "local")
         assert (out / segment / "detections.parquet").is_file() and (out / segment / "mosaic.gif").is_file()
     assert statuses(out) == {"real.tfrecord": "done", f"{TINY_SEGMENT}.parquet": "done"}
     from PIL import Image

@@ -3,12 +3,12 @@
 Stages overlap and every queue is bounded: tf.data decodes ahead of the model (prefetch), the
 model works on batches while a thread pool draws and encodes the previous ones, and one ordered
 consumer feeds the animations and the segment's journal. Memory stays flat however long the
-segment is. A frame that fails anywhere is recorded and skipped; the run goes on.
+segment is. A frame that fails anywhere is recorded and skipped; the run goes on. Frames are drawn and encoded
+in render processes or threads (`detect.engine.render_pool`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,8 +21,9 @@ from detect.engine.events import ProgressFactory
 from detect.engine.lifecycle import Clock, SegmentLifecycle
 from detect.engine.ordered import OrderedConsumer
 from detect.engine.outcomes import SegmentReport
+from detect.engine.render_pool import Renderer, open_renderer
 from detect.engine.spec import SegmentSettings
-from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageTimings, detect_images, render_frame
+from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageTimings, detect_images
 from detect.engine.tuning import lower_thread_priority
 from detect.model.inputs import DecodedImage, decode_error, decode_stream
 from detect.sinks.animations import AnimationSet, rebuild_animations
@@ -57,7 +58,8 @@ def process_segment(
     with opened as segment:
         loop_seconds = _run_segment(segment, source, detector, progress, clock)
         rebuild = rebuild_animations if settings.animations and segment.done and settings.write_frames else None
-        return segment.finish(loop_seconds=loop_seconds, engine=LOCAL_ENGINE, rebuild=rebuild)
+        engine = LOCAL_ENGINE | {"render": settings.render_mode, "workers": settings.workers}
+        return segment.finish(loop_seconds=loop_seconds, engine=engine, rebuild=rebuild)
 
 
 def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: BatchDetector,
@@ -134,8 +136,7 @@ class _OverlappedStages:
         settings = self.settings
         groups: dict[tuple[int, ...], list[DecodedImage]] = {}
         # Drawing, encoding and the animations yield the CPU to the model (see detect.engine.tuning).
-        with concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render",
-                                                   initializer=lower_thread_priority) as pool:
+        with open_renderer(self.segment_dir, settings, self.timings) as pool:
             consumer = OrderedConsumer(self.consume, self._render_failed,
                                        max_pending=2 * self.detector.batch_size + 2 * settings.workers,
                                        initializer=lower_thread_priority)
@@ -181,7 +182,7 @@ class _OverlappedStages:
             key = self._keys.pop(index)
         return FrameFailure(key, RENDER, error_text(err))
 
-    def _run_batch(self, batch: list[DecodedImage], pool: concurrent.futures.Executor, consumer: OrderedConsumer) -> None:
+    def _run_batch(self, batch: list[DecodedImage], pool: Renderer, consumer: OrderedConsumer) -> None:
         frames = [self._take(d.index) for d in batch]
         t = self.clock()
         outcomes = detect_images(self.detector, batch, [f.key for f in frames])
@@ -190,8 +191,7 @@ class _OverlappedStages:
             if isinstance(outcome, Detections):
                 with self._lock:
                     self._keys[decoded.index] = frame.key
-                consumer.put(decoded.index, pool.submit(render_frame, decoded, frame.key, outcome, self.segment_dir,
-                                                        self.settings, self.timings, self.labels(frame.key)))
+                consumer.put(decoded.index, pool.submit(decoded, frame.key, outcome, self.labels(frame.key)))
             else:
                 consumer.put(decoded.index, outcome)
 

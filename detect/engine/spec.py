@@ -23,6 +23,7 @@ Mode = Literal["new", "resume", "overwrite"]
 # down to this score. 0.05 is where COCO-style evaluations of SSD models stop gaining AP.
 DEFAULT_SCORE_FLOOR = 0.05
 EngineName = Literal["local", "ray"]
+RENDER_MODES = ("auto", "threads", "processes")
 ENGINES: tuple[EngineName, ...] = ("local", "ray")
 
 
@@ -49,9 +50,11 @@ class SegmentSettings:
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
     draw_labels: bool = False  # Waymo's labels under the detections (`--gt`)
     ground_truth: str | None = None  # where the labels are when not beside the input (`--gt PATH`)
-    # Threads that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
+    # Workers that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
     # on a GPU box the outputs are the work, so they scale with the cores.
     workers: int = dataclasses.field(default_factory=lambda: scaled_threads(2))
+    # Processes or threads for those workers (`detect.engine.render_pool`); same bytes either way.
+    render: str = "auto"
     # One decode thread is plenty beside a CPU-bound model on a small machine (and steals the
     # least from it); on a GPU box decode must scale with the cores.
     decode_threads: int = dataclasses.field(default_factory=lambda: scaled_threads(1))
@@ -60,6 +63,15 @@ class SegmentSettings:
         for name in ("workers", "decode_threads"):
             if int(getattr(self, name)) < 1:
                 raise UsageError(f"{name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
+        if self.render not in RENDER_MODES:
+            raise UsageError(f"render must be one of {', '.join(RENDER_MODES)}, got {self.render!r}")
+
+    @property
+    def render_mode(self) -> str:
+        """`auto` -> processes for two or more workers (threads would share one GIL), else one thread."""
+        if self.render == "auto":
+            return "processes" if self.workers >= 2 else "threads"
+        return self.render
 
     @property
     def animations(self) -> bool:

@@ -92,29 +92,40 @@ def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list
 
 def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
                  settings: SegmentSettings, timings: StageTimings, labels: Labels | None = None) -> Rendered:
-    """Worker: draw (the labels first, when asked), write the frame, prepare the animation frame.
-    Thread CPU time per step."""
+    """Thread worker: `render_pixels` on the decoded frame, its step times added to `timings`."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
     if not settings.needs_full_frames:
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
+    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, settings, labels)
+    for stage, value in seconds.items():
+        timings.add(stage, value)
+    return Rendered(result, animation)
+
+
+def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segment_dir: Path,
+                  settings: SegmentSettings, labels: Labels | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
+    """Draw on `frame` in place (the labels first, when asked), write it, prepare its animation
+    frame. The same code runs in a render thread or a render process; returns the animation frame
+    and the thread CPU seconds of each step."""
+    seconds: dict[str, float] = {}
     t0 = time.thread_time()
     if settings.draw_labels and labels is not None and len(labels):
-        draw_labels(decoded.full, labels, line_width=settings.style.line_width, in_place=True)
-    annotated = draw_detections(decoded.full, detections, settings.style, in_place=True)  # the frame is ours
+        draw_labels(frame, labels, line_width=settings.style.line_width, in_place=True)
+    annotated = draw_detections(frame, detections, settings.style, in_place=True)  # the frame is ours
     t1 = time.thread_time()
-    timings.add("draw", t1 - t0)
+    seconds["draw"] = t1 - t0
     if settings.write_frames:
         write_frame(segment_dir, key, annotated, settings.frame_format)
         t2 = time.thread_time()
-        timings.add("frame_write", t2 - t1)
+        seconds["frame_write"] = t2 - t1
         t1 = t2
     animation = None
     if settings.animations:
         animation = prepare_animation_frame(annotated, key, settings.gif_width, gif=settings.gif)
-        timings.add("animation_prepare", time.thread_time() - t1)
-    return Rendered(result, animation)
+        seconds["animation_prepare"] = time.thread_time() - t1
+    return animation, seconds
 
 
 def sorted_failures(failures: Iterable[FrameFailure]) -> tuple[FrameFailure, ...]:

@@ -298,15 +298,34 @@ def paint_chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, co
     y = box[1] - chip_h if box[1] - chip_h >= 0 else box[1]
     x, y = max(0, x), max(0, min(y, height - chip_h))
     canvas[y:y + chip_h, x:x + chip_w] = color
-    luminance = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
-    ink = np.array((0, 0, 0) if luminance > 140 else (255, 255, 255), np.uint16)
     cursor = x + pad
-    for alpha in words:
-        h, w = alpha.shape
+    rgb = (int(color[0]), int(color[1]), int(color[2]))
+    for word in text.split():
+        patch = _word_patch(word, size, rgb)
+        h, w = patch.shape[:2]
         region = canvas[y + pad:y + pad + h, cursor:cursor + w]
-        a = alpha[: region.shape[0], : region.shape[1], None].astype(np.uint16)
-        region[...] = ((region * (255 - a) + ink * a + 127) // 255).astype(np.uint8)
+        region[...] = patch[: region.shape[0], : region.shape[1]]
         cursor += w + space
+
+
+def ink_color(color: RGB) -> RGB:
+    """Black text on light chips, white on dark ones."""
+    luminance = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
+    return (0, 0, 0) if luminance > 140 else (255, 255, 255)
+
+
+# A chip's words always sit on the chip's own flat color, so each word is blended once per color
+# and then copied: drawing stays a handful of array copies per box (~4x less CPU than blending
+# every chip, and less time holding the GIL).
+@functools.lru_cache(maxsize=4096)
+def _word_patch(word: str, size: int, color: RGB) -> np.ndarray:
+    """`word` in the ink color, antialiased onto `color`, as a read-only uint8 `(h, w, 3)` patch."""
+    a = _word_alpha(word, size)[:, :, None].astype(np.uint16)
+    background = np.array(color, np.uint16)
+    ink = np.array(ink_color(color), np.uint16)
+    patch = ((background * (255 - a) + ink * a + 127) // 255).astype(np.uint8)
+    patch.setflags(write=False)
+    return patch
 
 
 # FreeType rendering costs ~1-2 ms a string at 32 px, more than the rest of the drawing; labels
