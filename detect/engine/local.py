@@ -67,11 +67,13 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     """Every pending image through the overlapped stages; the loop's wall seconds."""
     settings, timings = segment.settings, segment.timings
     bar = progress(len(segment.planned), len(segment.done)) if progress else None
+    renderer = open_renderer(segment.segment_dir, settings, timings)
     # A resumed segment rebuilds its animations from the frames at the end instead.
     animations = None
     if settings.animations and not segment.done:
         cameras = {k.camera_name for k in segment.planned}
-        animations = AnimationSet(segment.segment_dir, mp4=settings.mp4, gif=settings.gif, mosaic=len(cameras) >= 2)
+        animations = AnimationSet(segment.segment_dir, mp4=settings.mp4, gif=settings.gif, mosaic=len(cameras) >= 2,
+                                  executor=renderer.executor)
 
     def consume(item: Rendered | FrameFailure) -> None:
         if isinstance(item, FrameFailure):
@@ -90,7 +92,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     loop_start = clock()
     try:
         labels = segment.labels.get if segment.labels is not None and settings.draw_labels else _no_labels
-        _OverlappedStages(segment.segment_dir, detector, settings, timings, consume, clock, labels).run(pending)
+        _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels).run(pending)
         if animations is not None:
             t = clock()
             animations.close()
@@ -100,6 +102,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
             animations.abort()
         raise
     finally:
+        renderer.close()
         if bar is not None:
             bar.close()
     return clock() - loop_start
@@ -117,10 +120,10 @@ class _OverlappedStages:
     numbers tells which (`_fail_undecodable` asks why, without decoding a refused image).
     """
 
-    def __init__(self, segment_dir: Path, detector: BatchDetector, settings: SegmentSettings,
+    def __init__(self, detector: BatchDetector, renderer: Renderer, settings: SegmentSettings,
                  timings: StageTimings, consume: Callable[[Rendered | FrameFailure], None], clock: Clock,
                  labels: Callable[[FrameKey], Labels | None]) -> None:
-        self.segment_dir = segment_dir
+        self.renderer = renderer
         self.labels = labels
         self.detector = detector
         self.settings = settings
@@ -135,37 +138,36 @@ class _OverlappedStages:
     def run(self, frames: Iterator[CameraFrame]) -> None:
         settings = self.settings
         groups: dict[tuple[int, ...], list[DecodedImage]] = {}
-        # Drawing, encoding and the animations yield the CPU to the model (see detect.engine.tuning).
-        with open_renderer(self.segment_dir, settings, self.timings) as pool:
-            consumer = OrderedConsumer(self.consume, self._render_failed,
-                                       max_pending=2 * self.detector.batch_size + 2 * settings.workers,
-                                       initializer=lower_thread_priority)
-            try:
-                stream = decode_stream(self._numbered(frames), input_size=settings.input_size,
-                                       max_pixels=settings.max_pixels, keep_full=settings.needs_full_frames,
-                                       parallel=settings.decode_threads)
-                wait_start = self.clock()
-                for decoded in stream:
-                    self.timings.add("decode_wait", self.clock() - wait_start)
-                    self._fail_undecodable(consumer, decoded.index)
-                    self._next = decoded.index + 1
-                    shape = decoded.model_input.shape
-                    group = groups.setdefault(shape, [])
-                    group.append(decoded)
-                    if len(group) >= self.detector.batch_size:
-                        self._run_batch(groups.pop(shape), pool, consumer)
-                    if consumer.pending > consumer.max_pending:
-                        for other in list(groups):  # every index below `_next` must be handed over first
-                            self._run_batch(groups.pop(other), pool, consumer)
-                        consumer.wait_for_room()
-                    wait_start = self.clock()
-                with self._lock:
-                    last = max(self._frames, default=self._next - 1) + 1
-                self._fail_undecodable(consumer, last)
-                for shape in list(groups):
+        pool = self.renderer  # drawing and encoding yield the CPU to the model (see detect.engine.tuning)
+        consumer = OrderedConsumer(self.consume, self._render_failed,
+                                   max_pending=2 * self.detector.batch_size + 2 * settings.workers,
+                                   initializer=lower_thread_priority)
+        try:
+            stream = decode_stream(self._numbered(frames), input_size=settings.input_size,
+                                   max_pixels=settings.max_pixels, keep_full=settings.needs_full_frames,
+                                   parallel=settings.decode_threads)
+            wait_start = self.clock()
+            for decoded in stream:
+                self.timings.add("decode_wait", self.clock() - wait_start)
+                self._fail_undecodable(consumer, decoded.index)
+                self._next = decoded.index + 1
+                shape = decoded.model_input.shape
+                group = groups.setdefault(shape, [])
+                group.append(decoded)
+                if len(group) >= self.detector.batch_size:
                     self._run_batch(groups.pop(shape), pool, consumer)
-            finally:
-                consumer.close()
+                if consumer.pending > consumer.max_pending:
+                    for other in list(groups):  # every index below `_next` must be handed over first
+                        self._run_batch(groups.pop(other), pool, consumer)
+                    consumer.wait_for_room()
+                wait_start = self.clock()
+            with self._lock:
+                last = max(self._frames, default=self._next - 1) + 1
+            self._fail_undecodable(consumer, last)
+            for shape in list(groups):
+                self._run_batch(groups.pop(shape), pool, consumer)
+        finally:
+            consumer.close()
 
     def _numbered(self, frames: Iterator[CameraFrame]) -> Iterator[tuple[int, bytes]]:
         for index, frame in enumerate(frames):

@@ -47,6 +47,8 @@ class Renderer:
     """What the pipeline submits frames to; `submit` returns a future of the `Rendered` frame."""
 
     mode: str = "threads"
+    # For other per-frame work that can run beside the frames (the mosaic frames); picklable calls only.
+    executor: concurrent.futures.Executor
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
                labels: Labels | None) -> concurrent.futures.Future[Rendered]:
@@ -78,6 +80,7 @@ class ThreadRenderer(Renderer):
         self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
         self._pool = concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render",
                                                            initializer=lower_thread_priority)
+        self.executor = self._pool
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
                labels: Labels | None) -> concurrent.futures.Future[Rendered]:
@@ -99,7 +102,7 @@ class ProcessRenderer(Renderer):
 
     def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
         self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
-        self._pool = process_pool(settings.workers)
+        self._pool = self.executor = process_pool(settings.workers)
         self._slots = FrameSlots(SLOTS_PER_WORKER * settings.workers)
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()

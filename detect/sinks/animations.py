@@ -87,8 +87,13 @@ class AnimationSet(Sink):
         mp4: bool = False,
         mosaic: bool = True,
         gif: bool = True,
+        executor: concurrent.futures.Executor | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
+        # Composing and encoding a mosaic frame costs ~15 ms, once per timestamp: in one thread that
+        # caps a many-core run near 350 images/s, so an executor (the render workers) does it, ahead.
+        self._executor = executor
+        self._mosaics: collections.deque[tuple[concurrent.futures.Future[MosaicFrame], int]] = collections.deque()
         self.fps = fps
         self.mp4 = mp4
         self.gif = gif
@@ -150,7 +155,9 @@ class AnimationSet(Sink):
         try:
             if len(self._cameras) >= 2:
                 self._flush_mosaic()
+                self._append_mosaics(keep=0)
             else:
+                self._drop_mosaics()
                 for sinks in (self._gifs, self._mp4s):
                     if MOSAIC in sinks:
                         sinks.pop(MOSAIC).abort()
@@ -169,6 +176,7 @@ class AnimationSet(Sink):
     def abort(self) -> None:
         """Drop every unfinished file."""
         self._closed = True
+        self._drop_mosaics()
         for sink in [*self._gifs.values(), *self._mp4s.values()]:
             sink.abort()
 
@@ -188,13 +196,49 @@ class AnimationSet(Sink):
         assert self._first_ts is not None
         ts = self._pending_ts
         caption = (printable(self._segment), f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
-        image = compose_mosaic(self._pending, self._layout, caption)
-        self._pending = {}
+        tiles, self._pending = self._pending, {}
         self._pending_ts = None
-        if self.gif:
-            self._gif(MOSAIC).append(encode_gif_frame(image), ts)
-        if self.mp4:
-            self._mp4(MOSAIC).append(image, ts)
+        if self._executor is None:
+            self._append_mosaic(render_mosaic_frame(tiles, self._layout, caption, self.gif, self.mp4), ts)
+            return
+        self._mosaics.append((self._executor.submit(render_mosaic_frame, tiles, self._layout, caption,
+                                                    self.gif, self.mp4), ts))
+        self._append_mosaics(keep=MOSAICS_AHEAD)
+
+    def _append_mosaics(self, keep: int) -> None:
+        """Append finished mosaic frames in order; wait while more than `keep` are outstanding."""
+        while self._mosaics and (len(self._mosaics) > keep or self._mosaics[0][0].done()):
+            future, ts = self._mosaics.popleft()
+            self._append_mosaic(future.result(), ts)
+
+    def _append_mosaic(self, frame: MosaicFrame, ts: int) -> None:
+        if frame.gif is not None:
+            self._gif(MOSAIC).append(frame.gif, ts)
+        if frame.image is not None:
+            self._mp4(MOSAIC).append(frame.image, ts)
+
+    def _drop_mosaics(self) -> None:
+        while self._mosaics:
+            self._mosaics.popleft()[0].cancel()
+
+
+# Mosaic frames composed ahead of the one being appended (each holds ~1 MB of tiles).
+MOSAICS_AHEAD = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class MosaicFrame:
+    """One timestamp's mosaic: its GIF block and, for MP4, the image."""
+
+    gif: GifFrame | None = dataclasses.field(repr=False)
+    image: Image.Image | None = dataclasses.field(repr=False)
+
+
+def render_mosaic_frame(tiles: dict[CameraName, Image.Image], layout: MosaicLayout, caption: tuple[str, ...],
+                        gif: bool, mp4: bool) -> MosaicFrame:
+    """Compose and encode one mosaic frame; pure, so a render thread or process can run it."""
+    image = compose_mosaic(tiles, layout, caption)
+    return MosaicFrame(encode_gif_frame(image) if gif else None, image if mp4 else None)
 
 
 def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
