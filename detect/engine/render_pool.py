@@ -275,6 +275,22 @@ def shutdown_pools() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def worker_cpu_seconds() -> float:
+    """CPU seconds used so far by the live render processes (Linux; 0 elsewhere): a process's own
+    `os.times()` counts children only once they have exited."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    with _pools_lock:
+        pids = [pid for pool in _pools.values() for pid in list(getattr(pool, "_processes", None) or {})]
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
 def discard_pool(workers: int) -> None:
     """Forget a broken pool; the next segment starts a new one."""
     with _pools_lock:

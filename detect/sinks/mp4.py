@@ -127,7 +127,9 @@ class Mp4Writer(TempFileSink):
             quality=None,
             macro_block_size=1,
             ffmpeg_log_level="error",
-            output_params=["-preset", self.preset, "-crf", str(self.crf), "-movflags", "+faststart"],
+            # One encoder thread a file: a run writes one file per camera plus the mosaic side by side,
+            # so files, not threads, use the cores; and the bytes no longer depend on the core count.
+            output_params=["-preset", self.preset, "-crf", str(self.crf), "-threads", "1", "-movflags", "+faststart"],
         )
         pending, self._pending = self._pending, []
         for frame, _ in pending:
