@@ -154,10 +154,25 @@ def test_render_processes_do_not_import_tensorflow():
 
 
 def test_scaling_table_names_every_stage_and_flags_the_lowest_ratio():
-    rows = [StageScaling("PNG frame (fpng)", "render processes", 60.0, 114.0, 14.0),
-            StageScaling("drawing", "render processes", 300.0, 480.0, 3.0)]
+    rows = [StageScaling("PNG frame (fpng)", "render processes", 60.0, 114.0, 14.0, 1.9),
+            StageScaling("drawing", "render processes", 300.0, 480.0, 3.0, 1.6)]
     text = "\n".join(scaling_lines(rows))
     assert "PNG frame (fpng)" in text and "1.90" in text
     assert "lowest ratio 1.60 (drawing) (target >= 1.8 for every stage: MISSED)" in text
-    rows[1] = StageScaling("drawing", "render processes", 300.0, 570.0, 3.0)
+    rows[1] = StageScaling("drawing", "render processes", 300.0, 570.0, 3.0, 1.9)
     assert "lowest ratio 1.90 (PNG frame (fpng)) (target >= 1.8 for every stage: met)" in "\n".join(scaling_lines(rows))
+
+
+def test_the_16_core_prediction_divides_each_stage_by_its_efficiency_and_names_the_bound():
+    from detect.tools.bench_scaling import DECODE, OUTPUT_SETS, STAGES, predict
+
+    rows = [StageScaling(DECODE, "tf.data threads", 70.0, 133.0, 14.0, 1.9)]  # efficiency 0.95
+    rows += [StageScaling(name, "render processes", 100.0, 200.0, 10.0, 2.0) for name, _, _ in STAGES]  # efficiency 1
+    table_only, png, default, _ = predict(rows, main_ms=4.0, cores=16)
+    assert table_only.core_ms == pytest.approx(14 / 0.95 + 4)
+    assert table_only.rate == pytest.approx(250.0) and table_only.bound == "the main process (one core)"
+    assert png.core_ms == pytest.approx(14 / 0.95 + 4 + 2 * 10)
+    assert len(OUTPUT_SETS["default: PNG + 5 GIFs + mosaic"]) == 5
+    assert default.core_ms == pytest.approx(14 / 0.95 + 4 + 5 * 10)
+    assert default.rate == pytest.approx(16000 / default.core_ms) and default.bound == "all cores busy"
+    assert default.render_cores == pytest.approx(default.rate * 50 / 1000)

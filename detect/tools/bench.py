@@ -35,7 +35,17 @@ from detect.engine.spec import SegmentSettings
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import decode_stream
-from detect.tools.bench_scaling import SteadyRun, as_json, scaling, scaling_lines, steady_lines, steady_state
+from detect.tools.bench_scaling import (
+    SteadyRun,
+    as_json,
+    main_process_ms,
+    predict,
+    prediction_lines,
+    scaling,
+    scaling_lines,
+    steady_lines,
+    steady_state,
+)
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
 from detect.waymo.readers import iter_frames
 from detect.waymo.sources import resolve_one
@@ -210,11 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     keep_freed_memory()  # as the `detect` command does
-    stages = scaling(args.frame, args.repeats)
+    stages = scaling(args.frame, max(5, args.repeats))
     for line in scaling_lines(stages):
         print(line, flush=True)
     steady = steady_runs(args)
-    for line in steady_lines(steady, STEADY_IMAGES):
+    main_ms = main_process_ms(args.frame, args.models / "stub_dynamic", args.out)
+    predicted = prediction_lines(predict(stages, main_ms), main_ms)
+    for line in [*steady_lines(steady, STEADY_IMAGES), *predicted]:
         print(line, flush=True)
     if args.scaling:
         return 0
@@ -226,13 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {} if args.only_rss else rates(args, segments, model)
     results["scaling"] = as_json(stages)
     results["steady"] = [dataclasses.asdict(r) for r in steady]
+    results["main_process_ms"] = main_ms
     person = args.person_model
     if not args.only_rss and person is not None and person.exists():
         # A light model: here the outputs, not the model, bound the rate on a CPU.
         results["person_model"] = rates(args, segments, person, blog=False)
     if not args.skip_rss:
         results |= memory(args, segments, model)
-    for line in [*report_lines(results), *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES)]:
+    for line in [*report_lines(results), *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
         print(line)
     (args.out / "bench.json").write_text(json.dumps(results, indent=2))
     return 0

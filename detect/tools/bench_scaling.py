@@ -46,17 +46,19 @@ from detect.sinks.table import to_table
 from detect.waymo.readers import iter_frames
 
 GIF_WIDTH = 640
+DECODE = "JPEG decode (tf.data) + resize for the model"
 TARGET_RATIO = 1.8
-# (name, what one unit is, frames per task): a task takes ~10-40 ms, like one frame's render task.
+# (name, what one unit is, frames per task): a task takes ~30-60 ms, about one frame's render task,
+# so the parent's dispatching stays as small a share as in a run.
 STAGES: tuple[tuple[str, str, int], ...] = (
-    ("drawing (20 boxes + chips)", "frame", 8),
-    ("PNG frame (fpng)", "frame", 1),
-    ("JPEG frame (Pillow q90)", "frame", 2),
-    ("GIF frame (downscale + quantize + LZW)", "frame", 2),
-    ("mosaic tile (downscale)", "frame", 16),
-    ("mosaic frame (compose + GIF), per image", "frame", 5),
+    ("drawing (20 boxes + chips)", "frame", 16),
+    ("PNG frame (fpng)", "frame", 3),
+    ("JPEG frame (Pillow q90)", "frame", 3),
+    ("GIF frame (downscale + quantize + LZW)", "frame", 4),
+    ("mosaic tile (downscale)", "frame", 64),
+    ("mosaic frame (compose + GIF), per image", "frame", 20),
     ("MP4 frame (640 wide, libx264 via ffmpeg)", "frame", 100),
-    ("table rows (30 boxes an image)", "frame", 500),
+    ("table rows (30 boxes an image)", "frame", 2000),
 )
 
 
@@ -153,10 +155,14 @@ class StageScaling:
     one: float  # frames/s with 1 worker (median over repeats)
     two: float  # frames/s with 2 workers
     cpu_ms: float  # CPU ms per frame with 1 worker
+    # Median over repeats of (2 workers / 1 worker) measured back to back: the host's speed drifts
+    # between repeats far more than within one.
+    ratio: float
 
-    @property
-    def ratio(self) -> float:
-        return self.two / self.one
+
+def summarize(stage: str, where: str, ones: list[float], twos: list[float], cpu_ms: float) -> StageScaling:
+    ratio = statistics.median(b / a for a, b in zip(ones, twos, strict=True))
+    return StageScaling(stage, where, statistics.median(ones), statistics.median(twos), cpu_ms, ratio)
 
 
 def real_frames(frame_path: Path) -> tuple[list[bytes], list[np.ndarray]]:
@@ -198,12 +204,10 @@ def measure_decode(jpegs: list[bytes], repeats: int, images: int = 120) -> Stage
     for _ in range(repeats):
         ones.append(rate(1))
         twos.append(rate(2))
-    one = statistics.median(ones)
-    return StageScaling("JPEG decode (tf.data) + resize for the model", "tf.data threads", one,
-                        statistics.median(twos), 1000 / one)
+    return summarize(DECODE, "tf.data threads", ones, twos, 1000 / statistics.median(ones))
 
 
-def measure_render_stages(frames: list[np.ndarray], repeats: int, budget: float = 0.6) -> list[StageScaling]:
+def measure_render_stages(frames: list[np.ndarray], repeats: int, budget: float = 1.0) -> list[StageScaling]:
     """Each render stage through the render processes, 1 and 2 of them, frames in shared memory."""
     slots = FrameSlots(len(frames))
     held = [(slots.put(frame), frame.shape) for frame in frames]
@@ -228,8 +232,7 @@ def measure_render_stages(frames: list[np.ndarray], repeats: int, budget: float 
                     rates[n].append(tasks * per_task / (time.perf_counter() - start))
                     if n == 1:
                         cpu.append(sum(seconds) / (tasks * per_task))
-            results.append(StageScaling(name, "render processes", statistics.median(rates[1]),
-                                        statistics.median(rates[2]), 1000 * statistics.median(cpu)))
+            results.append(summarize(name, "render processes", rates[1], rates[2], 1000 * statistics.median(cpu)))
         return results
     finally:
         for pool in pools.values():
@@ -262,7 +265,7 @@ def scaling(frame_path: Path, repeats: int = 3) -> list[StageScaling]:
 
 
 def scaling_lines(rows: list[StageScaling]) -> list[str]:
-    lines = ["", "output stages, 1 vs 2 workers (frames/s, medians of interleaved repeats; CPU ms a frame with 1 worker)",
+    lines = ["", "output stages, 1 vs 2 workers (frames/s and ratio: medians of interleaved repeats; CPU ms a frame with 1 worker)",
              f"  {'stage':<46} {'where':<17} {'1 worker':>9} {'2 workers':>10} {'ratio':>6} {'CPU ms':>7}"]
     for r in rows:
         lines.append(f"  {r.stage:<46} {r.where:<17} {r.one:9.1f} {r.two:10.1f} {r.ratio:6.2f} {r.cpu_ms:7.2f}")
@@ -273,7 +276,7 @@ def scaling_lines(rows: list[StageScaling]) -> list[str]:
 
 
 def as_json(rows: list[StageScaling]) -> list[dict[str, Any]]:
-    return [dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows]
+    return [dataclasses.asdict(r) for r in rows]
 
 
 # ---- the steady part of a whole `detect segment` run ----------------------------------------------
@@ -314,4 +317,104 @@ def steady_lines(rows: list[SteadyRun], images: int) -> list[str]:
     lines = ["", f"steady part of `detect segment`, stub model, PNG frames, no GIF ({images} images, start-up differenced out)",
              f"  {'run':<44} {'cores busy':>10} {'CPU ms/image':>13} {'images/s':>9}"]
     lines += [f"  {r.label:<44} {r.cores_busy:10.2f} {r.cpu_ms_per_image:13.1f} {r.images_per_s:9.1f}" for r in rows]
+    return lines
+
+
+# ---- what a 16-core box with one GPU should do ------------------------------------------------------
+
+# Outputs -> the stages each image goes through (names as in STAGES; decode and the main process always).
+OUTPUT_SETS: dict[str, tuple[str, ...]] = {
+    "table only (--no-png --no-gif)": (),
+    "PNG frames (--no-gif)": ("drawing (20 boxes + chips)", "PNG frame (fpng)"),
+    "default: PNG + 5 GIFs + mosaic": ("drawing (20 boxes + chips)", "PNG frame (fpng)",
+                                       "GIF frame (downscale + quantize + LZW)", "mosaic tile (downscale)",
+                                       "mosaic frame (compose + GIF), per image"),
+    "JPEG frames + GIFs + mosaic": ("drawing (20 boxes + chips)", "JPEG frame (Pillow q90)",
+                                    "GIF frame (downscale + quantize + LZW)", "mosaic tile (downscale)",
+                                    "mosaic frame (compose + GIF), per image"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    outputs: str
+    core_ms: float  # core-milliseconds an image, each stage's CPU divided by its 2-worker efficiency
+    cpu_bound: float  # images/s if every core is busy
+    main_bound: float  # images/s the main process's own work allows (one core)
+    render_cores: float  # cores the render processes need at the predicted rate
+
+    @property
+    def rate(self) -> float:
+        return min(self.cpu_bound, self.main_bound)
+
+    @property
+    def bound(self) -> str:
+        return "all cores busy" if self.cpu_bound <= self.main_bound else "the main process (one core)"
+
+
+def predict(rows: list[StageScaling], main_ms: float, cores: int = 16) -> list[Prediction]:
+    """Images/s on `cores` cores with a GPU fast enough not to matter: each stage costs its measured
+    CPU divided by its measured 2-worker efficiency (ratio / 2); the main process (reading, feeding
+    the GPU, copying frames to shared memory, the ordered consumer) costs `main_ms` on one core."""
+    by_name = {r.stage: r for r in rows}
+
+    def core_ms(name: str) -> float:
+        r = by_name[name]
+        return r.cpu_ms / min(1.0, r.ratio / 2)
+
+    predictions = []
+    for outputs, stages in OUTPUT_SETS.items():
+        render = sum(core_ms(s) for s in stages)
+        total = core_ms(DECODE) + render + main_ms
+        cpu_bound, main_bound = 1000 * cores / total, 1000 / main_ms
+        rate = min(cpu_bound, main_bound)
+        predictions.append(Prediction(outputs, total, cpu_bound, main_bound, rate * render / 1000))
+    return predictions
+
+
+def main_process_ms(frame_path: Path, model: Path, out: Path, short: int = 40, long: int = 240) -> float:
+    """CPU ms an image the main process spends besides decoding: the steady part of an in-process
+    stub-model run (PNG frames, render processes) minus the render processes' CPU and the decode."""
+    from detect.engine.loading import load_model
+    from detect.engine.local import process_segment
+    from detect.engine.render_pool import worker_cpu_seconds
+    from detect.engine.spec import ModelSpec, SegmentSettings
+    from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
+    from detect.waymo.sources import resolve_one
+
+    templates = list(iter_frames(str(frame_path)))
+    loaded = load_model(ModelSpec(path=model))
+    settings = SegmentSettings(mode="overwrite", gif=False, workers=2, render="processes")
+
+    def cost(images: int) -> tuple[float, float, float]:
+        path = out / "inputs" / f"main_cost_{images}.parquet"
+        if not path.exists():
+            write_camera_image_parquet(path, repeat_frames(templates, images // len(templates),
+                                                           segment_context_name=f"main_cost_{images}"))
+        before, workers = os.times(), worker_cpu_seconds()
+        process_segment(resolve_one(str(path)), out / "main_cost", loaded.detector, settings, model_facts=loaded.facts)
+        after = os.times()
+        return (after.user + after.system - before.user - before.system), worker_cpu_seconds() - workers, float(images)
+
+    cost(short)  # warm-up: render processes started, graphs traced
+    a, b = cost(short), cost(long)
+    main_cpu = (b[0] - a[0]) / (b[2] - a[2])
+    decode = statistics.median(_decode_cpu(templates) for _ in range(3))
+    return 1000 * max(0.0, main_cpu - decode)
+
+
+def _decode_cpu(templates: list[Any], images: int = 60) -> float:
+    """CPU seconds an image for the decode + resize, as tf.data runs it (one thread)."""
+    items = ((i, templates[i % len(templates)].jpeg) for i in range(images))
+    before = os.times()
+    count = sum(1 for _ in decode_stream(items, input_size=(320, 320), keep_full=True, parallel=1))
+    after = os.times()
+    return (after.user + after.system - before.user - before.system) / count
+
+
+def prediction_lines(predictions: list[Prediction], main_ms: float, cores: int = 16) -> list[str]:
+    lines = ["", f"predicted on {cores} cores with one GPU (stage CPU / its measured efficiency; main process "
+                 f"{main_ms:.1f} CPU ms an image on one core)",
+             f"  {'outputs':<34} {'core ms/image':>13} {'images/s':>9} {'render cores':>12}  bound"]
+    lines += [f"  {p.outputs:<34} {p.core_ms:13.1f} {p.rate:9.0f} {p.render_cores:12.1f}  {p.bound}" for p in predictions]
     return lines
