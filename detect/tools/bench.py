@@ -64,6 +64,8 @@ def cpu_seconds() -> float:
 
 
 STEADY_IMAGES = 200
+# Stage ratios drift with the host from round to round; 7 short rounds (~2 minutes) steady the median.
+SCALING_REPEATS = 7
 STEADY_START = 40
 
 
@@ -220,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     keep_freed_memory()  # as the `detect` command does
-    stages = scaling(args.frame, max(5, args.repeats))
+    t0 = time.perf_counter()
+    import_tensorflow()  # timed here: building the inputs below would import it anyway
+    args.import_seconds = time.perf_counter() - t0
+    stages = scaling(args.frame, SCALING_REPEATS)
     for line in scaling_lines(stages):
         print(line, flush=True)
     steady = steady_runs(args)
@@ -230,9 +235,6 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     if args.scaling:
         return 0
-    t0 = time.perf_counter()
-    import_tensorflow()  # timed here: building the inputs below would import it anyway
-    args.import_seconds = time.perf_counter() - t0
     model = ensure_model(args.models)
     segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
     results: dict[str, Any] = {} if args.only_rss else rates(args, segments, model)

@@ -2,12 +2,13 @@
 
 Every stage runs on the real 1920x1280 / 1920x886 frames the way the pipeline runs it: JPEG
 decode in tf.data's threads, everything else in render processes with the frame in a
-shared-memory slot. Each stage is timed with 1 and with 2 workers, interleaved, over `--repeats`
-rounds. A worker owns one core (pinned with `sched_setaffinity`, which the ffmpeg it starts for
-MP4 inherits; decode pins the process to 1 or 2 cores), so "1 worker" means one core's worth and
-the ratio says what a second core buys. A task handles a few frames (as a pipeline task handles
-all of one frame's stages), so the pipe's per-task cost is counted about as often as in a run. A
-stage that holds a GIL the workers share scores ~1.0; one that scales scores ~1.9.
+shared-memory slot. Each stage is timed with 1 and with 2 workers back to back (alternating which
+goes first) over 7 rounds; the ratio is the median of the rounds' ratios. A worker owns one core
+(pinned with `sched_setaffinity`, which the ffmpeg it starts for MP4 inherits; decode pins the
+process to 1 or 2 cores), so "1 worker" means one core's worth and the ratio says what a second
+core buys. A task handles a few frames (30-60 ms of work, about one frame's render task in a run),
+so the pipe's per-task cost counts about as much as in a run. A stage that holds a GIL the
+workers share scores ~1.0; one that scales scores ~1.9.
 """
 
 from __future__ import annotations
@@ -201,9 +202,13 @@ def measure_decode(jpegs: list[bytes], repeats: int, images: int = 120) -> Stage
 
     rate(1)  # warm-up: builds the tf.data graph
     ones, twos = [], []
-    for _ in range(repeats):
-        ones.append(rate(1))
-        twos.append(rate(2))
+    for repeat in range(repeats):
+        if repeat % 2:
+            twos.append(rate(2))
+            ones.append(rate(1))
+        else:
+            ones.append(rate(1))
+            twos.append(rate(2))
     return summarize(DECODE, "tf.data threads", ones, twos, 1000 / statistics.median(ones))
 
 
@@ -224,8 +229,9 @@ def measure_render_stages(frames: list[np.ndarray], repeats: int, budget: float 
             tasks = max(8, 2 * round(budget / (time.perf_counter() - start) / 2))
             rates: dict[int, list[float]] = {1: [], 2: []}
             cpu: list[float] = []
-            for _ in range(repeats):
-                for n, pool in pools.items():
+            for repeat in range(repeats):
+                # Alternate which goes first, so a drift in the host's speed does not favour one.
+                for n, pool in sorted(pools.items(), reverse=bool(repeat % 2)):
                     args = [(name, held[i % len(held)][0].name, held[i % len(held)][1], per_task) for i in range(tasks)]
                     start = time.perf_counter()
                     seconds = list(pool.map(run_stage, *zip(*args, strict=True)))
