@@ -182,6 +182,18 @@ def _outputs(seg):
 
 
 @pytest.mark.slow
+def _children(pid: int) -> set[int]:
+    """Processes whose parent is `pid` (Linux /proc; empty elsewhere)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, stub_dynamic_dir, tmp_path):
     frames = repeat_frames(real_camera_frames, 8, segment_context_name="killed")
     path = write_frames_tfrecord(tmp_path / "killed.tfrecord", frames)
@@ -199,8 +211,15 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, s
             break
         time.sleep(0.02)
     assert proc.poll() is None, "the run finished before it could be killed"
+    workers = _children(proc.pid)
+    assert workers or not Path("/proc").is_dir()  # the render processes (and multiprocessing's tracker)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    deadline = time.monotonic() + 15
+    while workers and time.monotonic() < deadline:  # render processes end with their parent
+        workers = {pid for pid in workers if Path(f"/proc/{pid}").exists()}
+        time.sleep(0.05)
+    assert workers == set()
     assert not (out / "killed" / "detections.parquet").exists()
     with journal.open("a") as handle:  # a torn last line, as a kill mid-write leaves it
         handle.write('{"t": 1, "c"')

@@ -176,3 +176,29 @@ def test_the_16_core_prediction_divides_each_stage_by_its_efficiency_and_names_t
     assert default.core_ms == pytest.approx(14 / 0.95 + 4 + 5 * 10)
     assert default.rate == pytest.approx(16000 / default.core_ms) and default.bound == "all cores busy"
     assert default.render_cores == pytest.approx(default.rate * 50 / 1000)
+
+
+def test_segments_share_one_set_of_slots_and_workers_let_go_of_unlinked_ones(tiny_v2_path, tmp_path):
+    from multiprocessing import shared_memory
+
+    run(tiny_v2_path, tmp_path / "a", render="processes", workers=2, gif=False)
+    slots = render_pool.frame_slots(2)
+    run(tiny_v2_path, tmp_path / "b", render="processes", workers=2, gif=False)
+    assert render_pool.frame_slots(2) is slots  # the second segment reused them
+
+    old = shared_memory.SharedMemory(create=True, size=4096)
+    new = shared_memory.SharedMemory(create=True, size=4096)
+    try:
+        render_pool.attach(old.name)
+        old.unlink()  # the parent replaced it by a larger slot
+        render_pool.attach(new.name)
+        if render_pool.SHM_DIR.is_dir():
+            assert old.name not in render_pool._attached and new.name in render_pool._attached
+    finally:
+        for name in (old.name, new.name):
+            stale = render_pool._attached.pop(name, None)
+            if stale is not None:
+                stale.close()
+        old.close()
+        new.close()
+        new.unlink()

@@ -19,6 +19,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -103,7 +104,7 @@ class ProcessRenderer(Renderer):
     def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
         self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
         self._pool = self.executor = process_pool(settings.workers)
-        self._slots = FrameSlots(SLOTS_PER_WORKER * settings.workers)
+        self._slots = frame_slots(settings.workers)
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
 
@@ -153,7 +154,6 @@ class ProcessRenderer(Renderer):
         for future in inflight:
             future.cancel()
         concurrent.futures.wait(inflight)
-        self._slots.close()
 
 
 def _died_text() -> str:
@@ -249,6 +249,7 @@ def check_shm_room(nbytes: int, directory: Path = SHM_DIR) -> None:
 # ---- the worker processes ----------------------------------------------------------------------
 
 _pools: dict[int, concurrent.futures.ProcessPoolExecutor] = {}
+_slots: dict[int, FrameSlots] = {}
 _pools_lock = threading.Lock()
 
 
@@ -260,19 +261,33 @@ def process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
             # spawn, never fork: the parent runs TensorFlow's threads, and forking them deadlocks.
             context = multiprocessing.get_context("spawn")
             pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker)
-            if not _pools:
+            if not _pools and not _slots:
                 atexit.register(shutdown_pools)
             _pools[workers] = pool
         return pool
 
 
-def shutdown_pools() -> None:
-    """Stop every render process (at exit: a pool left to the garbage collector complains)."""
+def frame_slots(workers: int) -> FrameSlots:
+    """The slots that feed the pool of `workers`, shared by every segment of the run: the workers
+    keep them mapped, so a new set per segment would pile up in their memory."""
     with _pools_lock:
-        pools = list(_pools.values())
+        slots = _slots.get(workers)
+        if slots is None:
+            slots = _slots[workers] = FrameSlots(SLOTS_PER_WORKER * workers)
+        return slots
+
+
+def shutdown_pools() -> None:
+    """Stop every render process and unlink the slots (at exit: a pool left to the garbage
+    collector complains, and a slot left linked would outlive the run)."""
+    with _pools_lock:
+        pools, slots = list(_pools.values()), list(_slots.values())
         _pools.clear()
+        _slots.clear()
     for pool in pools:
         pool.shutdown(wait=True, cancel_futures=True)
+    for frame_slot_set in slots:
+        frame_slot_set.close()
 
 
 def worker_cpu_seconds() -> float:
@@ -301,26 +316,43 @@ def discard_pool(workers: int) -> None:
 
 def init_worker() -> None:
     """In each render process: Ctrl-C is the parent's to handle, output work yields to the model,
-    and freed frame buffers stay mapped."""
+    freed frame buffers stay mapped, and the process ends with its parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     lower_thread_priority()
     keep_freed_memory()
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="detect-parent-watch", daemon=True).start()
+
+
+def _exit_with(parent_sentinel: int) -> None:
+    """A parent killed outright (SIGKILL, OOM killer) never shuts the pool down, and an idle worker
+    would wait for work forever, holding its slots; once the workers are gone, multiprocessing's
+    resource tracker unlinks the slots the parent left."""
+    multiprocessing.connection.wait([parent_sentinel])
+    os._exit(0)
 
 
 _attached: dict[str, shared_memory.SharedMemory] = {}
-# A worker keeps the slots it has seen mapped; slots replaced by larger ones fall out after this many.
-MAX_ATTACHED = 256
+# Slots a worker keeps mapped. A slot replaced by a larger one is unlinked by the parent, and its
+# memory is only freed once every worker unmaps it: stale ones are dropped whenever a new one comes.
+MAX_ATTACHED = 64
 
 
 def attach(name: str) -> shared_memory.SharedMemory:
     slot = _attached.get(name)
     if slot is None:
+        for old in [n for n in _attached if SHM_DIR.is_dir() and not (SHM_DIR / n).exists()]:
+            _close(_attached.pop(old))
         if len(_attached) >= MAX_ATTACHED:
-            stale = _attached.pop(next(iter(_attached)))
-            with contextlib.suppress(OSError, BufferError):
-                stale.close()
+            _close(_attached.pop(next(iter(_attached))))
         slot = _attached[name] = shared_memory.SharedMemory(name=name)
     return slot
+
+
+def _close(slot: shared_memory.SharedMemory) -> None:
+    with contextlib.suppress(OSError, BufferError):
+        slot.close()
 
 
 def render_in_worker(name: str, shape: tuple[int, ...], key: FrameKey, detections: Detections, segment_dir: Path,
