@@ -47,7 +47,6 @@ SHM_DIR = Path("/dev/shm")
 class Renderer:
     """What the pipeline submits frames to; `submit` returns a future of the `Rendered` frame."""
 
-    mode: str = "threads"
     # For other per-frame work that can run beside the frames (the mosaic frames); picklable calls only.
     executor: concurrent.futures.Executor
 
@@ -75,8 +74,6 @@ def open_renderer(segment_dir: Path, settings: SegmentSettings, timings: StageTi
 class ThreadRenderer(Renderer):
     """Render threads at a lower priority (see `detect.engine.tuning`)."""
 
-    mode = "threads"
-
     def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
         self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
         self._pool = concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render",
@@ -98,8 +95,6 @@ class WorkerDied(OutputError):
 
 class ProcessRenderer(Renderer):
     """Render processes (a pool shared by every segment of this run) fed through shared memory."""
-
-    mode = "processes"
 
     def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
         self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
