@@ -1,7 +1,7 @@
 """The local engine: reader -> tf.data decode -> batched detector -> render pool -> ordered sinks.
 
 Stages overlap and every queue is bounded: tf.data decodes ahead of the model (prefetch), the
-model works on batches while a thread pool draws and encodes the previous ones, and one ordered
+model works on batches while render workers draw and encode the previous ones, and one ordered
 consumer feeds the animations and the segment's journal. Memory stays flat however long the
 segment is. A frame that fails anywhere is recorded and skipped; the run goes on. Frames are drawn and encoded
 in render processes or threads (`detect.engine.render_pool`).
@@ -138,7 +138,6 @@ class _OverlappedStages:
     def run(self, frames: Iterator[CameraFrame]) -> None:
         settings = self.settings
         groups: dict[tuple[int, ...], list[DecodedImage]] = {}
-        pool = self.renderer  # drawing and encoding yield the CPU to the model (see detect.engine.tuning)
         consumer = OrderedConsumer(self.consume, self._render_failed,
                                    max_pending=2 * self.detector.batch_size + 2 * settings.workers,
                                    initializer=lower_thread_priority)
@@ -155,17 +154,17 @@ class _OverlappedStages:
                 group = groups.setdefault(shape, [])
                 group.append(decoded)
                 if len(group) >= self.detector.batch_size:
-                    self._run_batch(groups.pop(shape), pool, consumer)
+                    self._run_batch(groups.pop(shape), consumer)
                 if consumer.pending > consumer.max_pending:
                     for other in list(groups):  # every index below `_next` must be handed over first
-                        self._run_batch(groups.pop(other), pool, consumer)
+                        self._run_batch(groups.pop(other), consumer)
                     consumer.wait_for_room()
                 wait_start = self.clock()
             with self._lock:
                 last = max(self._frames, default=self._next - 1) + 1
             self._fail_undecodable(consumer, last)
             for shape in list(groups):
-                self._run_batch(groups.pop(shape), pool, consumer)
+                self._run_batch(groups.pop(shape), consumer)
         finally:
             consumer.close()
 
@@ -184,7 +183,7 @@ class _OverlappedStages:
             key = self._keys.pop(index)
         return FrameFailure(key, RENDER, error_text(err))
 
-    def _run_batch(self, batch: list[DecodedImage], pool: Renderer, consumer: OrderedConsumer) -> None:
+    def _run_batch(self, batch: list[DecodedImage], consumer: OrderedConsumer) -> None:
         frames = [self._take(d.index) for d in batch]
         t = self.clock()
         outcomes = detect_images(self.detector, batch, [f.key for f in frames])
@@ -193,7 +192,7 @@ class _OverlappedStages:
             if isinstance(outcome, Detections):
                 with self._lock:
                     self._keys[decoded.index] = frame.key
-                consumer.put(decoded.index, pool.submit(decoded, frame.key, outcome, self.labels(frame.key)))
+                consumer.put(decoded.index, self.renderer.submit(decoded, frame.key, outcome, self.labels(frame.key)))
             else:
                 consumer.put(decoded.index, outcome)
 

@@ -69,15 +69,23 @@ SCALING_REPEATS = 7
 STEADY_START = 40
 
 
-def steady_runs(args: argparse.Namespace) -> list[SteadyRun]:
-    """The stub model (near free) and PNG frames: the outputs are the whole work, as on a GPU box."""
+def stub_model(args: argparse.Namespace) -> Path:
     stub = args.models / "stub_dynamic"
     if not (stub / "saved_model.pb").exists():
         subprocess.run([sys.executable, str(ROOT / "models" / "build_stub.py"), "--out", str(args.models)], check=True)
+    return stub
+
+
+def steady_segments(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Two segments `STEADY_IMAGES` images apart: their difference is a run's steady part."""
     segments = make_segments(args.frame, args.out, [STEADY_START, STEADY_START + STEADY_IMAGES])
-    short, long = segments[STEADY_START], segments[STEADY_START + STEADY_IMAGES]
+    return segments[STEADY_START], segments[STEADY_START + STEADY_IMAGES]
+
+
+def steady_runs(args: argparse.Namespace, short: Path, long: Path) -> list[SteadyRun]:
+    """The stub model (near free) and PNG frames: the outputs are the whole work, as on a GPU box."""
     out = args.out / "steady"
-    return [steady_state(label, short, long, STEADY_IMAGES, stub, out, ["--no-gif", *flags], args.repeats)
+    return [steady_state(label, short, long, STEADY_IMAGES, stub_model(args), out, ["--no-gif", *flags], args.repeats)
             for label, flags in (("2 render threads (--render threads)", ["--render", "threads", "--workers", "2"]),
                                  ("2 render processes (default)", ["--workers", "2"]))]
 
@@ -228,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     stages = scaling(args.frame, SCALING_REPEATS)
     for line in scaling_lines(stages):
         print(line, flush=True)
-    steady = steady_runs(args)
-    main_ms = main_process_ms(args.frame, args.models / "stub_dynamic", args.out)
+    short, long = steady_segments(args)
+    steady = steady_runs(args, short, long)
+    main_ms = main_process_ms(short, long, stub_model(args), args.out / "main_cost")
     predicted = prediction_lines(predict(stages, main_ms), main_ms)
     for line in [*steady_lines(steady, STEADY_IMAGES), *predicted]:
         print(line, flush=True)

@@ -106,7 +106,7 @@ def _jpeg(frame: np.ndarray, n: int) -> None:
 
 def _gif(frame: np.ndarray, n: int) -> None:
     for _ in range(n):
-        encode_gif_frame(downscale_to_width(to_canvas(frame), GIF_WIDTH))
+        encode_gif_frame(_small(frame))
 
 
 def _small(frame: np.ndarray) -> Image.Image:
@@ -378,40 +378,34 @@ def predict(rows: list[StageScaling], main_ms: float, cores: int = 16) -> list[P
     return predictions
 
 
-def main_process_ms(frame_path: Path, model: Path, out: Path, short: int = 40, long: int = 240) -> float:
+def main_process_ms(short: Path, long: Path, model: Path, out: Path) -> float:
     """CPU ms an image the main process spends besides decoding: the steady part of an in-process
-    stub-model run (PNG frames, render processes) minus the render processes' CPU and the decode."""
+    stub-model run (PNG frames, render processes; `long` minus `short`) less the decode's CPU
+    measured the same way (`os.times()`: TensorFlow's threads count, render processes do not)."""
     from detect.engine.loading import load_model
     from detect.engine.local import process_segment
-    from detect.engine.render_pool import worker_cpu_seconds
     from detect.engine.spec import ModelSpec, SegmentSettings
-    from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
     from detect.waymo.sources import resolve_one
 
-    templates = list(iter_frames(str(frame_path)))
     loaded = load_model(ModelSpec(path=model))
     settings = SegmentSettings(mode="overwrite", gif=False, workers=2, render="processes")
 
-    def cost(images: int) -> tuple[float, float, float]:
-        path = out / "inputs" / f"main_cost_{images}.parquet"
-        if not path.exists():
-            write_camera_image_parquet(path, repeat_frames(templates, images // len(templates),
-                                                           segment_context_name=f"main_cost_{images}"))
-        before, workers = os.times(), worker_cpu_seconds()
-        process_segment(resolve_one(str(path)), out / "main_cost", loaded.detector, settings, model_facts=loaded.facts)
+    def cpu_seconds(segment: Path) -> tuple[float, int]:
+        before = os.times()
+        report = process_segment(resolve_one(str(segment)), out, loaded.detector, settings, model_facts=loaded.facts)
         after = os.times()
-        return (after.user + after.system - before.user - before.system), worker_cpu_seconds() - workers, float(images)
+        return after.user + after.system - before.user - before.system, report.images_processed
 
-    cost(short)  # warm-up: render processes started, graphs traced
-    a, b = cost(short), cost(long)
-    main_cpu = (b[0] - a[0]) / (b[2] - a[2])
-    decode = statistics.median(_decode_cpu(templates) for _ in range(3))
-    return 1000 * max(0.0, main_cpu - decode)
+    cpu_seconds(short)  # warm-up: render processes started, graphs traced
+    (c0, n0), (c1, n1) = cpu_seconds(short), cpu_seconds(long)
+    jpegs = [f.jpeg for f in iter_frames(str(short))]
+    decode = statistics.median(_decode_cpu(jpegs) for _ in range(3))
+    return max(0.0, 1000 * ((c1 - c0) / (n1 - n0) - decode))
 
 
-def _decode_cpu(templates: list[Any], images: int = 60) -> float:
+def _decode_cpu(jpegs: list[bytes], images: int = 60) -> float:
     """CPU seconds an image for the decode + resize, as tf.data runs it (one thread)."""
-    items = ((i, templates[i % len(templates)].jpeg) for i in range(images))
+    items = ((i, jpegs[i % len(jpegs)]) for i in range(images))
     before = os.times()
     count = sum(1 for _ in decode_stream(items, input_size=(320, 320), keep_full=True, parallel=1))
     after = os.times()
