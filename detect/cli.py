@@ -23,7 +23,7 @@ from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import DetectError, UsageError
 from detect.core.tf_env import set_verbose
 from detect.engine.events import Progress, ProgressFactory
-from detect.engine.loading import MODEL_ENV
+from detect.engine.loading import MODEL_ENV, choose_settings
 from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
 from detect.engine.spec import (
@@ -212,7 +212,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, metavar="PATH",
                         help=f"a SavedModel directory (TF2, or a TF1 zoo saved_model/) or a TF1 frozen graph .pb "
                         f"(default: ${MODEL_ENV}, else models/ssd_mobilenet_v2/, else models/ssdlite_mobilenet_v2_person/)")
-    parser.add_argument("--threshold", type=_unit_float, default=0.5, help="minimum score to draw a box (default 0.5)")
+    parser.add_argument("--threshold", type=_unit_float, metavar="SCORE",
+                        help="minimum score to draw a box (default: the model's own, from its detect_model.json; else 0.5)")
     parser.add_argument("--score-floor", type=_unit_float, default=DEFAULT_SCORE_FLOOR, metavar="SCORE",
                         help=f"minimum score to keep a box in detections.parquet, for `detect eval` "
                         f"(default {DEFAULT_SCORE_FLOOR}; at most --threshold)")
@@ -225,9 +226,12 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=_positive_int, metavar="N", help="process at most N frames")
     parser.add_argument("--batch-size", type=_bounded_int(1, MAX_BATCH_SIZE), metavar="N",
                         help=f"images per model call, 1-{MAX_BATCH_SIZE} (default: measured best)")
-    parser.add_argument("--input-size", default="320", metavar="SIZE",
+    parser.add_argument("--input-size", metavar="SIZE",
                         help="resize frames to SIZExSIZE or WxH (width x height) before the model, "
-                        "'native' for full frames (default 320)")
+                        "'native' for full frames (default: the model's own; else 320)")
+    parser.add_argument("--nms", type=_nms_iou, metavar="IOU",
+                        help="class-aware non-maximum suppression after the model at this IoU, or 'off' "
+                        "(default: the model's own, e.g. 0.7 for CenterNet; else off)")
     _max_pixels(parser)
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
@@ -345,11 +349,15 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
     except UnknownCameraError as err:
         raise UsageError(str(err)) from None
     mode: Mode = "resume" if args.resume else "overwrite" if args.overwrite else "new"
-    style = DrawStyle(threshold=args.threshold, show_labels=args.show_labels, show_scores=args.show_scores,
+    if args.input_size is not None:
+        parse_input_size(args.input_size)  # a bad flag is named before the model is looked for
+    chosen = choose_settings(args.model, threshold=args.threshold, input_size=args.input_size,
+                             nms_iou="model" if args.nms is None else None if args.nms == "off" else args.nms)
+    style = DrawStyle(threshold=chosen.threshold, show_labels=args.show_labels, show_scores=args.show_scores,
                       line_width=args.line_width, max_boxes=args.max_boxes)
     settings = SegmentSettings(
         frame_filter=FrameFilter(cameras=cameras, first_frame=args.first_frame, max_frames=args.max_frames),
-        input_size=parse_input_size(args.input_size),
+        input_size=parse_input_size(chosen.input_size),
         write_frames=args.write_frames,
         frame_format=args.frame_format,
         gif=args.gif,
@@ -363,9 +371,9 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
         render=args.render,
     )
-    model = ModelSpec(path=args.model, threshold=args.threshold, score_floor=min(args.score_floor, args.threshold),
+    model = ModelSpec(path=args.model, threshold=chosen.threshold, score_floor=min(args.score_floor, chosen.threshold),
                       classes=tuple(args.classes) if args.classes else None, strategy=args.strategy,
-                      batch_size=args.batch_size)
+                      batch_size=args.batch_size, nms_iou=chosen.nms_iou)
     return RunSpec(
         inputs=tuple(inputs), out=args.out, model=model, settings=settings,
         engine=getattr(args, "engine", "local"), shard=parse_shard(getattr(args, "shard", None)),
@@ -443,6 +451,18 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _nms_iou(text: str) -> float | str:
+    if text.strip().lower() in ("off", "none", "0"):
+        return "off"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or 'off': {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 (excluded) and 1, or 'off', got {text}")
     return value
 
 

@@ -19,6 +19,8 @@ def load_models_script(name: str) -> ModuleType:
     """Import `models/<name>.py` (a script directory, not a package) as a module."""
     if name in sys.modules:
         return sys.modules[name]
+    if str(MODELS_DIR) not in sys.path:  # the scripts import each other, as they do when run
+        sys.path.insert(0, str(MODELS_DIR))
     spec = importlib.util.spec_from_file_location(name, MODELS_DIR / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -133,8 +133,9 @@ def test_a_file_that_is_not_a_pb_is_refused(tmp_path):
     (tmp_path / "model.onnx").write_bytes(b"onnx")
     with pytest.raises(ModelError) as err:
         Detector(tmp_path / "model.onnx")
-    assert str(err.value) == (f"model {tmp_path / 'model.onnx'} is a file but not a frozen graph (.pb): expected a "
-                              f"SavedModel directory or a TF1 frozen_inference_graph.pb")
+    assert str(err.value) == (f"model {tmp_path / 'model.onnx'} is a file but not a frozen graph (.pb) or a TF.js "
+                              f"model.json: expected a SavedModel directory, a TF1 frozen_inference_graph.pb or a TF.js "
+                              f"graph model")
 
 def test_corrupt_saved_model(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"\x00garbage")

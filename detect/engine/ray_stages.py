@@ -179,8 +179,9 @@ def decode_images(batch: Batch, *, input_size: tuple[int, int] | None, max_pixel
 class DetectorActor:
     """The detector as a Ray Data callable class: loaded once per actor, then called per batch."""
 
-    def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int) -> None:
-        self.detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size)
+    def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int,
+                 nms_iou: float | None = None) -> None:
+        self.detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size, nms_iou=nms_iou)
 
     def __call__(self, batch: Batch) -> Batch:
         return detect_batch(self.detector, batch)

@@ -89,6 +89,7 @@ class SegmentSettings:
             "model": model.get("path"),
             "score_floor": model.get("score_floor"),
             "classes": model.get("classes"),
+            "nms_iou": model.get("nms_iou"),
             "input_size": list(self.input_size) if self.input_size else "native",
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
@@ -109,6 +110,7 @@ class ModelSpec:
     classes: tuple[str, ...] | None = None
     strategy: str = "none"
     batch_size: int | None = None  # None: the detector's measured default
+    nms_iou: float | None = None  # class-aware NMS after the model at this IoU; None: off
 
 
 @dataclasses.dataclass(frozen=True)

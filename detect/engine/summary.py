@@ -8,15 +8,19 @@ from typing import Any
 
 from detect.core.names import printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
-from detect.model.labels import label_for
+from detect.model.labels import describe_classes
 
 FAILURES_SHOWN = 5
 
 
 def model_label(facts: dict[str, Any]) -> str:
-    """The model in a few words: what it is, which classes it knows, the start of its checksum."""
+    """The model in a few words: what it is, which classes it knows (briefly: "80 COCO classes"; the
+    manifest and `detect model` list them), the start of its checksum."""
     known = facts.get("knows_classes")
-    classes = ", ".join(label_for(int(c)) for c in known) if isinstance(known, list) else "COCO label map"
+    try:
+        classes = describe_classes([int(c) for c in known] if isinstance(known, list) else None)
+    except (TypeError, ValueError):
+        classes = "unknown classes"
     sha = str(facts.get("sha256") or "")[:12]
     return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "")
 

@@ -5,9 +5,11 @@ Waymo's 2D labels (see Waymo's labeling specifications) cover VEHICLE, PEDESTRIA
 
 - car, truck, bus -> VEHICLE; motorcycle -> VEHICLE too: "Motorcycles and motorcyclists are
   labeled as vehicles" in Waymo's specification, so a COCO motorcycle box is a VEHICLE box.
-- person -> PEDESTRIAN. A COCO detector also boxes the rider of a bicycle as a person, where
-  Waymo labels one CYCLIST box (rider and bicycle): those person boxes count as false positives.
-- bicycle -> CYCLIST. Parked bicycles (not labeled by Waymo) count as false positives.
+- person -> PEDESTRIAN, bicycle -> CYCLIST, and a rider becomes one CYCLIST: Waymo labels rider and
+  bicycle as one CYCLIST box, where a COCO detector sees a `person` and a `bicycle`. A person box
+  that overlaps a bicycle box (see `pair_riders`) is replaced, with that bicycle box, by one
+  CYCLIST detection: their union, scored by the geometric mean of the two scores. Unpaired
+  bicycles (parked ones, which Waymo does not label) stay CYCLIST boxes and count as false positives.
 - stop sign -> SIGN, reported only where SIGN labels exist.
 - train is not mapped ("Trains and trams are not considered vehicles"); nor is any other class.
 
@@ -22,9 +24,18 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
+
 from detect.core.errors import UsageError
 from detect.core.records import WaymoType
 from detect.model.labels import UnknownClassError, label_for, parse_classes
+
+# A person box rides a bicycle box when at least this share of the smaller of the two lies in both,
+# and the person's horizontal center is over the bicycle. Both scores must be within a factor
+# RIDER_SCORE_RATIO of each other: a confident pedestrian is not traded for a faint bicycle's guess.
+RIDER_OVERLAP = 0.3
+RIDER_SCORE_RATIO = 0.5
+PERSON_ID, BICYCLE_ID = 1, 2
 
 DEFAULT_COCO_TO_WAYMO: dict[str, WaymoType] = {
     "car": WaymoType.VEHICLE,
@@ -47,6 +58,29 @@ class ClassMap:
     def waymo_type(self, class_id: int) -> int | None:
         return self.by_class.get(int(class_id))
 
+    @property
+    def pairs_riders(self) -> bool:
+        """Riders are paired when persons are PEDESTRIANs and bicycles CYCLISTs (as in the default map)."""
+        return self.waymo_type(PERSON_ID) == WaymoType.PEDESTRIAN and self.waymo_type(BICYCLE_ID) == WaymoType.CYCLIST
+
+    def to_waymo(self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> WaymoBoxes:
+        """One image's detections as Waymo-typed boxes: unmapped classes dropped, riders paired."""
+        xyxy = np.asarray(xyxy, np.float64).reshape(-1, 4)
+        scores = np.asarray(scores, np.float64).reshape(-1)
+        class_ids = np.asarray(class_ids, np.int64).reshape(-1)
+        types = np.array([self.by_class.get(int(c), -1) for c in class_ids], np.int64)
+        pairs = pair_riders(xyxy, scores, class_ids) if self.pairs_riders else []
+        used = {i for pair in pairs for i in pair}
+        keep = [i for i in range(len(types)) if types[i] >= 0 and i not in used]
+        boxes = [xyxy[i] for i in keep] + [_union(xyxy[p], xyxy[b]) for p, b in pairs]
+        return WaymoBoxes(
+            xyxy=np.asarray(boxes, np.float64).reshape(-1, 4),
+            scores=np.asarray([scores[i] for i in keep] + [float(np.sqrt(scores[p] * scores[b])) for p, b in pairs]),
+            types=np.asarray([types[i] for i in keep] + [int(WaymoType.CYCLIST)] * len(pairs), np.int64),
+            class_ids=np.asarray([class_ids[i] for i in keep] + [BICYCLE_ID] * len(pairs), np.int64),
+            riders=len(pairs),
+        )
+
     def types_for(self, model_classes: Iterable[int] | None) -> list[int]:
         """The Waymo types a model can be evaluated on: those its classes map to (all mapped types
         for a model with the whole COCO label map)."""
@@ -56,6 +90,52 @@ class ClassMap:
     def to_json(self) -> dict[str, object]:
         return {"source": self.source,
                 "map": {label_for(c): WaymoType(t).name for c, t in sorted(self.by_class.items())}}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WaymoBoxes:
+    """One image's detections in Waymo types (pixel xyxy); `class_ids` is the model class behind each
+    (a paired rider: bicycle), `riders` how many person + bicycle pairs became one CYCLIST."""
+
+    xyxy: np.ndarray
+    scores: np.ndarray
+    types: np.ndarray
+    class_ids: np.ndarray
+    riders: int = 0
+
+
+def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> list[tuple[int, int]]:
+    """`(person index, bicycle index)` pairs, each box in one pair at most, best-scoring persons first."""
+    persons = [i for i in np.argsort(-scores, kind="stable") if class_ids[i] == PERSON_ID]
+    bicycles = [i for i in range(len(class_ids)) if class_ids[i] == BICYCLE_ID]
+    pairs: list[tuple[int, int]] = []
+    taken: set[int] = set()
+    for p in persons:
+        best, best_overlap = None, RIDER_OVERLAP
+        for b in bicycles:
+            if b in taken or min(scores[p], scores[b]) < RIDER_SCORE_RATIO * max(scores[p], scores[b]):
+                continue
+            overlap = _overlap_of_smaller(xyxy[p], xyxy[b])
+            center = (xyxy[p][0] + xyxy[p][2]) / 2
+            if overlap >= best_overlap and xyxy[b][0] <= center <= xyxy[b][2]:
+                best, best_overlap = b, overlap
+        if best is not None:
+            pairs.append((int(p), int(best)))
+            taken.add(best)
+    return pairs
+
+
+def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    if width <= 0 or height <= 0:
+        return 0.0
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return float(width * height / smaller) if smaller > 0 else 0.0
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])])
 
 
 def default_class_map() -> ClassMap:

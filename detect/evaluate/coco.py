@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
 from detect.evaluate.classmap import ClassMap
 from detect.evaluate.results import SegmentResults
@@ -49,17 +51,24 @@ def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: in
 
 
 def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[dict[str, Any]]:
-    """The detections as a COCO results list, their classes mapped to Waymo types (unmapped dropped)."""
+    """The detections as a COCO results list in Waymo types (see `ClassMap.to_waymo`: unmapped
+    classes dropped, a person riding a bicycle one CYCLIST box)."""
     out = []
     for segment in segments:
         rows = segment.detections
-        for key, class_id, score, box in zip(rows.keys, rows.class_ids, rows.scores, rows.xyxy, strict=True):
-            waymo_type = class_map.waymo_type(int(class_id))
-            if waymo_type is None or waymo_type not in types or key not in segment.images:
-                continue
-            x0, y0, x1, y1 = (float(v) for v in box)
-            out.append({"image_id": image_id(key), "category_id": waymo_type, "bbox": [x0, y0, x1 - x0, y1 - y0],
-                        "score": float(score), "model_class_id": int(class_id)})
+        by_image: dict[FrameKey, list[int]] = {}
+        for i, key in enumerate(rows.keys):
+            if key in segment.images:
+                by_image.setdefault(key, []).append(i)
+        for key in sorted(by_image, key=lambda k: k.order):
+            index = np.asarray(by_image[key])
+            boxes = class_map.to_waymo(rows.xyxy[index], rows.scores[index], rows.class_ids[index])
+            for box, score, waymo_type, class_id in zip(boxes.xyxy, boxes.scores, boxes.types, boxes.class_ids, strict=True):
+                if int(waymo_type) not in types:
+                    continue
+                x0, y0, x1, y1 = (float(v) for v in box)
+                out.append({"image_id": image_id(key), "category_id": int(waymo_type), "bbox": [x0, y0, x1 - x0, y1 - y0],
+                            "score": float(score), "model_class_id": int(class_id)})
     return out
 
 

@@ -22,6 +22,7 @@ from detect.model import contract, formats
 from detect.model.contract import ModelInfo
 from detect.model.devices import mirrored_strategy, prepare_devices
 from detect.model.labels import parse_classes
+from detect.model.nms import suppress
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -38,8 +39,8 @@ class Detector:
     """An SSD-style SavedModel loaded once; `__call__` maps a uint8 batch to `Detections`.
 
     `threshold` keeps boxes with `score >= threshold`; `classes` (COCO names or ids) keeps only
-    those classes. `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy`
-    over visible GPUs, or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
+    those classes; `nms_iou` runs class-aware NMS at that IoU (None: the model's boxes as they are).
+    `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy` over visible GPUs, or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
     """
 
     def __init__(
@@ -50,6 +51,7 @@ class Detector:
         classes: Iterable[str | int] | None = None,
         strategy: str = "none",
         batch_size: int = DEFAULT_BATCH_SIZE,
+        nms_iou: float | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
@@ -57,10 +59,13 @@ class Detector:
             raise UsageError(f"batch size must be >= 1, got {batch_size}")
         if not 0.0 <= threshold <= 1.0:
             raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
+        if nms_iou is not None and not 0.0 < nms_iou <= 1.0:
+            raise UsageError(f"NMS IoU must be between 0 (excluded) and 1, got {nms_iou}")
         path = Path(model_dir)
         source = formats.locate(path)
         self.threshold = float(threshold)
         self.class_ids = parse_classes(classes)
+        self.nms_iou = nms_iou
         self._tf = import_tensorflow()  # TensorFlow loads with the first model, not at import
         prepare_devices()
         self._strategy = mirrored_strategy() if strategy == "mirrored" else None
@@ -112,7 +117,7 @@ class Detector:
     def __repr__(self) -> str:
         return (
             f"Detector({str(self.info.path)!r}, {self.info.kind}, batch_size={self.batch_size}, "
-            f"strategy={self.strategy_name!r}, replicas={self.num_replicas})"
+            f"strategy={self.strategy_name!r}, replicas={self.num_replicas}, nms_iou={self.nms_iou})"
         )
 
     def __call__(
@@ -145,12 +150,11 @@ class Detector:
             boxes, scores, classes, nums = self._required_arrays(outs, len(chunk))
             for i in range(len(chunk)):
                 w, h = sizes[start + i]
-                results.append(
-                    contract.to_detections(
-                        boxes[i], scores[i], classes[i], nums[i], int(w), int(h),
-                        threshold=self.threshold, class_ids=self.class_ids,
-                    )
+                found = contract.to_detections(
+                    boxes[i], scores[i], classes[i], nums[i], int(w), int(h),
+                    threshold=self.threshold, class_ids=self.class_ids,
                 )
+                results.append(suppress(found, self.nms_iou))
         return results
 
     def _call_model(self, batch: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -4,7 +4,9 @@
 - a TF1 Detection Model Zoo export: its `saved_model/` directory (signature input `inputs`), or
   the extracted tarball directory holding it;
 - a TF1 Object Detection API frozen graph: `frozen_inference_graph.pb` (input `image_tensor`,
-  outputs `detection_boxes`, `detection_scores`, `detection_classes`, `num_detections`).
+  outputs `detection_boxes`, `detection_scores`, `detection_classes`, `num_detections`);
+- a TF.js graph model of a known detector family: its `model.json` (weights beside it), converted
+  in memory at load (`detect.model.tfjs`; `models/convert_tfjs.py` writes it as a SavedModel once).
 
 `locate` says what a path holds and what its sidecar (`detect_model.json`, written by the
 builders and converters in `models/`) says about it: its kind, the classes it can output, where it
@@ -33,7 +35,7 @@ _DEFAULT_DESCRIPTIONS = {
     "benchmark": "SSD MobileNet v2 architecture with random weights (benchmark only, boxes meaningless)",
 }
 
-Format = Literal["saved_model", "frozen_graph"]
+Format = Literal["saved_model", "frozen_graph", "tfjs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,18 @@ class ModelSource:
     description: str = _DEFAULT_DESCRIPTIONS["real"]
     classes: tuple[int, ...] | None = None  # the class ids it can output; None: the COCO label map
     origin: dict[str, Any] | None = None  # package and version, or URL, as recorded by its builder
+    # The settings measured best for this model (`input_size`, `threshold`, `nms_iou`); flags override them.
+    defaults: ModelDefaults = dataclasses.field(default_factory=lambda: ModelDefaults())
+    short_name: str | None = None  # a few words for summary lines and page headers
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelDefaults:
+    """What a model's sidecar recommends; None where it says nothing (the tool's own default applies)."""
+
+    input_size: str | None = None  # "native", "512" or "640x384", as `--input-size` takes it
+    threshold: float | None = None
+    nms_iou: float | None = None  # class-aware NMS after the model; None: off
 
 
 def locate(path: Path) -> ModelSource:
@@ -55,9 +69,11 @@ def locate(path: Path) -> ModelSource:
         raise ModelError(f"model {path} does not exist (run `make model` to fetch SSD MobileNet v2, "
                          f"or `make person-model` for a person detector that installs offline)")
     if path.is_file():
+        if path.suffix == ".json":
+            return _tfjs_source(path)
         if path.suffix != ".pb":
-            raise ModelError(f"model {path} is a file but not a frozen graph (.pb): expected a SavedModel "
-                             f"directory or a TF1 {FROZEN_GRAPH_NAME}")
+            raise ModelError(f"model {path} is a file but not a frozen graph (.pb) or a TF.js model.json: expected a "
+                             f"SavedModel directory, a TF1 {FROZEN_GRAPH_NAME} or a TF.js graph model")
         return _with_sidecar(ModelSource(path, "frozen_graph", description="TF1 Object Detection API frozen graph"),
                              path.parent)
     for candidate in (path, path / "saved_model"):
@@ -73,6 +89,10 @@ def load(source: ModelSource) -> Any:
     """The model as TensorFlow objects: a loaded SavedModel, or a `FrozenGraph`."""
     if source.format == "frozen_graph":
         return FrozenGraph(source.path)
+    if source.format == "tfjs":
+        from detect.model import tfjs
+
+        return tfjs.load(source.path)
     tf = import_tensorflow()
     try:
         return tf.saved_model.load(str(source.path))
@@ -84,8 +104,12 @@ def checksum(path: Path) -> str:
     """SHA-256 of a model's files (names and bytes, sorted; the sidecar left out)."""
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR)
+    if path.is_file() and path.suffix == ".json":  # a TF.js model: its weight files too
+        from detect.model.tfjs.graph import weight_paths
+
+        files += weight_paths(path)
     for file in files:
-        digest.update(str(file.relative_to(path) if file != path else file.name).encode())
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
         with file.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
@@ -137,6 +161,16 @@ class FrozenGraph:
         return dict(self._fn(images))
 
 
+def _tfjs_source(path: Path) -> ModelSource:
+    from detect.model import tfjs
+    from detect.model.labels import COCO80_IDS
+
+    facts = tfjs.describe(path)
+    defaults = _defaults(facts["defaults"], path)
+    return ModelSource(path, "tfjs", description=facts["description"], classes=COCO80_IDS, origin=facts["source"],
+                       defaults=defaults, short_name=facts["short_name"])
+
+
 def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:
     sidecar = directory / SIDECAR
     if not sidecar.is_file():
@@ -154,4 +188,26 @@ def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:
     if origin is not None and not isinstance(origin, dict):
         raise ModelError(f"model {directory}: {SIDECAR} has a source that is not an object")
     description = str(data.get("description") or _DEFAULT_DESCRIPTIONS[kind])
-    return dataclasses.replace(source, kind=kind, description=description, classes=classes, origin=origin)
+    short_name = data.get("short_name")
+    return dataclasses.replace(source, kind=kind, description=description, classes=classes, origin=origin,
+                               defaults=_defaults(data.get("defaults"), directory),
+                               short_name=str(short_name) if short_name else None)
+
+
+def _defaults(data: Any, directory: Path) -> ModelDefaults:
+    """The sidecar's `defaults`, each checked: a bad value is the sidecar's fault, said in one line."""
+    if data is None:
+        return ModelDefaults()
+    if not isinstance(data, dict):
+        raise ModelError(f"model {directory}: {SIDECAR} has defaults that are not an object")
+    size, threshold, nms = data.get("input_size"), data.get("threshold"), data.get("nms_iou")
+    if size is not None and not isinstance(size, str):
+        raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size must be a string such as 'native' or '512'")
+    for name, value, low_open in (("threshold", threshold, False), ("nms_iou", nms, True)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1 if low_open else 0 <= value <= 1):
+            raise ModelError(f"model {directory}: {SIDECAR} defaults.{name} must be a number in "
+                             f"{'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
+    return ModelDefaults(input_size=size, threshold=None if threshold is None else float(threshold),
+                         nms_iou=None if nms is None else float(nms))

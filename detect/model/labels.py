@@ -96,6 +96,9 @@ COCO_LABELS: Mapping[int, str] = MappingProxyType(
     }
 )
 
+# Models trained on COCO's 80 categories number them 0..79 in label-map order: index i -> COCO id.
+COCO80_IDS: tuple[int, ...] = tuple(sorted(k for k in COCO_LABELS if k != BACKGROUND_ID))
+
 _IDS_BY_NAME: Mapping[str, int] = MappingProxyType(
     {name: class_id for class_id, name in COCO_LABELS.items() if class_id != BACKGROUND_ID}
 )
@@ -108,6 +111,18 @@ class UnknownClassError(ValueError):
 def label_for(class_id: int) -> str:
     """COCO name of `class_id`; ids outside the map read `"class <id>"`."""
     return COCO_LABELS.get(int(class_id), f"class {int(class_id)}")
+
+
+def describe_classes(class_ids: Iterable[int] | None, *, most: int = 6) -> str:
+    """A model's classes in a few words: "80 COCO classes", or their names when there are few."""
+    if class_ids is None:
+        return "COCO label map"
+    ids = sorted({int(c) for c in class_ids})
+    if set(ids) == set(COCO80_IDS):
+        return f"{len(ids)} COCO classes"
+    if len(ids) <= most:
+        return ", ".join(label_for(c) for c in ids)
+    return f"{len(ids)} classes"
 
 
 def _normalise_name(name: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from detect.model.labels import label_for
+from detect.model.labels import describe_classes
 from detect.report import plots
 from detect.report.data import MOSAIC, SegmentData
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
@@ -153,13 +153,24 @@ def _facts(data: SegmentData) -> str:
         "input": f"{source.get('path')} ({source.get('format')})",
         "images": f"{m.get('counts', {}).get('images_processed', 0)} processed, {m.get('counts', {}).get('images_failed', 0)} failed",
         "model": model.get("description"),
-        "model knows": ", ".join(label_for(int(c)) for c in knows) if isinstance(knows, list) else knows,
+        "model knows": _classes(knows),
         "threshold": f"{data.threshold:g} drawn, {model.get('score_floor', '?')} kept",
         "labels": source.get("ground_truth") or "none",
         "engine": m.get("engine", {}).get("name"),
         "finished": m.get("finished_at"),
     }
     return _facts_table(facts)
+
+
+def _classes(knows: Any) -> str:
+    """"80 COCO classes" in the table, or the names when few (the manifest lists them all)."""
+    if not isinstance(knows, list):
+        return str(knows)
+    try:
+        ids = [int(c) for c in knows]
+    except (TypeError, ValueError):
+        return "unknown"
+    return describe_classes(ids)
 
 
 def _facts_table(facts: dict[str, Any]) -> str:

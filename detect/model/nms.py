@@ -1,0 +1,54 @@
+"""Class-aware non-maximum suppression over one image's boxes (numpy, pure).
+
+Peak-based detectors (CenterNet) emit no IoU suppression of their own: neighbouring peaks of one
+class can put two boxes on one object. `class_aware_nms` keeps, per class, the best-scoring box of
+each group overlapping at IoU above `iou`; boxes of different classes never suppress each other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from detect.core.records import Detections
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of every box in `a` `[N, 4]` with every box in `b` `[M, 4]` (xyxy) -> `[N, M]`."""
+    a = np.asarray(a, np.float64).reshape(-1, 4)
+    b = np.asarray(b, np.float64).reshape(-1, 4)
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
+    area_a = np.prod(np.clip(a[:, 2:] - a[:, :2], 0, None), axis=1)
+    area_b = np.prod(np.clip(b[:, 2:] - b[:, :2], 0, None), axis=1)
+    union = area_a[:, None] + area_b[None, :] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > 0, inter / union, 0.0)
+
+
+def class_aware_nms(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, iou: float) -> np.ndarray:
+    """Indices of the boxes kept, best score first (ties keep the earlier box)."""
+    if not 0.0 < iou <= 1.0:
+        raise ValueError(f"NMS IoU must be in (0, 1], got {iou}")
+    order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
+    if order.size < 2:
+        return order
+    overlaps = iou_matrix(xyxy[order], xyxy[order])
+    same_class = np.asarray(class_ids)[order][:, None] == np.asarray(class_ids)[order][None, :]
+    suppressed = np.zeros(order.size, bool)
+    for i in range(order.size):
+        if suppressed[i]:
+            continue
+        later = np.arange(order.size) > i
+        suppressed |= later & same_class[i] & (overlaps[i] > iou)
+    return order[~suppressed]
+
+
+def suppress(detections: Detections, iou: float | None) -> Detections:
+    """`detections` after class-aware NMS at `iou` (None: unchanged)."""
+    if iou is None or len(detections) < 2:
+        return detections
+    keep = class_aware_nms(detections.xyxy, detections.scores, detections.class_ids, iou)
+    if keep.size == len(detections):
+        return detections
+    return detections.select(np.sort(keep))  # rows stay best score first, as they came

@@ -1,0 +1,283 @@
+"""A TF.js graph model (`model.json` + weight files) read back into a TensorFlow GraphDef.
+
+A TF.js graph model is a GraphDef written as JSON (`modelTopology`, protobuf's JSON mapping) whose
+`Const` nodes lost their values, plus a `weightsManifest`: each constant's name, shape, dtype and
+storage (float32 as is, float16, or uint8/uint16 affine-quantized), concatenated in the `.bin`
+files the manifest lists. TF.js also keeps ops TensorFlow cannot load: `_FusedConv2D`,
+`_FusedMatMul` (grappler's internal fusions) and `FusedDepthwiseConv2dNative` (TF.js only). Each
+is a conv or matmul + `BiasAdd` (+ an activation named in `fused_ops`); `read_graph_model`
+splits them into the standard ops, so the result imports in plain TensorFlow.
+
+Why not `tfjs-graph-converter` (PyPI): it imports `tensorflowjs`, whose package import pulls
+`tf_keras`, `h5py` and `tensorflow_decision_forests`, none of which we need to read two files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from detect.core.errors import ModelError
+
+GRAPH_MODEL_FORMAT = "graph-model"
+# A model.json is a few hundred KB; refuse a multi-GB file before json.loads holds it twice.
+MAX_JSON_BYTES = 64 << 20
+# TF.js names activations in `fused_ops` after the TensorFlow op that computes them.
+ACTIVATIONS = ("Relu", "Relu6", "Elu", "Selu", "Sigmoid", "Tanh", "LeakyRelu")
+_SPLIT = {"_FusedConv2D": "Conv2D", "FusedDepthwiseConv2dNative": "DepthwiseConv2dNative", "_FusedMatMul": "MatMul"}
+# The attributes each plain op takes (TensorFlow refuses a NodeDef with any other).
+_OP_ATTRS = {
+    "Conv2D": ("strides", "use_cudnn_on_gpu", "padding", "explicit_paddings", "data_format", "dilations"),
+    "DepthwiseConv2dNative": ("strides", "padding", "explicit_paddings", "data_format", "dilations"),
+    "MatMul": ("transpose_a", "transpose_b"),
+}
+_NUMPY = {"float32": np.float32, "int32": np.int32, "bool": np.bool_, "int64": np.int64}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TfjsGraph:
+    """What a TF.js graph model holds: the loadable GraphDef and the facts around it."""
+
+    graph_def: Any  # tf.compat.v1.GraphDef
+    inputs: dict[str, list[int]]  # input name -> shape (-1 where dynamic), from the signature
+    outputs: tuple[str, ...]
+    weight_files: tuple[Path, ...]
+    split_ops: int  # fused nodes split into standard ops
+    meta: dict[str, Any]  # generatedBy, convertedBy, ... as the JSON has them
+
+
+def read_graph_model(json_path: Path) -> TfjsGraph:
+    """Read `json_path` and its weight files into a GraphDef TensorFlow can import.
+
+    Raises `ModelError` (one line, naming the file) for a JSON that is not a TF.js graph model,
+    weight files that are missing or of the wrong size, or ops that cannot be rewritten.
+    """
+    from google.protobuf import json_format  # protobuf comes with TensorFlow
+
+    from detect.core.tf_env import import_tensorflow
+
+    tf = import_tensorflow()
+    json_path = Path(json_path)
+    model = _load_json(json_path)
+    topology = model.get("modelTopology")
+    manifest = model.get("weightsManifest")
+    if model.get("format") not in (None, GRAPH_MODEL_FORMAT) or not isinstance(topology, dict) \
+            or not isinstance(topology.get("node"), list) or not isinstance(manifest, list):
+        raise ModelError(f"model {json_path} is not a TF.js graph model (expected format {GRAPH_MODEL_FORMAT!r} "
+                         f"with modelTopology.node and weightsManifest)")
+    try:
+        graph_def = json_format.ParseDict(topology, tf.compat.v1.GraphDef(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError) as err:
+        raise ModelError(f"model {json_path}: modelTopology is not a GraphDef: {_first_line(err)}") from None
+    weights, files = _read_weights(json_path, manifest)
+    nodes = {node.name: node for node in graph_def.node}
+    for name, array in weights.items():
+        node = nodes.get(name)
+        if node is None or node.op != "Const":
+            continue  # TF.js keeps weights of nodes pruned later; they are harmless
+        declared = node.attr["dtype"].type
+        if declared == tf.int64.as_datatype_enum and array.dtype == np.int32:
+            array = array.astype(np.int64)  # TF.js has no int64: it stores them as int32
+        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(array))
+        if declared == 0:
+            node.attr["dtype"].type = node.attr["value"].tensor.dtype
+    empty = [n.name for n in graph_def.node if n.op == "Const" and not n.attr["value"].HasField("tensor")]
+    if empty:
+        raise ModelError(f"model {json_path}: {len(empty)} constant(s) have no weights in the manifest "
+                         f"(first: {empty[0]})")
+    split = _split_fused_ops(graph_def, json_path)
+    for node in graph_def.node:
+        node.device = ""  # TF.js exports pin /device:CPU:0
+    signature = model.get("signature") or topology.get("signature") or {}
+    inputs = {_tensor_name(k, v): _shape(v) for k, v in (signature.get("inputs") or {}).items()}
+    if not inputs:
+        inputs = {n.name: [d.size for d in n.attr["shape"].shape.dim] for n in graph_def.node if n.op == "Placeholder"}
+    outputs = tuple(_tensor_name(k, v) for k, v in (signature.get("outputs") or {}).items())
+    meta = {k: v for k, v in model.items() if isinstance(v, str)}
+    return TfjsGraph(graph_def, inputs, outputs, tuple(files), split, meta)
+
+
+def weight_paths(json_path: Path) -> list[Path]:
+    """The weight files a model.json names, in manifest order (for checksums); [] when it names none."""
+    try:
+        manifest = _load_json(json_path).get("weightsManifest")
+        return [json_path.parent / str(p) for group in manifest for p in group["paths"]]
+    except (ModelError, KeyError, TypeError, AttributeError):
+        return []
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise ModelError(f"model {path} is {size:,} bytes: too large for a TF.js model.json")
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ModelError(f"model {path} does not exist") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelError(f"model {path} is not JSON: {_first_line(err)}") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"model {path} is not a TF.js graph model (the JSON is a {type(data).__name__}, not an object)")
+    return data
+
+
+def _read_weights(json_path: Path, manifest: list[Any]) -> tuple[dict[str, np.ndarray], list[Path]]:
+    """Every weight of the manifest as a numpy array, dequantized to its original dtype."""
+    weights: dict[str, np.ndarray] = {}
+    files: list[Path] = []
+    for group in manifest:
+        try:
+            paths = [json_path.parent / str(p) for p in group["paths"]]
+            entries = list(group["weights"])
+        except (KeyError, TypeError):
+            raise ModelError(f"model {json_path}: a weightsManifest entry lacks paths or weights") from None
+        for path in paths:
+            if path.resolve().parent != json_path.resolve().parent:
+                raise ModelError(f"model {json_path}: weight file {path.name} is outside the model's folder")
+        try:
+            data = b"".join(path.read_bytes() for path in paths)
+        except OSError as err:
+            raise ModelError(f"model {json_path}: weight file missing or unreadable: {err.strerror}: "
+                             f"{err.filename}") from None
+        files.extend(paths)
+        offset = 0
+        for entry in entries:
+            name, array, size = _weight(entry, data, offset, json_path, ", ".join(p.name for p in paths))
+            weights[name] = array
+            offset += size
+        if offset != len(data):
+            names = ", ".join(p.name for p in paths)
+            raise ModelError(f"model {json_path}: weight file {names} holds {len(data):,} bytes, the manifest "
+                             f"describes {offset:,} (truncated or not this model's weights)")
+    return weights, files
+
+
+def _weight(entry: Any, data: bytes, offset: int, json_path: Path, files: str) -> tuple[str, np.ndarray, int]:
+    """One manifest entry read from `data` at `offset`: `(name, array, bytes used)`."""
+    try:
+        name = str(entry["name"])
+        shape = [int(d) for d in entry["shape"]]
+        dtype = str(entry["dtype"])
+        quant = entry.get("quantization")
+    except (KeyError, TypeError, ValueError):
+        raise ModelError(f"model {json_path}: a weightsManifest entry lacks name, shape or dtype") from None
+    count = int(np.prod(shape)) if shape else 1
+    stored = str(quant["dtype"]) if quant else dtype
+    if stored not in ("float32", "int32", "bool", "float16", "uint8", "uint16"):
+        raise ModelError(f"model {json_path}: weight {name} is stored as {stored}, which this reader does not know")
+    item = np.dtype(np.float16 if stored == "float16" else np.uint8 if stored in ("uint8", "bool")
+                    else np.uint16 if stored == "uint16" else _NUMPY[stored])
+    size = count * item.itemsize
+    if offset + size > len(data) or count < 0:
+        raise ModelError(f"model {json_path}: weight file {files} ends inside weight {name} (needs {offset + size:,} "
+                         f"bytes, has {len(data):,}): truncated or not this model's weights")
+    raw = np.frombuffer(data, item, count, offset).reshape(shape)
+    if not quant:
+        array = raw.astype(bool) if dtype == "bool" else raw.copy()
+    elif stored == "float16":
+        array = raw.astype(np.float32)
+    else:  # affine: value = q * scale + min (TF.js quantization.ts)
+        try:
+            scale, low = float(quant["scale"]), float(quant["min"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelError(f"model {json_path}: weight {name} is {stored}-quantized without scale and min") from None
+        array = (raw.astype(np.float32) * scale + low).astype(_NUMPY.get(dtype, np.float32))
+    return name, array, size
+
+
+def _split_fused_ops(graph_def: Any, json_path: Path) -> int:
+    """Rewrite every fused conv / matmul into conv + BiasAdd (+ activation), in place.
+
+    The last op of the chain keeps the fused node's name, so its consumers stay wired.
+    """
+    rewritten = []
+    count = 0
+    for node in graph_def.node:
+        if node.op not in _SPLIT:
+            rewritten.append(node)
+            continue
+        fused = [s.decode() for s in node.attr["fused_ops"].list.s]
+        if not fused or fused[0] != "BiasAdd" or any(op not in ACTIVATIONS for op in fused[1:]) or len(fused) > 2:
+            raise ModelError(f"model {json_path}: node {node.name} fuses {'+'.join(fused) or 'nothing'} into "
+                             f"{node.op}; only BiasAdd (+ one of {', '.join(ACTIVATIONS)}) can be split")
+        if len(node.input) < 3:
+            raise ModelError(f"model {json_path}: node {node.name} ({node.op}) has {len(node.input)} inputs, expected 3")
+        data_input, weights, bias = node.input[0], node.input[1], node.input[2]
+        chain = [_SPLIT[node.op], "BiasAdd", *fused[1:]]
+        names = [f"{node.name}/{op.lower()}" for op in chain[:-1]] + [node.name]
+        dtype = node.attr["T"]
+        previous = ""
+        for op, name in zip(chain, names):
+            step = type(node)()
+            step.name, step.op = name, op
+            step.attr["T"].CopyFrom(dtype)
+            if op == chain[0]:
+                step.input.extend([data_input, weights])
+                for key in _OP_ATTRS[op]:
+                    if key in node.attr:
+                        step.attr[key].CopyFrom(node.attr[key])
+            elif op == "BiasAdd":
+                step.input.extend([previous, bias])
+                if "data_format" in node.attr and chain[0] != "MatMul":
+                    step.attr["data_format"].CopyFrom(node.attr["data_format"])
+            else:
+                step.input.append(previous)
+                if op == "LeakyRelu" and "leakyrelu_alpha" in node.attr:
+                    step.attr["alpha"].f = node.attr["leakyrelu_alpha"].f
+            rewritten.append(step)
+            previous = name
+        count += 1
+    del graph_def.node[:]
+    graph_def.node.extend(rewritten)
+    return count
+
+
+def _tensor_name(key: str, value: Any) -> str:
+    name = value.get("name", key) if isinstance(value, dict) else key
+    return str(name).split(":")[0]
+
+
+def _shape(value: Any) -> list[int]:
+    try:
+        return [int(d.get("size", -1)) for d in value["tensorShape"]["dim"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def as_function(graph: TfjsGraph, input_name: str, output_names: tuple[str, ...], *, path: Path) -> Any:
+    """The graph as a TensorFlow function `input -> [outputs]`, with the input's batch made dynamic.
+
+    TF.js exports pin batch 1 on the placeholder; convolutional networks do not depend on it.
+    Nodes past `output_names` (a decode with batch 1 folded into its constants) are pruned away.
+    """
+    from detect.core.tf_env import import_tensorflow, tf_error_text
+
+    tf = import_tensorflow()
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.CopyFrom(graph.graph_def)
+    placeholders = {n.name: n for n in graph_def.node if n.op == "Placeholder"}
+    if input_name not in placeholders:
+        raise ModelError(f"model {path}: no input named {input_name} (it has {', '.join(sorted(placeholders)) or 'none'})")
+    dims = placeholders[input_name].attr["shape"].shape.dim
+    if dims:
+        dims[0].size = -1
+
+    def imported() -> None:
+        tf.compat.v1.import_graph_def(graph_def, name="")
+
+    try:
+        wrapped = tf.compat.v1.wrap_function(imported, [])
+        g = wrapped.graph
+        return wrapped.prune(feeds=g.get_tensor_by_name(f"{input_name}:0"),
+                             fetches=[g.get_tensor_by_name(f"{name}:0") for name in output_names])
+    except (KeyError, ValueError, tf.errors.OpError) as err:
+        raise ModelError(f"model {path}: TensorFlow cannot import this graph: {tf_error_text(err)}") from None

