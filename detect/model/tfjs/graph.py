@@ -104,7 +104,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
 def weight_paths(json_path: Path) -> list[Path]:
     """The weight files a model.json names, in manifest order (for checksums); [] when it names none."""
     try:
-        manifest = _load_json(json_path).get("weightsManifest")
+        manifest = _load_json(json_path).get("weightsManifest") or []
         return [json_path.parent / str(p) for group in manifest for p in group["paths"]]
     except (ModelError, KeyError, TypeError, AttributeError):
         return []

@@ -1,0 +1,7 @@
+"""`python -m detect.cli ...` runs the `detect` command."""
+
+import sys
+
+from detect.cli.app import main
+
+sys.exit(main())

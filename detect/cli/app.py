@@ -1,0 +1,63 @@
+"""`main`: parse, run the command's handler, and turn every error into one line and an exit code."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from detect.cli.parser import build_parser
+from detect.cli.values import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from detect.core.errors import DetectError
+from detect.core.tf_env import set_verbose
+from detect.engine.tuning import keep_freed_memory
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse already printed usage, help or version
+        return EXIT_USAGE if exit_.code else EXIT_OK
+    if args.debug:
+        set_verbose(True)
+    keep_freed_memory()
+    try:
+        return int(args.handler(args, out, err))
+    except DetectError as error:
+        if args.debug:
+            raise
+        print(f"detect: error: {one_line(str(error))}", file=err)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `detect info ... | head`
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("detect: interrupted; rerun with --resume to continue where it stopped", file=err)
+        return EXIT_INTERRUPTED
+    except OSError as error:  # read-only or full disk, no permission, OUT is a file...
+        if args.debug:
+            raise
+        print(f"detect: error: {os_error_line(error)}", file=err)
+        return EXIT_USAGE
+    except Exception as error:  # a bug: still one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"detect: error: unexpected {type(error).__name__}: {one_line(str(error))} "
+              f"(rerun with --debug for the traceback, and please report it)", file=err)
+        return EXIT_USAGE
+
+
+def one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "(no message)"
+
+
+def os_error_line(error: OSError) -> str:
+    """`path: reason` for an operating-system error, as one line."""
+    reason = error.strerror or one_line(str(error)) or type(error).__name__
+    where = error.filename if error.filename is not None else None
+    return f"{where}: {reason}" if where else reason

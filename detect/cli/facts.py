@@ -1,0 +1,56 @@
+"""`detect info` (what a segment file holds) and `detect model` (what a model is, knows and defaults to)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import TextIO
+
+from detect.cli.values import EXIT_OK
+from detect.core.names import printable
+from detect.engine.loading import default_model_path
+from detect.model import formats
+from detect.model.labels import COCO_LABELS, label_for
+from detect.waymo.info import format_info, segment_info
+from detect.waymo.sources import resolve
+
+
+def cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    infos = [segment_info(source, args.max_pixels) for source in resolve(args.path)]
+    if args.json:
+        payload = [i.to_json() for i in infos]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2), file=out)
+    else:
+        for n, info in enumerate(infos):
+            if n:
+                print(file=out)
+            print("\n".join(format_info(info)), file=out)
+    return EXIT_OK
+
+
+def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """What a model is, where it came from, the defaults it brings and every class it knows (no TensorFlow)."""
+    path = args.path if args.path is not None else default_model_path()
+    source = formats.locate(path)
+    classes = list(source.classes) if source.classes is not None else sorted(c for c in COCO_LABELS if c)
+    defaults = {k: v for k, v in dataclasses.asdict(source.defaults).items() if v is not None}
+    if args.json:
+        payload = {"path": str(path), "format": source.format, "kind": source.kind, "description": source.description,
+                   "short_name": source.short_name, "source": source.origin, "defaults": defaults,
+                   "classes": {str(c): label_for(c) for c in classes}}
+        print(json.dumps(payload, indent=2), file=out)
+        return EXIT_OK
+    print(f"{printable(source.description, limit=200)} ({source.kind})", file=out)
+    print(f"path: {path} ({source.format})", file=out)
+    origin = source.origin or {}
+    where = " ".join(str(origin[k]) for k in ("registry", "package", "version") if origin.get(k))
+    if where or origin.get("upstream"):
+        extra = f"; license {origin['license']}" if origin.get("license") else ""
+        upstream = f"; upstream {origin['upstream']}" if origin.get("upstream") else ""
+        print(printable(f"source: {where or origin.get('file', '?')}{extra}{upstream}", limit=400), file=out)
+    names = {"input_size": "input size", "threshold": "threshold", "nms_iou": "NMS IoU"}
+    shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
+    print(f"defaults: {shown}", file=out)
+    print(f"classes ({len(classes)}): " + ", ".join(f"{c} {label_for(c)}" for c in classes), file=out)
+    return EXIT_OK

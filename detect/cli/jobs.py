@@ -1,0 +1,131 @@
+"""`detect segment` and `detect run`: the flags become one typed `RunSpec`, the engines do the work."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from typing import TextIO
+
+from tqdm import tqdm
+
+from detect.cli.values import AUTO_GT, EXIT_FRAMES_FAILED, EXIT_OK
+from detect.core.cameras import UnknownCameraError, parse_cameras
+from detect.core.errors import UsageError
+from detect.engine.events import Progress, ProgressFactory
+from detect.engine.loading import choose_settings
+from detect.engine.ray import RayEngine, check_spec, import_ray
+from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
+from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
+from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
+from detect.model.inputs import parse_input_size
+from detect.render.draw import DrawStyle
+from detect.report.build import build_reports
+from detect.waymo.selection import FrameFilter
+
+
+def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    spec = run_spec(args, [args.path])  # flag errors before the slow model load
+    report, model = run_segment(spec, TerminalReporter(err, args.quiet))
+    if args.report:
+        build_reports(report.segment_dir)
+    if not args.quiet:
+        print(summary_line(report, model.kind, model_label(model.facts)), file=out)
+        for line in failure_lines(report):
+            print(line, file=err)
+        warning = invalid_boxes_warning(report)
+        if warning:
+            print(warning, file=err)
+    return EXIT_FRAMES_FAILED if report.failures else EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    spec = run_spec(args, args.paths)
+    if spec.settings.mode == "new":  # resumable by default
+        spec = dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, mode="resume"))
+    reporter = TerminalReporter(err, args.quiet)
+    if spec.engine == "ray":
+        import_ray()  # a missing Ray is a usage error before anything starts
+        check_spec(spec)
+        engine: Engine = RayEngine(progress_bars=reporter.bars)
+    else:
+        engine = LocalEngine()
+    result = run_many(spec, engine, reporter)
+    if args.report:
+        build_reports(spec.out)
+    if not args.quiet:
+        if result.model is not None:
+            print(model_label(result.model), file=out)
+        for line in format_table(result.outcomes, result.seconds):
+            print(line, file=out)
+    return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
+
+
+def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
+    """The one typed description of a job, built from the flags (engines never see argparse)."""
+    try:
+        cameras = parse_cameras(args.cameras)
+    except UnknownCameraError as err:
+        raise UsageError(str(err)) from None
+    mode: Mode = "resume" if args.resume else "overwrite" if args.overwrite else "new"
+    if args.input_size is not None:
+        parse_input_size(args.input_size)  # a bad flag is named before the model is looked for
+    chosen = choose_settings(args.model, threshold=args.threshold, input_size=args.input_size,
+                             nms_iou="model" if args.nms is None else None if args.nms == "off" else args.nms)
+    style = DrawStyle(threshold=chosen.threshold, show_labels=args.show_labels, show_scores=args.show_scores,
+                      line_width=args.line_width, max_boxes=args.max_boxes)
+    settings = SegmentSettings(
+        frame_filter=FrameFilter(cameras=cameras, first_frame=args.first_frame, max_frames=args.max_frames),
+        input_size=parse_input_size(chosen.input_size),
+        write_frames=args.write_frames,
+        frame_format=args.frame_format,
+        gif=args.gif,
+        mp4=args.mp4,
+        gif_width=args.gif_width,
+        style=style,
+        mode=mode,
+        max_pixels=args.max_pixels,
+        draw_labels=args.gt is not None,
+        ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
+        **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
+        render=args.render,
+    )
+    model = ModelSpec(path=args.model, threshold=chosen.threshold, score_floor=min(args.score_floor, chosen.threshold),
+                      classes=tuple(args.classes) if args.classes else None, strategy=args.strategy,
+                      batch_size=args.batch_size, nms_iou=chosen.nms_iou)
+    return RunSpec(
+        inputs=tuple(inputs), out=args.out, model=model, settings=settings,
+        engine=getattr(args, "engine", "local"), shard=parse_shard(getattr(args, "shard", None)),
+        retry_failed=getattr(args, "retry_failed", False),
+        ray=RayOptions(address=getattr(args, "ray_address", None), actors=getattr(args, "ray_actors", None)),
+        debug=args.debug,
+    )
+
+
+class TerminalReporter:
+    """Messages to stderr (none with --quiet); a tqdm bar per segment when stderr is a terminal."""
+
+    def __init__(self, err: TextIO, quiet: bool) -> None:
+        self.err = err
+        self.quiet = quiet
+        self.bars = not quiet and _isatty(err)
+
+    def message(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.err)
+
+    def progress(self, label: str) -> ProgressFactory | None:
+        err, disable = self.err, not self.bars
+
+        def make(total: int, initial: int) -> Progress:
+            return tqdm(total=total, initial=initial, unit="img", desc=label, file=err, disable=disable,
+                        dynamic_ncols=True, smoothing=0.1)
+
+        return make
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,188 @@
+"""The declarative part: every command, its flags and its handler."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from detect import __version__
+from detect.cli.facts import cmd_info, cmd_model
+from detect.cli.jobs import cmd_run, cmd_segment
+from detect.cli.results import cmd_eval, cmd_export, cmd_gif, cmd_report
+from detect.cli.values import (
+    AUTO_GT,
+    MAX_ANIMATION_WIDTH,
+    MAX_BATCH_SIZE,
+    MAX_WORKERS,
+    MIN_ANIMATION_WIDTH,
+    bounded_int,
+    nms_iou,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    unit_float,
+)
+from detect.engine.loading import MODEL_ENV
+from detect.engine.spec import DEFAULT_SCORE_FLOOR, RENDER_MODES
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="detect",
+        description="Run an SSD MobileNet v2 detector over Waymo Open Dataset camera video.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = commands.add_parser("info", help="what a segment file holds", description="Describe a Waymo segment file.")
+    info.add_argument("path", metavar="PATH", help="v2 camera_image Parquet, v1 TFRecord, or a directory of them")
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _max_pixels(info)
+    _common(info)
+    info.set_defaults(handler=cmd_info)
+
+    model = commands.add_parser("model", help="what a model is, knows and defaults to",
+                                description="Describe a model without loading it: what it is, where it came from, the "
+                                "settings it brings (input size, threshold, NMS) and every class it can output.")
+    model.add_argument("path", metavar="PATH", nargs="?", type=Path,
+                       help=f"a model directory, .pb or TF.js model.json (default: the one `detect segment` uses, "
+                       f"${MODEL_ENV} first)")
+    model.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _common(model)
+    model.set_defaults(handler=cmd_model)
+
+    segment = commands.add_parser(
+        "segment", help="detect objects in one segment",
+        description="Run the detector over one segment and write annotated frames, animations, "
+        "a detections table and a manifest under OUT/<segment>/.",
+    )
+    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord")
+    _job_options(segment)
+    segment.set_defaults(handler=cmd_segment)
+
+    run = commands.add_parser(
+        "run", help="detect objects in many segments (resumable)",
+        description="Run the detector over every segment named by PATHs (files, directories, globs, URIs).",
+    )
+    run.add_argument("paths", metavar="PATH", nargs="+")
+    _job_options(run)
+    run.add_argument("--engine", choices=("local", "ray"), default="local", help="local (default) or a Ray cluster")
+    run.add_argument("--ray-address", metavar="ADDR", help="attach to this Ray cluster (default: start one locally)")
+    run.add_argument("--ray-actors", type=positive_int, metavar="N",
+                     help="detector actors for --engine ray (default: one per GPU, else one per node)")
+    run.add_argument("--shard", metavar="I/N", help="process every N-th segment starting at I (0-based)")
+    run.add_argument("--retry-failed", action="store_true", help="run segments whose manifest records failures again")
+    run.set_defaults(handler=cmd_run)
+
+    evaluate = commands.add_parser(
+        "eval", help="how good the detections are against Waymo's labels",
+        description="COCO-style metrics per Waymo type (AP50, AP, AR100, AP by size; LEVEL_1 and LEVEL_2; per "
+        "camera; precision/recall/F1 at the drawing threshold) for one segment's results or a whole run (pooled). "
+        "Writes eval.json, matches.parquet and pr_curves.png into RESULTS.",
+    )
+    evaluate.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    _eval_options(evaluate)
+    evaluate.set_defaults(handler=cmd_eval)
+
+    export = commands.add_parser("export", help="labels and detections for other tools",
+                                 description="Write the labels and the detections as COCO JSON (instances.json, "
+                                 "detections.json; image ids stable from Waymo's keys) so any COCO tool can check them.")
+    export.add_argument("format", choices=("coco",), help="coco")
+    export.add_argument("results", metavar="RESULTS", type=Path)
+    export.add_argument("--out", type=Path, help="where to write (default: RESULTS)")
+    _eval_options(export)
+    export.set_defaults(handler=cmd_export)
+
+    report = commands.add_parser(
+        "report", help="web pages of the results",
+        description="Write report.html in each segment directory (animations, detections over time, scores, counts, "
+        "run facts, failed frames, evaluation) and index.html at the top of a run directory. Relative links only: "
+        "copy, zip or serve the directory as it is.")
+    report.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    _common(report)
+    report.set_defaults(handler=cmd_report)
+
+    gif = commands.add_parser(
+        "gif", help="rebuild animations from annotated frames on disk",
+        description="Rebuild <CAMERA>.gif and mosaic.gif (and MP4s) for every segment under RESULTS_DIR.",
+    )
+    gif.add_argument("results", metavar="RESULTS_DIR")
+    gif.add_argument("--width", type=bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640,
+                     help=f"animation width in pixels, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
+    gif.add_argument("--fps", type=positive_float, help="frame rate (default: from the timestamps)")
+    gif.add_argument("--mp4", action="store_true", help="also write H.264 MP4s")
+    _common(gif)
+    gif.set_defaults(handler=cmd_gif)
+    return parser
+
+
+def _max_pixels(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-pixels", type=bounded_int(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE), default=DEFAULT_MAX_PIXELS,
+                        metavar="N", help=f"skip images whose header claims more pixels, before decoding them "
+                        f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
+
+
+def _eval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
+                        "ground_truth.parquet the run wrote")
+    parser.add_argument("--class-map", type=Path, metavar="FILE",
+                        help="JSON from model classes to Waymo types (default: car/truck/bus/motorcycle -> VEHICLE, "
+                        "person -> PEDESTRIAN, bicycle -> CYCLIST, stop sign -> SIGN)")
+    parser.add_argument("--quiet", action="store_true", help="no table")
+    _common(parser)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and TensorFlow's logs")
+
+
+def _job_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("results"), help="output directory (default: results/)")
+    parser.add_argument("--model", type=Path, metavar="PATH",
+                        help=f"a SavedModel directory (TF2, or a TF1 zoo saved_model/) or a TF1 frozen graph .pb "
+                        f"(default: ${MODEL_ENV}, else models/ssd_mobilenet_v2/, else models/ssdlite_mobilenet_v2_person/)")
+    parser.add_argument("--threshold", type=unit_float, metavar="SCORE",
+                        help="minimum score to draw a box (default: the model's own, from its detect_model.json; else 0.5)")
+    parser.add_argument("--score-floor", type=unit_float, default=DEFAULT_SCORE_FLOOR, metavar="SCORE",
+                        help=f"minimum score to keep a box in detections.parquet, for `detect eval` "
+                        f"(default {DEFAULT_SCORE_FLOOR}; at most --threshold)")
+    parser.add_argument("--gt", nargs="?", const=AUTO_GT, metavar="PATH",
+                        help="draw Waymo's labels under the detections (dashed, one color per type); PATH names a "
+                        "camera_box file or folder when it is not beside a v2 input")
+    parser.add_argument("--classes", nargs="+", metavar="CLASS", help="keep only these classes (COCO names or ids)")
+    parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
+    parser.add_argument("--first-frame", type=non_negative_int, default=0, metavar="N", help="skip the first N frames")
+    parser.add_argument("--max-frames", type=positive_int, metavar="N", help="process at most N frames")
+    parser.add_argument("--batch-size", type=bounded_int(1, MAX_BATCH_SIZE), metavar="N",
+                        help=f"images per model call, 1-{MAX_BATCH_SIZE} (default: measured best)")
+    parser.add_argument("--input-size", metavar="SIZE",
+                        help="resize frames to SIZExSIZE or WxH (width x height) before the model, "
+                        "'native' for full frames (default: the model's own; else 320)")
+    parser.add_argument("--nms", type=nms_iou, metavar="IOU",
+                        help="class-aware non-maximum suppression after the model at this IoU, or 'off' "
+                        "(default: the model's own, e.g. 0.7 for CenterNet; else off)")
+    _max_pixels(parser)
+    parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
+                        help="mirrored: replicate the model over all GPUs with tf.distribute")
+    parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
+    parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
+    parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")
+    parser.add_argument("--frame-format", choices=("png", "jpg"), default="png", help="annotated frame format")
+    parser.add_argument("--gif-width", type=bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640, metavar="PX",
+                        help=f"animation width, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
+    parser.add_argument("--line-width", type=bounded_int(1, 64), metavar="PX", help="box line width, 1-64 (default: scaled to the image)")
+    parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
+    parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
+    parser.add_argument("--max-boxes", type=bounded_int(1, 10_000), default=100, metavar="N", help="draw at most N boxes per image")
+    parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), metavar="N",
+                        help=f"workers drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two above 4 cores)")
+    parser.add_argument("--render", choices=RENDER_MODES, default="auto",
+                        help="run those workers as processes (frames shared, not copied through pipes; they scale with "
+                             "the cores) or threads (they share one core's worth of Python); auto: processes for 2+ workers")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    parser.add_argument("--report", action="store_true", help="also write report.html (and index.html for a run)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    _common(parser)

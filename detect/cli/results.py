@@ -1,0 +1,46 @@
+"""`detect eval`, `detect export`, `detect report` and `detect gif`: commands over results already written."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from detect.cli.values import EXIT_OK
+from detect.evaluate.commands import export_coco, run_eval
+from detect.evaluate.outputs import table_lines
+from detect.report.build import build_reports
+from detect.sinks.animations import rebuild_all
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    result = run_eval(args.results, gt=args.gt, class_map_path=args.class_map)
+    for note in result.notes:
+        print(f"detect: note: {note}", file=err)
+    if not args.quiet:
+        report = result.report
+        print(f"detect eval: {len(report['segments'])} segment(s), {report['images']} images, types "
+              f"{', '.join(report['types'])} ({report['class_map']['source']}; {report['library']['name']} "
+              f"{report['library']['version']})", file=out)
+        for line in table_lines(result.evaluation):
+            print(line, file=out)
+        print("wrote " + ", ".join(str(p) for p in result.written), file=out)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for path in export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map):
+        print(path, file=out)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for path in build_reports(args.results):
+        print(path, file=out)
+    return EXIT_OK
+
+
+def cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    written = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
+    for path in written:
+        print(path, file=out)
+    return EXIT_OK
