@@ -233,9 +233,12 @@ def test_labels_say_what_is_wrong(kwargs, message):
 
 
 def test_the_readme_python_example_runs(tiny_v2_path, stub_dynamic_dir, tmp_path):
-    from detect import LocalEngine, ModelSpec, RunSpec, run_many
+    from detect import LocalEngine, ModelSpec, RunSpec, SegmentSettings, run_many
 
-    spec = RunSpec(inputs=(str(tiny_v2_path.parent),), out=tmp_path, model=ModelSpec(path=stub_dynamic_dir))
+    spec = RunSpec(inputs=(str(tiny_v2_path.parent),), out=tmp_path,
+                   model=ModelSpec(path=stub_dynamic_dir, threshold=0.3, nms_iou=0.7),
+                   settings=SegmentSettings(input_size=None))
     result = run_many(spec, LocalEngine())
     assert [(o.status, o.images) for o in result.outcomes] == [(Status.DONE, 15)]
     assert not result.failed and result.model is not None and result.model["kind"] == "stub"
+    assert (result.model["nms_iou"], result.model["threshold"]) == (0.7, 0.3)

@@ -123,7 +123,11 @@ def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
 
 def detector_alone(detector, decoded) -> tuple[float, float]:
     """images/s and CPU s per image of the model and nothing else, on pre-decoded inputs."""
-    batches = [decoded[i:i + detector.batch_size] for i in range(0, len(decoded), detector.batch_size)]
+    by_shape: dict[tuple[int, ...], list[Any]] = {}  # full frames of two camera sizes: batched per size, as the pipeline does
+    for d in decoded:
+        by_shape.setdefault(d.model_input.shape, []).append(d)
+    batches = [group[i:i + detector.batch_size] for group in by_shape.values()
+               for i in range(0, len(group), detector.batch_size)]
     stacked = [(np.stack([d.model_input for d in b]), [(d.width, d.height) for d in b]) for b in batches]
     cpu, wall = cpu_seconds(), time.perf_counter()
     for images, sizes in stacked:
