@@ -194,8 +194,36 @@ class Labels:
     @classmethod
     def from_centers(cls, cx: np.ndarray, cy: np.ndarray, size_x: np.ndarray, size_y: np.ndarray, types: np.ndarray,
                      difficulty: np.ndarray, object_ids: tuple[str, ...]) -> Labels:
-        """From Waymo's center and size in pixels (x along the width, y along the height)."""
+        """From Waymo's center and size in pixels (x along the width, y along the height).
+
+        Callers drop the rows `valid_label_rows` refuses first: this only converts.
+        """
         cx, cy = np.asarray(cx, np.float64), np.asarray(cy, np.float64)
         half_x, half_y = np.asarray(size_x, np.float64) / 2, np.asarray(size_y, np.float64) / 2
         xyxy = np.stack([cx - half_x, cy - half_y, cx + half_x, cy + half_y], axis=1) if len(cx) else np.zeros((0, 4))
         return cls(xyxy, types, difficulty, object_ids)
+
+
+# Label boxes past this many pixels from any image are not boxes of it (Waymo's images are 1920 wide).
+MAX_LABEL_COORDINATE = 1e6
+
+
+def valid_label_rows(values: dict[str, np.ndarray]) -> np.ndarray:
+    """Which label rows are usable: finite centers within reach of an image, sizes > 0, a type of
+    Waymo's enum (0-4), a difficulty of 0-2 (null counts as 0, as Waymo's metrics read it).
+
+    `values` holds float arrays `cx`, `cy`, `size_x`, `size_y`, `type`, `difficulty` (NaN for null).
+    """
+    with np.errstate(invalid="ignore"):
+        centers = [np.asarray(values[k], np.float64) for k in ("cx", "cy")]
+        sizes = [np.asarray(values[k], np.float64) for k in ("size_x", "size_y")]
+        kind = np.asarray(values["type"], np.float64)
+        difficulty = np.nan_to_num(np.asarray(values["difficulty"], np.float64), nan=0.0)
+        ok = np.ones(len(kind), bool)
+        for array in centers:
+            ok &= np.isfinite(array) & (np.abs(array) <= MAX_LABEL_COORDINATE)
+        for array in sizes:
+            ok &= np.isfinite(array) & (array > 0) & (array <= MAX_LABEL_COORDINATE)
+        ok &= np.isin(kind, [t.value for t in WaymoType])
+        ok &= np.isin(difficulty, [0, LEVEL_1, LEVEL_2])
+    return ok

@@ -261,7 +261,8 @@ class SegmentLifecycle:
             "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
                       "ground_truth": self.keys.labels if self.labels is None else self.labels.origin,
                       "labels": None if self.labels is None else
-                      sum(len(self.labels.get(k)) for k in self.results)},
+                      sum(len(self.labels.get(k)) for k in self.results),
+                      "labels_dropped": 0 if self.labels is None else self.labels.dropped},
             "model": self.model_facts,
             "engine": engine,
             "settings": {

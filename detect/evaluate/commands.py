@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import InputError
+from detect.core.names import printable
 from detect.evaluate import coco
 from detect.evaluate.classmap import ClassMap, load_class_map
 from detect.evaluate.metrics import Evaluation, evaluate
@@ -36,7 +37,8 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     if any(s.threshold != threshold for s in segments):
         notes.append(f"the segments were drawn at different thresholds; P/R/F1 use the first one ({threshold:g})")
     evaluation = evaluate(segments, class_map, types, threshold)
-    report = to_json(evaluation, class_map, [s.name for s in segments], sum(len(s.images) for s in segments))
+    report = to_json(evaluation, class_map, [s.name for s in segments], sum(len(s.images) for s in segments),
+                     labels_dropped=sum(s.labels_dropped for s in segments))
     written = write_outputs(Path(out or results), evaluation, report)
     return EvalResult(evaluation, report, written, notes)
 
@@ -48,17 +50,30 @@ def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
     target = Path(out or results)
     instances = coco.ground_truth(segments, types)
     dets = coco.detections(segments, class_map, types)
-    return [atomic_write_bytes(target / INSTANCES_FILE, json.dumps(instances).encode()),
-            atomic_write_bytes(target / DETECTIONS_JSON, json.dumps(dets).encode())]
+    # allow_nan=False: JSON has no NaN or Infinity; the rows are checked on the way in, and a value
+    # that still slipped through must fail here rather than write a file other tools cannot parse.
+    return [atomic_write_bytes(target / INSTANCES_FILE, json.dumps(instances, allow_nan=False).encode()),
+            atomic_write_bytes(target / DETECTIONS_JSON, json.dumps(dets, allow_nan=False).encode())]
 
 
 def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
     class_map = load_class_map(class_map_path)
-    loaded = [load_segment(d, gt) for d in find_segments(Path(results))]
+    loaded, notes = [], []
+    for directory in find_segments(Path(results)):
+        try:
+            loaded.append(load_segment(directory, gt))
+        except InputError as err:  # one broken segment (or one missing --gt file) leaves the others evaluated
+            notes.append(f"{printable(str(err), 300)}; left out")
     segments = [s for s in loaded if s.labels]
     if not segments:
+        if not loaded:
+            raise InputError(f"{results}: no segment could be read ({notes[0] if notes else 'none found'})")
         raise InputError(no_labels_message(Path(results), loaded))
-    notes = [f"{s.name}: no labels, left out" for s in loaded if not s.labels]
+    notes += [f"{printable(s.name)}: no labels, left out" for s in loaded if not s.labels]
+    dropped = sum(s.labels_dropped for s in segments)
+    if dropped:
+        notes.append(f"{dropped} unusable label row(s) dropped (NaN, negative or empty boxes, types or cameras "
+                     f"outside Waymo's enums); eval.json counts them")
     stand_ins = sorted({str(s.manifest.get("model", {}).get("kind")) for s in segments} - {"real", "None"})
     if stand_ins:
         notes.append(f"these results come from a {' and a '.join(stand_ins)} model: its boxes are not detections, "

@@ -38,12 +38,14 @@ MATCHES_SCHEMA = pa.schema([
 ])
 
 
-def to_json(evaluation: Evaluation, class_map: ClassMap, segments: list[str], images: int) -> dict[str, Any]:
+def to_json(evaluation: Evaluation, class_map: ClassMap, segments: list[str], images: int,
+            labels_dropped: int = 0) -> dict[str, Any]:
     return {
         "library": {"name": LIBRARY, "version": metadata.version(LIBRARY), "iou_type": "bbox",
                     "area_ranges": "COCO: small < 32^2 <= medium < 96^2 <= large (pixels)", "max_detections": 100},
         "segments": segments,
         "images": images,
+        "labels_dropped": labels_dropped,
         "types": [WaymoType(t).name for t in evaluation.types],
         "class_map": class_map.to_json(),
         "threshold": evaluation.threshold,

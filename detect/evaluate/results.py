@@ -48,6 +48,7 @@ class SegmentResults:
     detections: DetectionRows
     labels: Mapping[FrameKey, Labels]
     images: frozenset[FrameKey]  # every image the run processed, labeled or not
+    labels_dropped: int = 0  # unusable label rows (NaN, negative, unknown type or camera), when run and here
 
     @property
     def threshold(self) -> float:
@@ -78,18 +79,32 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         manifest = json.loads((directory / MANIFEST_FILE).read_text())
     except (OSError, ValueError) as err:
         raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest (not a JSON object)")
     name = str(manifest.get("segment_context_name", directory.name))
     detections = _read_detections(directory / DETECTIONS_FILE)
-    written = read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file() else {}
-    labels: Mapping[FrameKey, Labels] = labels_from_camera_box(gt, name).by_key if gt is not None else written
+    written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
+                        else ({}, 0))
+    if gt is not None:
+        chosen = labels_from_camera_box(gt, name)
+        labels: Mapping[FrameKey, Labels] = chosen.by_key
+        dropped = chosen.dropped
+    else:
+        labels = written
+        at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
+        dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
     processed = _processed_images(directory, name, detections, written)
-    return SegmentResults(directory, name, manifest, detections, labels, processed)
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped)
 
 
 def no_labels_message(results: Path, segments: list[SegmentResults]) -> str:
-    names = ", ".join(printable(s.name, 40) for s in segments[:3]) + ("..." if len(segments) > 3 else "")
-    return (f"{results}: no labels for {names} (no {GROUND_TRUTH_FILE}: the input had no camera_box file or "
-            f"camera_labels); name a camera_box file or folder with --gt PATH")
+    names = ", ".join(printable(s.name, 64) for s in segments[:3]) + ("..." if len(segments) > 3 else "")
+    if any((s.directory / GROUND_TRUTH_FILE).is_file() for s in segments):
+        why = (f"their labels have no rows for the images processed: {GROUND_TRUTH_FILE} is empty, as the labels "
+               f"the run found were")
+    else:
+        why = f"no {GROUND_TRUTH_FILE}: the input had no camera_box file or camera_labels"
+    return f"{results}: no labels for {names} ({why}); name a camera_box file or folder with --gt PATH"
 
 
 def _read_detections(path: Path) -> DetectionRows:
@@ -98,10 +113,23 @@ def _read_detections(path: Path) -> DetectionRows:
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
-    data = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
-    keys = [FrameKey(str(s), int(t), CameraName(int(c))) for s, t, c in zip(data[SEGMENT], data[TIMESTAMP], data[CAMERA], strict=True)]
-    xyxy = np.stack([data[c].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1) if keys else np.zeros((0, 4), np.float32)
-    return DetectionRows(keys, data["class_id"].astype(np.int32), data["score"].astype(np.float32), xyxy)
+    try:
+        numbers = {c: np.asarray(table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+                   for c in columns if c != SEGMENT}
+    except (pa.ArrowException, ValueError) as err:
+        raise InputError(f"{path}: not a detections table ({first_line(err)})") from None
+    segments = table.column(SEGMENT).to_pylist()
+    # A results folder may have been edited: rows that are not boxes are left out, never fatal.
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(np.stack(list(numbers.values()), axis=1)).all(axis=1) if segments else np.zeros(0, bool)
+        ok &= np.isin(numbers[CAMERA], [int(c) for c in CameraName]) & np.array([s is not None for s in segments], bool)
+        ok &= (numbers["xmax"] >= numbers["xmin"]) & (numbers["ymax"] >= numbers["ymin"]) & (numbers["class_id"] >= 0)
+        ok &= (numbers["class_id"] < 2**31) & (np.abs(numbers[TIMESTAMP]) < 2**62)
+    rows = np.flatnonzero(ok)
+    timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)
+    keys = [FrameKey(str(segments[i]), int(timestamps[i]), CameraName(int(numbers[CAMERA][i]))) for i in rows]
+    xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
+    return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy)
 
 
 def _processed_images(directory: Path, name: str, detections: DetectionRows,

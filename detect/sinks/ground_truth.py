@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.core.records import FrameKey, Labels
+from detect.core.records import FrameKey, Labels, valid_label_rows
 from detect.sinks.atomic import atomic_path
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -60,17 +60,29 @@ def write_ground_truth(path: Path, labels: Mapping[FrameKey, Labels], keys: Iter
     return table.num_rows
 
 
-def read_ground_truth(path: Path) -> dict[FrameKey, Labels]:
-    """Labels by image from a file `write_ground_truth` wrote."""
+def read_ground_truth(path: Path) -> tuple[dict[FrameKey, Labels], int]:
+    """Labels by image from a file `write_ground_truth` wrote, and how many rows were unusable.
+
+    A results folder is shared and may be edited: rows with a null key, an unknown camera, a
+    NaN or inverted box, or a type or difficulty outside Waymo's enums are dropped and counted.
+    """
     try:
         table = pq.read_table(path, schema=SCHEMA)
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path}: not a readable ground-truth table ({first_line(err)})") from None
     data = table.to_pydict()
+    floats = {c: np.asarray([np.nan if v is None else v for v in data[c]], np.float64)
+              for c in ("xmin", "ymin", "xmax", "ymax", "type", "difficulty", CAMERA)}
+    ok = valid_label_rows({"cx": (floats["xmin"] + floats["xmax"]) / 2, "cy": (floats["ymin"] + floats["ymax"]) / 2,
+                           "size_x": floats["xmax"] - floats["xmin"], "size_y": floats["ymax"] - floats["ymin"],
+                           "type": floats["type"], "difficulty": floats["difficulty"]})
+    ok &= np.isin(floats[CAMERA], [int(c) for c in CameraName])
+    ok &= np.array([s is not None and t is not None for s, t in zip(data[SEGMENT], data[TIMESTAMP], strict=True)], bool)
     rows: dict[FrameKey, list[int]] = {}
-    for i, (segment, ts, camera) in enumerate(zip(data[SEGMENT], data[TIMESTAMP], data[CAMERA], strict=True)):
-        rows.setdefault(FrameKey(segment, ts, CameraName(camera)), []).append(i)
-    xyxy = np.stack([np.asarray(data[c], np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1)
-    types, difficulty = np.asarray(data["type"], np.int8), np.asarray(data["difficulty"], np.int8)
-    return {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(data[OBJECT_ID][i] for i in idx))
-            for key, idx in rows.items()}
+    for i in np.flatnonzero(ok):
+        rows.setdefault(FrameKey(data[SEGMENT][i], data[TIMESTAMP][i], CameraName(int(floats[CAMERA][i]))), []).append(int(i))
+    xyxy = np.stack([floats[c] for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
+    types, difficulty = np.nan_to_num(floats["type"]).astype(np.int8), np.nan_to_num(floats["difficulty"]).astype(np.int8)
+    labels = {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(str(data[OBJECT_ID][i]) for i in idx))
+              for key, idx in rows.items()}
+    return labels, int(len(ok) - ok.sum())

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.core.records import FrameKey, Labels
+from detect.core.records import FrameKey, Labels, valid_label_rows
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.schema import (
     BOX_CENTER_X,
@@ -43,10 +43,12 @@ REQUIRED = (SEGMENT, TIMESTAMP, CAMERA, BOX_CENTER_X, BOX_CENTER_Y, BOX_SIZE_X, 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SegmentLabels:
-    """Every labeled image of a segment, and where the labels came from."""
+    """Every labeled image of a segment, where the labels came from, and how many rows were
+    dropped as unusable (see `valid_label_rows`: NaN or negative boxes, unknown types or cameras)."""
 
     origin: str
     by_key: Mapping[FrameKey, Labels]
+    dropped: int = 0
 
     @property
     def count(self) -> int:
@@ -67,7 +69,9 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
             return None
         by_key = {FrameKey(segment, ts, CameraName(camera)): labels
                   for (ts, camera), labels in keys.reader_keys.labels.items() if camera in CameraName._value2member_map_}
-        return SegmentLabels(f"camera_labels in {keys.source.uri}", by_key)
+        dropped = keys.reader_keys.labels_dropped + sum(
+            len(labels) for (_, camera), labels in keys.reader_keys.labels.items() if camera not in CameraName._value2member_map_)
+        return SegmentLabels(f"camera_labels in {keys.source.uri}", by_key, dropped)
     sibling = sibling_component(keys.source.path, CAMERA_BOX_COMPONENT)
     if sibling is None or keys.source.filesystem.get_file_info(sibling).type != pafs.FileType.File:
         return None
@@ -108,26 +112,52 @@ def _from_camera_box(uri: str, segment: str) -> SegmentLabels:
     if missing:
         raise InputError(f"{uri}: not a camera_box component (no column {', '.join(missing)})")
     columns = [*REQUIRED, *(c for c in (OBJECT_ID, DIFFICULTY) if c in schema.names)]
+    for name in columns:
+        _check_type(uri, name, schema.field(name).type)
     try:
         table = pq.read_table(path, filesystem=fs, columns=columns, filters=[(SEGMENT, "==", segment)])
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{uri}: cannot read the camera_box rows ({first_line(err)})") from None
-    if any(table.column(c).null_count for c in REQUIRED):
-        raise InputError(f"{uri}: camera_box columns hold null values")
-    data = {c: table.column(c).to_numpy() for c in columns if c != OBJECT_ID}
-    ids = table.column(OBJECT_ID).to_pylist() if OBJECT_ID in columns else [str(i) for i in range(table.num_rows)]
-    difficulty = data.get(DIFFICULTY, np.ones(table.num_rows, np.int8))
-    order = np.lexsort((data[CAMERA], data[TIMESTAMP]))
+    return SegmentLabels(f"camera_box file {uri}", *labels_by_image(table, segment))
+
+
+def labels_by_image(table: pa.Table, segment: str) -> tuple[dict[FrameKey, Labels], int]:
+    """camera_box rows (types already checked) -> labels per image, and how many rows were unusable."""
+    n = table.num_rows
+    data = {c: _floats(table.column(c)) for c in table.column_names if c not in (SEGMENT, OBJECT_ID)}
+    ids = table.column(OBJECT_ID).to_pylist() if OBJECT_ID in table.column_names else [str(i) for i in range(n)]
+    difficulty = data.get(DIFFICULTY, np.zeros(n))
+    values = {"cx": data[BOX_CENTER_X], "cy": data[BOX_CENTER_Y], "size_x": data[BOX_SIZE_X],
+              "size_y": data[BOX_SIZE_Y], "type": data[BOX_TYPE], "difficulty": difficulty}
+    ok = valid_label_rows(values) & np.isfinite(data[TIMESTAMP]) & np.isin(data[CAMERA], list(CameraName._value2member_map_))
+    timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)  # exact int64 where valid
+    rows_ok = np.flatnonzero(ok)
+    order = rows_ok[np.lexsort((data[CAMERA][rows_ok], timestamps[rows_ok].astype(np.int64)))]
     by_key: dict[FrameKey, Labels] = {}
-    keys = np.stack([data[TIMESTAMP][order], data[CAMERA][order]], axis=1) if len(order) else np.zeros((0, 2), np.int64)
-    starts = np.flatnonzero(np.r_[True, (np.diff(keys, axis=0) != 0).any(axis=1)]) if len(order) else np.zeros(0, int)
-    for begin, end in zip(starts, [*starts[1:], len(order)], strict=True):
-        rows = order[begin:end]
-        camera = int(data[CAMERA][rows[0]])
-        if camera not in CameraName._value2member_map_:
-            raise InputError(f"{uri}: unknown {CAMERA} value {camera}; expected 1-5")
-        key = FrameKey(segment, int(data[TIMESTAMP][rows[0]]), CameraName(camera))
-        by_key[key] = Labels.from_centers(data[BOX_CENTER_X][rows], data[BOX_CENTER_Y][rows], data[BOX_SIZE_X][rows],
-                                          data[BOX_SIZE_Y][rows], data[BOX_TYPE][rows], difficulty[rows],
-                                          tuple(str(ids[r]) for r in rows))
-    return SegmentLabels(f"camera_box file {uri}", by_key)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for row in order:
+        groups.setdefault((int(timestamps[row]), int(data[CAMERA][row])), []).append(int(row))
+    for (timestamp, camera), rows in groups.items():
+        by_key[FrameKey(segment, timestamp, CameraName(camera))] = Labels.from_centers(
+            values["cx"][rows], values["cy"][rows], values["size_x"][rows], values["size_y"][rows],
+            values["type"][rows].astype(np.int8), np.nan_to_num(difficulty[rows]).astype(np.int8),
+            tuple(str(ids[r]) for r in rows))
+    return by_key, int(n - len(rows_ok))
+
+
+def _check_type(uri: str, name: str, kind: pa.DataType) -> None:
+    """A column of the wrong type names the file and the column (a string camera, a list of centers...)."""
+    whole = name in (TIMESTAMP, CAMERA, BOX_TYPE, DIFFICULTY)
+    if name in (SEGMENT, OBJECT_ID):
+        ok = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        expected = "strings"
+    else:
+        ok = pa.types.is_integer(kind) or (not whole and pa.types.is_floating(kind))
+        expected = "whole numbers" if whole else "numbers"
+    if not ok:
+        raise InputError(f"{uri}: column {name} holds {kind}, expected {expected}: not a camera_box component")
+
+
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as float64, nulls as NaN."""
+    return np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 
 from detect.core.cameras import CameraName
 from detect.core.errors import DependencyError, InputError, UnsupportedURIError
-from detect.core.records import CameraFrame, Labels
+from detect.core.records import CameraFrame, Labels, valid_label_rows
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
 from detect.waymo.sources import SegmentSource
@@ -30,6 +30,7 @@ class TFRecordKeys:
     num_camera_labels: int
     # `camera_labels` by (frame_timestamp_micros, camera), read in the same pass (they are small).
     labels: dict[tuple[int, int], Labels] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    labels_dropped: int = 0  # label rows refused by `valid_label_rows` (NaN or negative boxes, unknown types)
 
 
 def read_keys(source: SegmentSource) -> TFRecordKeys:
@@ -40,6 +41,7 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
     names: set[str] = set()
     labels = 0
     by_image: dict[tuple[int, int], Labels] = {}
+    dropped = 0
     count = 0
     for record_number, frame in _frames(source):
         names.add(segment_name(frame, source, record_number))
@@ -47,7 +49,8 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
         for camera in frame.camera_labels:
             key = (int(frame.timestamp_micros), int(camera.name))
             if camera.labels and key not in by_image:  # a repeated frame keeps its first labels
-                by_image[key] = _labels(camera.labels)
+                by_image[key], bad = _labels(camera.labels)
+                dropped += bad
         for image in frame.images:
             timestamps.append(frame.timestamp_micros)
             cameras.append(image.name)
@@ -65,16 +68,26 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
         cameras=np.asarray(cameras, dtype=np.int64),
         positions=np.asarray(records, dtype=np.int64),
     )
-    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image)
+    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image, dropped)
 
 
-def _labels(labels: Any) -> Labels:
-    """`CameraLabels.labels` (box center and length/width in pixels) as `Labels`."""
-    return Labels.from_centers(
-        np.array([label.box.center_x for label in labels]), np.array([label.box.center_y for label in labels]),
-        np.array([label.box.length for label in labels]), np.array([label.box.width for label in labels]),
-        np.array([label.type for label in labels]), np.array([label.detection_difficulty_level for label in labels]),
-        tuple(str(label.id) for label in labels))
+def _labels(labels: Any) -> tuple[Labels, int]:
+    """`CameraLabels.labels` (box center and length/width in pixels) as `Labels`, and how many
+    rows `valid_label_rows` refused."""
+    values = {
+        "cx": np.array([label.box.center_x for label in labels], np.float64),
+        "cy": np.array([label.box.center_y for label in labels], np.float64),
+        "size_x": np.array([label.box.length for label in labels], np.float64),
+        "size_y": np.array([label.box.width for label in labels], np.float64),
+        "type": np.array([label.type for label in labels], np.float64),
+        "difficulty": np.array([label.detection_difficulty_level for label in labels], np.float64),
+    }
+    ok = valid_label_rows(values)
+    ids = [str(label.id) for label in labels]
+    kept = Labels.from_centers(values["cx"][ok], values["cy"][ok], values["size_x"][ok], values["size_y"][ok],
+                               values["type"][ok].astype(np.int8), values["difficulty"][ok].astype(np.int8),
+                               tuple(i for i, good in zip(ids, ok, strict=True) if good))
+    return kept, int(len(ok) - ok.sum())
 
 
 def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter(),
