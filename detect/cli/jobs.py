@@ -28,7 +28,7 @@ def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
     if args.report:
-        build_reports(report.segment_dir)
+        _notes(build_reports(report.segment_dir).notes, err)
     if not args.quiet:
         print(summary_line(report, model.kind, model_label(model.facts)), file=out)
         for line in failure_lines(report):
@@ -52,7 +52,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         engine = LocalEngine()
     result = run_many(spec, engine, reporter)
     if args.report:
-        build_reports(spec.out)
+        _notes(build_reports(spec.out).notes, err)
     if not args.quiet:
         if result.model is not None:
             print(model_label(result.model), file=out)
@@ -129,3 +129,8 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _notes(notes: list[str], err: TextIO) -> None:
+    for note in notes:
+        print(f"detect: note: {note}", file=err)

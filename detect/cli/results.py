@@ -34,7 +34,10 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    for path in build_reports(args.results):
+    reports = build_reports(args.results)
+    for note in reports.notes:
+        print(f"detect: note: {note}", file=err)
+    for path in reports.written:
         print(path, file=out)
     return EXIT_OK
 

@@ -1,51 +1,86 @@
-"""`detect report RESULTS`: a page per segment, and an index for a run."""
+"""`detect report RESULTS`: a page per segment, and an index for a run.
+
+A results folder is input like any other: a segment whose files are broken is left out with a
+note and the others get their pages; a segment folder that is a symlink is never followed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
-from detect.core.errors import InputError
-from detect.report.data import load
+from detect.core.errors import DetectError, InputError
+from detect.core.names import printable
+from detect.report.data import load, read_manifest
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.table import DETECTIONS_FILE
 
-RUN_FILES = ("run.json",)
+RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
 
 
-def build_reports(results: Path) -> list[Path]:
+@dataclasses.dataclass(frozen=True)
+class Reports:
+    written: list[Path]
+    notes: list[str]  # one line each: a segment left out, and why
+
+
+def build_reports(results: Path) -> Reports:
     """`report.html` in every segment directory at or under `results`; `index.html` at the top of
     a run directory (one that holds segment directories rather than being one)."""
     results = Path(results)
     if not results.is_dir():
         raise InputError(f"{results}: no such results directory")
     if (results / MANIFEST_FILE).is_file():
-        return [segment_page(load(results))]
-    directories = sorted(p.parent for p in results.glob(f"*/{MANIFEST_FILE}"))
+        return Reports([segment_page(load(results))], [])
+    notes: list[str] = []
+    directories = []
+    for manifest_file in sorted(results.glob(f"*/{MANIFEST_FILE}")):
+        directory = manifest_file.parent
+        if directory.is_symlink() or manifest_file.is_symlink():
+            notes.append(f"{directory}: a symlink, not followed; left out")
+        else:
+            directories.append(directory)
     if not directories:
         raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE})")
-    written = [segment_page(load(d)) for d in directories if not _up_to_date(d)]
-    manifests = [(d, json.loads((d / MANIFEST_FILE).read_text())) for d in directories]
-    run = _run_file(results)
-    written.append(index_page(results, manifests, run))
-    return written
+    written: list[Path] = []
+    indexed: list[tuple[Path, dict[str, Any]]] = []
+    for directory in directories:
+        try:
+            if _up_to_date(directory):
+                manifest = read_manifest(directory)
+            else:
+                data = load(directory)
+                written.append(segment_page(data))
+                manifest = data.manifest
+        except DetectError as err:  # one broken segment (or a link planted in it) leaves the others' pages
+            notes.append(f"{printable(str(err), 300)}; left out")
+            continue
+        indexed.append((directory, manifest))
+    written.append(index_page(results, indexed, _run_files(results)))
+    return Reports(written, notes)
 
 
 def _up_to_date(directory: Path) -> bool:
     """A segment page newer than everything it shows is kept: reports of big runs are incremental."""
     page = directory / REPORT_FILE
-    if not page.is_file():
+    if not page.is_file() or page.is_symlink():
         return False
     sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE)]
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 
-def _run_file(results: Path) -> dict | None:
-    for path in sorted(results.glob("run*.json")):
+def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every run file at the top (one per shard of a sharded run) that holds a JSON object."""
+    runs = []
+    for path in sorted(results.glob(RUN_FILES)):
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = json.loads(path.read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
             continue
-    return None
+        if isinstance(data, dict) and not path.is_symlink():
+            runs.append((path.name, data))
+    return runs

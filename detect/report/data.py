@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError
+from detect.core.errors import InputError, first_line
 from detect.sinks.frames import FRAMES_DIR, list_frames
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
@@ -19,6 +21,7 @@ from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"
+DEFAULT_THRESHOLD = 0.5
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -72,19 +75,32 @@ class SegmentData:
 
 def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
-    try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest ({err})") from None
+    manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
-    threshold = float(manifest.get("settings", {}).get("draw", {}).get("threshold", 0.5))
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, dict) else None
+    threshold = draw.get("threshold") if isinstance(draw, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        threshold = DEFAULT_THRESHOLD  # a hand-edited value is not trusted
     evaluation = None
     if (directory / EVAL_FILE).is_file():
         try:
             evaluation = json.loads((directory / EVAL_FILE).read_text())
         except (OSError, ValueError):
             evaluation = None
-    return SegmentData(directory, manifest, detections, threshold, evaluation)
+    return SegmentData(directory, manifest, detections, float(threshold),
+                       evaluation if isinstance(evaluation, dict) else None)
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The segment's manifest as a JSON object, or a one-line InputError."""
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    except (OSError, ValueError) as err:
+        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest ({first_line(err)})") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest (not a JSON object)")
+    return manifest
 
 
 def has_frames(directory: Path) -> bool:
@@ -95,11 +111,19 @@ def _detections(path: Path) -> pd.DataFrame:
     columns = ["camera", "timestamp", "label", "score"]
     if not path.is_file():
         return pd.DataFrame(columns=columns)
-    table = pq.read_table(path, columns=[TIMESTAMP, CAMERA, "label", "score"]).to_pandas()
+    try:
+        table = pq.read_table(path, columns=[TIMESTAMP, CAMERA, "label", "score"]).to_pandas()
+        cameras = pd.to_numeric(table[CAMERA], errors="coerce")
+        scores = pd.to_numeric(table["score"], errors="coerce")
+        timestamps = pd.to_numeric(table[TIMESTAMP], errors="coerce")
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as err:
+        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
+    known = {int(c): c.name for c in CameraName}
+    ok = cameras.isin(list(known)) & np.isfinite(scores) & timestamps.notna()  # an edited table's other rows are left out
     frame = pd.DataFrame({
-        "camera": [CameraName(int(c)).name for c in table[CAMERA]],
-        "timestamp": table[TIMESTAMP].astype("int64"),
-        "label": table["label"].astype(str),
-        "score": table["score"].astype(float),
+        "camera": [known[int(c)] for c in cameras[ok]],
+        "timestamp": timestamps[ok].astype("int64"),
+        "label": table["label"][ok].astype(str),
+        "score": scores[ok].astype(float),
     })
     return frame[columns]

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from PIL import Image
 
 from detect.model.labels import describe_classes
-from detect.report import plots
+from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
-from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE
+from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, real_file, real_folder
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -62,17 +60,16 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 def segment_page(data: SegmentData) -> Path:
     """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory."""
     directory, manifest = data.directory, data.manifest
-    assets = directory / ASSETS
-    assets.mkdir(exist_ok=True)
-    counts = manifest.get("counts", {})
-    timings = manifest.get("timings", {})
-    sections = [f"<h1>{escape(data.name)}</h1>", _facts(data)]
+    assets = real_folder(directory / ASSETS)
+    counts = safe.mapping(manifest.get("counts"))
+    timings = safe.mapping(manifest.get("timings"))
+    sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
     mosaic = data.animation(MOSAIC)
     if mosaic:
         sections.append(f"<h2>All cameras</h2>{_media(mosaic, 'all cameras, tiled as the car sees them', _gif(data, MOSAIC))}")
     cameras = [(c, data.animation(c)) for c in data.cameras]
     if any(path for _, path in cameras):
-        figures = "".join(f"<figure>{_media(path, c, _gif(data, c))}<figcaption>{escape(c)}</figcaption></figure>"
+        figures = "".join(f"<figure>{_media(path, c, _gif(data, c))}<figcaption>{safe.text(c)}</figcaption></figure>"
                           for c, path in cameras if path)
         sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
     drawn = data.drawn
@@ -94,51 +91,62 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
     if data.evaluation:
         sections.append(_evaluation(data.evaluation, directory))
-    stage_ms = timings.get("stage_ms_per_image") or {}
+    stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
+                if safe.number(v) != "-"}
     if stage_ms:
         plots.stages(stage_ms, assets / "stages.png")
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
                         + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
-    failures = manifest.get("failures", [])
+    failures = [f for f in safe.items(manifest.get("failures")) if isinstance(f, dict)]
     if failures:
         rows = [[f.get("camera"), f.get("key.frame_timestamp_micros"), f.get("stage"), f.get("error")] for f in failures]
         sections.append(f"<h2>Failed frames ({len(failures)})</h2>" + _table(["camera", "timestamp", "stage", "error"], rows))
-    sections.append("<h2>Versions</h2>" + _facts_table(manifest.get("versions", {})))
-    sections.append(f"<p class='muted'>Files: <a href='manifest.json'>manifest.json</a>, <a href='detections.parquet'>"
-                    f"detections.parquet</a>{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
-                    f"{counts.get('images_processed', 0)} images processed.</p>")
+    sections.append("<h2>Versions</h2>" + _facts_table(safe.mapping(manifest.get("versions"))))
+    sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
+                    f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
+                    f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
+                    f"{safe.count_text(counts.get('images_processed', 0))} images processed.</p>")
     return _write(directory / REPORT_FILE, f"detect: {data.name}", sections)
 
 
-def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]], run: dict[str, Any] | None) -> Path:
+def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
+               runs: Sequence[tuple[str, dict[str, Any]]]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
-    labels = sorted({label for _, m in segments for label in m.get("counts", {}).get("detections_by_label", {})},
-                    key=lambda name: -sum(m.get("counts", {}).get("detections_by_label", {}).get(name, 0) for _, m in segments))[:6]
+    def by_label(manifest: dict[str, Any]) -> dict[str, Any]:
+        return safe.mapping(safe.mapping(manifest.get("counts")).get("detections_by_label"))
+
+    labels = sorted({str(label) for _, m in segments for label in by_label(m)},
+                    key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
     headers = ["segment", "status", "images", "failed", "boxes", *labels, "AP50", "images/s"]
     rows = []
     for directory, manifest in segments:
-        counts, by_label = manifest.get("counts", {}), manifest.get("counts", {}).get("detections_by_label", {})
+        counts = safe.mapping(manifest.get("counts"))
         name = str(manifest.get("segment_context_name", directory.name))
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
         status = str(manifest.get("status", "?"))
-        rows.append([Markup(f"<a href='{escape(page)}'>{escape(name)}</a>"),
-                     Markup(f"<span class='status-{escape(status)}'>{escape(status)}</span>"),
-                     counts.get("images_processed", 0), counts.get("images_failed", 0), counts.get("detections", 0),
-                     *[by_label.get(label, 0) for label in labels], _segment_ap(directory),
-                     _num(manifest.get("timings", {}).get("images_per_second"))])
-    sections = [f"<h1>detect run: {len(segments)} segments</h1>"]
-    if run:
-        this = run.get("this_run", {})
-        sections.append(f"<p>Last run: {this.get('done', 0)} done, {this.get('done_with_failures', 0)} with failed frames, "
-                        f"{this.get('skipped', 0)} skipped, {this.get('failed', 0)} failed; engine {escape(str(run.get('engine')))}.</p>")
-        failed = [s for s in run.get("segments", []) if s.get("status") == "failed"]
+        css = status if status.replace("_", "").isalpha() else "unknown"
+        rows.append([Markup(f"<a href='{safe.href(page)}'>{safe.text(name)}</a>"),
+                     Markup(f"<span class='status-{safe.text(css)}'>{safe.text(status)}</span>"),
+                     *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
+                     *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
+                     _num(safe.mapping(manifest.get("timings")).get("images_per_second"))])
+    sections = [f"<h1>detect run: {len(segments)} segment{'s' if len(segments) != 1 else ''}</h1>"]
+    for name, one in runs:
+        this = safe.mapping(one.get("this_run"))
+        tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
+            ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
+        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(name) + ')'}: {tally}; "
+                        f"engine {safe.text(one.get('engine'))}.</p>")
+        entries = safe.items(one.get("segments"))
+        failed = [s for s in entries if isinstance(s, dict) and s.get("status") == "failed"]
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
-    if (root / EVAL_FILE).is_file():
-        sections.append(_evaluation(json.loads((root / EVAL_FILE).read_text()), root))
+    evaluation = _json_object(root / EVAL_FILE)
+    if evaluation:
+        sections.append(_evaluation(evaluation, root))
     sections.append("<h2>Segments</h2><p class='muted'>Click a column title to sort.</p>"
                     + _table(headers, rows, css="sortable"))
     return _write(root / INDEX_FILE, f"detect: {len(segments)} segments", sections, script=SORT_SCRIPT)
@@ -146,17 +154,19 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]], run:
 
 def _facts(data: SegmentData) -> str:
     m = data.manifest
-    model, source = m.get("model", {}), m.get("input", {})
+    model, source, counts = safe.mapping(m.get("model")), safe.mapping(m.get("input")), safe.mapping(m.get("counts"))
     knows = model.get("knows_classes")
+    dropped = safe.count(source.get("labels_dropped"))
     facts = {
         "status": m.get("status"),
         "input": f"{source.get('path')} ({source.get('format')})",
-        "images": f"{m.get('counts', {}).get('images_processed', 0)} processed, {m.get('counts', {}).get('images_failed', 0)} failed",
+        "images": f"{safe.count_text(counts.get('images_processed', 0))} processed, "
+                  f"{safe.count_text(counts.get('images_failed', 0))} failed",
         "model": model.get("description"),
         "model knows": _classes(knows),
-        "threshold": f"{data.threshold:g} drawn, {model.get('score_floor', '?')} kept",
-        "labels": source.get("ground_truth") or "none",
-        "engine": m.get("engine", {}).get("name"),
+        "threshold": f"{data.threshold:g} drawn, {safe.number(model.get('score_floor'), 2)} kept",
+        "labels": (source.get("ground_truth") or "none") + (f" ({dropped} unusable rows dropped)" if dropped else ""),
+        "engine": safe.mapping(m.get("engine")).get("name"),
         "finished": m.get("finished_at"),
     }
     return _facts_table(facts)
@@ -174,28 +184,47 @@ def _classes(knows: Any) -> str:
 
 
 def _facts_table(facts: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in facts.items() if v is not None)
+    rows = "".join(f"<tr><td>{safe.text(k)}</td><td>{safe.text(v)}</td></tr>" for k, v in facts.items() if v is not None)
     return f"<table class='facts'><tbody>{rows}</tbody></table>"
 
 
 def _evaluation(report: dict[str, Any], directory: Path) -> str:
     headers = ["type", "level", "labels", "dets", "AP50", "AP", "AR100", "P", "R", "F1"]
-    rows = [[r["name"], level, r["labels"], r["detections"], _num(r["ap50"], 3), _num(r["ap"], 3), _num(r["ar100"], 3),
-             _num(r["precision"], 3), _num(r["recall"], 3), _num(r["f1"], 3)]
-            for level, level_rows in report.get("levels", {}).items() for r in level_rows]
+    rows = [[r.get("name"), level, _count_cell(r.get("labels")), _count_cell(r.get("detections")),
+             *[_num(r.get(k), 3) for k in ("ap50", "ap", "ar100", "precision", "recall", "f1")]]
+            for level, level_rows in safe.mapping(report.get("levels")).items() if isinstance(level_rows, list)
+            for r in level_rows if isinstance(r, dict)]
     curves = _img(PR_CURVES_FILE, "precision-recall curves") if (directory / PR_CURVES_FILE).is_file() else ""
-    return (f"<h2>Against Waymo's labels</h2><p class='muted'>{escape(str(report.get('library', {}).get('name')))} "
-            f"{escape(str(report.get('library', {}).get('version')))}; types {escape(', '.join(report.get('types', [])))}; "
-            f"P, R, F1 at the drawing threshold {report.get('threshold')} and IoU 0.5.</p>" + _table(headers, rows) + curves)
+    library = safe.mapping(report.get("library"))
+    types = safe.items(report.get("types"))
+    dropped = safe.count(report.get("labels_dropped"))
+    note = f" {dropped} unusable label rows were dropped." if dropped else ""
+    return (f"<h2>Against Waymo's labels</h2><p class='muted'>{safe.text(library.get('name'))} "
+            f"{safe.text(library.get('version'))}; types {safe.text(', '.join(str(t) for t in types))}; "
+            f"P, R, F1 at the drawing threshold {_num(report.get('threshold'), 2)} and IoU 0.5.{note}</p>"
+            + _table(headers, rows) + curves)
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _segment_ap(directory: Path) -> str:
-    try:
-        report = json.loads((directory / EVAL_FILE).read_text())
-        overall = report["levels"]["LEVEL_2"][-1]["ap50"]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return "-"
-    return _num(overall, 3)
+    report = _json_object(directory / EVAL_FILE) or {}
+    rows = safe.mapping(report.get("levels")).get("LEVEL_2")
+    overall = rows[-1] if isinstance(rows, list) and rows else None
+    return _num(overall.get("ap50") if isinstance(overall, dict) else None, 3)
+
+
+def _count_cell(value: Any) -> Any:
+    """A count from a results file: the number when it is one, else "-" (escaped as text)."""
+    checked = safe.count(value)
+    return "-" if checked is None else checked
 
 
 def _thumbnails(data: SegmentData, assets: Path) -> str:
@@ -208,17 +237,17 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
         with atomic_path(thumb) as tmp:
             small.save(tmp, "JPEG", quality=85)
         link = frame.relative_to(data.directory).as_posix()
-        figures.append(f"<figure><a href='{escape(link)}'>{_img(f'{ASSETS}/{thumb.name}', f'{camera} at {ts}')}</a>"
-                       f"<figcaption>{escape(camera)} {ts}: {boxes} box{'es' if boxes != 1 else ''}</figcaption></figure>")
+        figures.append(f"<figure><a href='{safe.href(link)}'>{_img(f'{ASSETS}/{thumb.name}', f'{camera} at {ts}')}</a>"
+                       f"<figcaption>{safe.text(camera)} {ts}: {boxes} box{'es' if boxes != 1 else ''}</figcaption></figure>")
     return "".join(figures)
 
 
 def _media(path: str, alt: str, poster: str | None = None) -> str:
     """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>."""
     if path.endswith(".mp4"):
-        shown = f" poster='{escape(poster)}'" if poster else ""
-        return (f"<video src='{escape(path)}'{shown} controls loop muted playsinline preload='metadata' "
-                f"title='{escape(alt)}'></video>")
+        shown = f" poster='{safe.href(poster)}'" if poster else ""
+        return (f"<video src='{safe.href(path)}'{shown} controls loop muted playsinline preload='metadata' "
+                f"title='{safe.text(alt)}'></video>")
     return _img(path, alt)
 
 
@@ -227,11 +256,11 @@ def _gif(data: SegmentData, name: str) -> str | None:
 
 
 def _img(path: str, alt: str) -> str:
-    return f"<img src='{escape(path)}' alt='{escape(alt)}'>"
+    return f"<img src='{safe.href(path)}' alt='{safe.text(alt)}'>"
 
 
 def _if_file(directory: Path, name: str) -> str:
-    return f", <a href='{name}'>{name}</a>" if (directory / name).is_file() else ""
+    return f", <a href='{safe.href(name)}'>{safe.text(name)}</a>" if (directory / name).is_file() else ""
 
 
 class Markup(str):
@@ -239,7 +268,7 @@ class Markup(str):
 
 
 def _table(headers: Iterable[str], rows: Iterable[Sequence[Any]], css: str = "") -> str:
-    head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
+    head = "".join(f"<th>{safe.text(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
     return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -247,17 +276,19 @@ def _table(headers: Iterable[str], rows: Iterable[Sequence[Any]], css: str = "")
 def _cell(value: Any) -> str:
     if isinstance(value, Markup):
         return f"<td>{value}</td>"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"<td data-value='{value}'>{value}</td>"
-    return f"<td>{escape(str(value))}</td>"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and safe.number(value) != "-":
+        return f"<td data-value='{safe.text(value)}'>{safe.text(value)}</td>"
+    return f"<td>{safe.text(value)}</td>"
 
 
 def _num(value: Any, digits: int = 1) -> str:
-    return "-" if value is None or (isinstance(value, float) and pd.isna(value)) else f"{float(value):.{digits}f}"
+    return safe.number(value, digits)
 
 
 def _write(path: Path, title: str, sections: list[str], script: str = "") -> Path:
-    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
-            f"content='width=device-width, initial-scale=1'><title>{escape(title)}</title><style>{STYLE}</style></head>"
+    policy = safe.content_security_policy(script, STYLE)
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\"><meta name='viewport' "
+            f"content='width=device-width, initial-scale=1'><title>{safe.text(title)}</title><style>{STYLE}</style></head>"
             f"<body>{''.join(sections)}{f'<script>{script}</script>' if script else ''}</body></html>\n")
-    return atomic_write_bytes(path, page.encode())
+    return atomic_write_bytes(real_file(path), page.encode())

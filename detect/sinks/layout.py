@@ -57,6 +57,25 @@ def segment_dir(root: Path, segment_context_name: str) -> Path:
     return directory
 
 
+def real_folder(path: Path) -> Path:
+    """`path` as a real folder (made if missing): a symlink there, or a file, is refused, so
+    nothing is written through a link planted in a results folder."""
+    if path.is_symlink():
+        raise OutputError(f"{path} is a symlink: detect writes only real folders and files; remove it")
+    path.mkdir(exist_ok=True)
+    if not path.is_dir():
+        raise OutputError(f"{path} is not a folder; remove it")
+    return path
+
+
+def real_file(path: Path) -> Path:
+    """`path` for a file about to be replaced: refused when it, or its folder, is a symlink."""
+    for place in (path, path.parent):
+        if place.is_symlink():
+            raise OutputError(f"{place} is a symlink: detect writes only real folders and files; remove it")
+    return path
+
+
 # What the tool creates inside a segment directory and then writes into or appends to.
 _OWN_PATHS = (STATE_DIR, f"{STATE_DIR}/{LOCK_FILE}", f"{STATE_DIR}/{SETTINGS_FILE}", f"{STATE_DIR}/{JOURNAL_FILE}",
               FRAMES_DIR, *(f"{FRAMES_DIR}/{c.name}" for c in CameraName), "report")

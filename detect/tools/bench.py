@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blog-images", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--coco-only", action="store_true",
+                        help="only the COCO model's rows (detector alone, pipeline without and with outputs)")
     parser.add_argument("--scaling", action="store_true",
                         help="only the output stages (1 vs 2 workers) and the steady part of a stub-model run")
     memory_runs = parser.add_mutually_exclusive_group()
@@ -201,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     import_tensorflow()  # timed here: building the inputs below would import it anyway
     args.import_seconds = time.perf_counter() - t0
+    if args.coco_only:
+        segments = make_segments(args.frame, args.out, [args.images])
+        coco_rates = rates(args, segments, args.coco_model, blog=False)
+        for line in rate_lines(coco_rates):
+            print(line)
+        (args.out / "bench_coco.json").write_text(json.dumps(coco_rates, indent=2))
+        return 0
     stages = scaling(args.frame, SCALING_REPEATS)
     for line in scaling_lines(stages):
         print(line, flush=True)
