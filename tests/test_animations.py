@@ -13,12 +13,11 @@ from detect.render.draw import draw_detections
 from detect.sinks.animations import (
     AnimationSet,
     downscale_to_width,
-    find_segment_dirs,
     prepare_animation_frame,
-    rebuild_all,
     rebuild_animations,
 )
 from detect.sinks.frames import write_frame
+from detect.sinks.rebuild import find_segment_dirs, rebuild_all
 
 SEGMENT = "seg_0001"
 CAMERAS = (CameraName.FRONT, CameraName.FRONT_LEFT, CameraName.SIDE_LEFT)
@@ -104,8 +103,9 @@ def test_rebuild_all_and_find_segments(tmp_path):
     (results / ".hidden" / "frames").mkdir(parents=True)
     assert find_segment_dirs(results) == [results / "nested" / "seg_0002", results / SEGMENT]
     assert find_segment_dirs(results / SEGMENT) == [results / SEGMENT]
-    written = rebuild_all(results, width=WIDTH, fps=5)
-    assert [p.relative_to(results).as_posix() for p in written] == [
+    rebuilt = rebuild_all(results, width=WIDTH, fps=5)
+    assert rebuilt.notes == []
+    assert [p.relative_to(results).as_posix() for p in rebuilt.written] == [
         "nested/seg_0002/FRONT.gif",
         f"{SEGMENT}/FRONT.gif",
         f"{SEGMENT}/FRONT_LEFT.gif",

@@ -93,8 +93,8 @@ def test_a_render_process_that_dies_stops_the_segment_with_one_line_and_the_next
     with pytest.raises(concurrent.futures.process.BrokenProcessPool):
         pool.submit(os._exit, 3).result()  # a worker killed mid-run
     with pytest.raises(WorkerDied, match=r"^a render process ended abruptly \(killed or out of memory\?\); "
-                                         r"the frames it held are not written: rerun with --resume, or with "
-                                         r"--render threads$"):
+                                         r"the frames it held are not written: rerun with --resume \(in `detect "
+                                         r"run`: --retry-failed\), or with --render threads$"):
         run(tiny_v2_path, tmp_path / "out", render="processes", workers=2, gif=False)
     assert isinstance(WorkerDied("x"), OutputError)  # the CLI prints it as one line, exit 1
     report = run(tiny_v2_path, tmp_path / "out", render="processes", workers=2, gif=False, mode="resume")

@@ -8,6 +8,24 @@ file; 2 usage, input, model or output errors and unexpected ones (one line on st
 traceback only with --debug); 130 interrupted.
 """
 
-from detect.cli.app import main
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """The `detect` command. Its modules load here, inside the guard: a Ctrl-C while Python is
+    still importing them ends with one line, not a traceback."""
+    try:
+        from detect.cli.app import main as run
+    except KeyboardInterrupt:
+        print("detect: interrupted while starting; nothing was written", file=stderr or sys.stderr)
+        return EXIT_INTERRUPTED
+    return run(argv, stdout=stdout, stderr=stderr)
+
 
 __all__ = ["main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from detect.cli.app import main
+from detect.cli import main
 
 sys.exit(main())

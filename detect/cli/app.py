@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from detect.cli.console import Printable
 from detect.cli.parser import build_parser
 from detect.cli.values import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from detect.core.errors import DetectError
@@ -15,8 +16,8 @@ from detect.engine.tuning import keep_freed_memory
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out: TextIO = Printable(stdout or sys.stdout)  # type: ignore[assignment]  # a TextIOBase is a text stream
+    err: TextIO = Printable(stderr or sys.stderr)  # type: ignore[assignment]
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from detect.cli.console import visible
 from detect.cli.values import AUTO_GT, EXIT_FRAMES_FAILED, EXIT_OK
 from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import UsageError
@@ -115,10 +116,11 @@ class TerminalReporter:
             print(text, file=self.err)
 
     def progress(self, label: str) -> ProgressFactory | None:
-        err, disable = self.err, not self.bars
+        # The bar needs carriage returns: it writes to the raw stream, its label made visible first.
+        err, disable, desc = getattr(self.err, "raw", self.err), not self.bars, visible(label)
 
         def make(total: int, initial: int) -> Progress:
-            return tqdm(total=total, initial=initial, unit="img", desc=label, file=err, disable=disable,
+            return tqdm(total=total, initial=initial, unit="img", desc=desc, file=err, disable=disable,
                         dynamic_ncols=True, smoothing=0.1)
 
         return make

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from detect.cli.values import EXIT_OK
+from detect.cli.values import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.evaluate.commands import export_coco, run_eval
 from detect.evaluate.outputs import table_lines
 from detect.report.build import build_reports
-from detect.sinks.animations import rebuild_all
+from detect.sinks.rebuild import rebuild_all
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -43,7 +43,9 @@ def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    written = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
-    for path in written:
+    rebuilt = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
+    for note in rebuilt.notes:
+        print(f"detect: note: {note}", file=err)
+    for path in rebuilt.written:
         print(path, file=out)
-    return EXIT_OK
+    return EXIT_FRAMES_FAILED if rebuilt.notes else EXIT_OK

@@ -153,7 +153,7 @@ class ProcessRenderer(Renderer):
 
 def _died_text() -> str:
     return ("a render process ended abruptly (killed or out of memory?); the frames it held are not written: "
-            "rerun with --resume, or with --render threads")
+            "rerun with --resume (in `detect run`: --retry-failed), or with --render threads")
 
 
 # ---- the slots ---------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
 from detect.sinks.atomic import atomic_write_bytes
+from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
@@ -80,6 +81,15 @@ def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
     except OSError as error:
         raise OutputError(f"{root}: cannot create the output directory ({error.strerror or error})") from None
     run_file = root / run_file_name(spec.shard)
+    lock = RunLock(root, run_file.name)  # a second run on this OUT (and shard) stops here, its records untouched
+    try:
+        return _run_locked(spec, engine, reporter, clock, sources, root, run_file)
+    finally:
+        lock.release()
+
+
+def _run_locked(spec: RunSpec, engine: Engine, reporter: Reporter, clock: Callable[[], float],
+                sources: list[SegmentSource], root: Path, run_file: Path) -> RunResult:
     previous = previous_outcomes(run_file)
     started = clock()
     outcomes: dict[str, SegmentOutcome] = {}

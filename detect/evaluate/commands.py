@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.evaluate import coco
@@ -15,6 +17,7 @@ from detect.evaluate.classmap import ClassMap, load_class_map
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import to_json, write_outputs
 from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
+from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_write_bytes
 
 INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
@@ -78,9 +81,26 @@ def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tupl
     if stand_ins:
         notes.append(f"these results come from a {' and a '.join(stand_ins)} model: its boxes are not detections, "
                      f"so the numbers measure nothing")
+    if class_map_path is not None:
+        notes += _unmapped(segments, class_map)
     classes = segments[0].model_classes
     types = class_map.types_for(classes)
     if not types:
         raise InputError(f"{results}: the model's classes map to no Waymo type with {class_map.source}; "
                          f"give a --class-map FILE that maps them")
     return segments, class_map, types, notes
+
+
+def _unmapped(segments: list[SegmentResults], class_map: ClassMap) -> list[str]:
+    """A partial --class-map says which detected classes it leaves out, rather than dropping them quietly."""
+    counts: dict[int, int] = {}
+    for segment in segments:
+        ids, n = np.unique(segment.detections.class_ids, return_counts=True)
+        for class_id, count in zip(ids.tolist(), n.tolist(), strict=True):
+            if class_map.waymo_type(class_id) is None:
+                counts[class_id] = counts.get(class_id, 0) + count
+    if not counts:
+        return []
+    named = ", ".join(f"{label_for(c)} ({n} box{'es' if n != 1 else ''})" for c, n in sorted(counts.items(), key=lambda i: -i[1]))
+    return [f"--class-map {class_map.source} leaves out {len(counts)} class(es) the model detected: {named}; "
+            f"their boxes are not evaluated"]

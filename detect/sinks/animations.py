@@ -241,21 +241,6 @@ def render_mosaic_frame(tiles: dict[CameraName, Image.Image], layout: MosaicLayo
     return MosaicFrame(encode_gif_frame(image) if gif else None, image if mp4 else None)
 
 
-def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
-    """Every directory at or under `results_dir` that holds a `frames/` directory, sorted."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise InputError(f"results directory not found: {root}")
-    found = []
-    for dirpath, dirnames, _ in os.walk(root):
-        if FRAMES_DIR in dirnames:
-            found.append(Path(dirpath))
-            dirnames.clear()  # a segment's own subdirectories hold no further segments
-        else:
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-    return sorted(found)
-
-
 def rebuild_animations(
     segment_dir: str | os.PathLike[str],
     *,
@@ -300,21 +285,3 @@ def rebuild_animations(
         while window:
             sink.add(window.popleft().result())
     return sink.close()
-
-
-def rebuild_all(
-    results_dir: str | os.PathLike[str],
-    *,
-    width: int = DEFAULT_WIDTH,
-    fps: float | None = None,
-    mp4: bool = False,
-    workers: int | None = None,
-) -> list[Path]:
-    """`detect gif RESULTS_DIR`: rebuild the animations of every segment under `results_dir`."""
-    segments = find_segment_dirs(results_dir)
-    if not segments:
-        raise InputError(f"no segment with a {FRAMES_DIR}/ directory under {results_dir}")
-    written: list[Path] = []
-    for segment_dir in segments:
-        written += rebuild_animations(segment_dir, width=width, fps=fps, mp4=mp4, workers=workers)
-    return written

@@ -98,17 +98,18 @@ def has_content(directory: Path) -> bool:
     return False
 
 
-class SegmentLock:
-    """An exclusive lock on one segment directory for the life of this object (or the process)."""
+class ExclusiveLock:
+    """An exclusive `flock` on `path` for the life of this object (or the process: the kernel
+    releases it when the process dies, even by `kill -9`); the holder's pid is written in the file."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        path = self.directory / STATE_DIR / LOCK_FILE
+    def __init__(self, path: Path, busy: str, where: Path) -> None:
+        """`busy` is the refusal, with `{who}` for the holder; `where` names the folder in errors."""
+        self._fd: int | None = None  # set first: a lock that could not be created has nothing to release
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as err:
-            raise OutputError(f"{self.directory}: cannot create the output directory ({err.strerror or err})") from None
+            raise OutputError(f"{where}: cannot create the output directory ({err.strerror or err})") from None
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -116,7 +117,7 @@ class SegmentLock:
             os.close(self._fd)
             self._fd = None
             who = f"another detect process (pid {holder})" if holder else "another detect process"
-            raise OutputError(f"{self.directory} is being written by {who}; wait for it to finish or choose another --out") from None
+            raise OutputError(busy.replace("{who}", who)) from None
         try:
             os.ftruncate(self._fd, 0)
             os.write(self._fd, str(os.getpid()).encode())
@@ -125,13 +126,16 @@ class SegmentLock:
             raise
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        fd = getattr(self, "_fd", None)
+        if fd is None:
+            return
+        self._fd = None
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        with contextlib.suppress(OSError):
             os.close(fd)
 
-    def __enter__(self) -> SegmentLock:
+    def __enter__(self) -> ExclusiveLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -139,6 +143,25 @@ class SegmentLock:
 
     def __del__(self) -> None:
         self.release()
+
+
+class SegmentLock(ExclusiveLock):
+    """One process at a time writes a segment directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        super().__init__(self.directory / STATE_DIR / LOCK_FILE,
+                         f"{self.directory} is being written by {{who}}; wait for it to finish or choose another --out",
+                         self.directory)
+
+
+class RunLock(ExclusiveLock):
+    """One `detect run` at a time keeps a run file (one per shard: shards of one run run side by side)."""
+
+    def __init__(self, root: Path, run_file: str) -> None:
+        super().__init__(Path(root) / STATE_DIR / f"{run_file}.lock",
+                         f"{root} is busy: {{who}} is running there and keeps {run_file}; wait for it to finish, "
+                         f"or give this run another --out", Path(root))
 
 
 def clear_outputs(directory: Path) -> int:
