@@ -174,8 +174,8 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
     outs = {engine: tmp_path / "work" / engine for engine in ("local", "ray")}
     for engine, out in outs.items():
         assert run(folder, "--out", out, "--quiet", model=stub_dynamic_dir, engine=engine) == 1
-        assert sorted(p.name for p in out.iterdir()) == sorted(["run.json", segment_dir_name("../../escape"),
-                                                                 segment_dir_name("/etc")])
+        assert sorted(p.name for p in out.iterdir()) == sorted([".detect", "run.json", segment_dir_name("../../escape"),
+                                                                 segment_dir_name("/etc")])  # .detect: the run's lock
         entries = run_entries(out)
         assert [entries[n]["status"] for n in ("a.parquet", "b.parquet", "c.parquet")] == [
             "done_with_failures", "failed", "done_with_failures"]

@@ -63,7 +63,8 @@ def test_run_writes_both_segments_and_a_rerun_skips_them(inputs, stub_dynamic_di
     assert first[2].split() == [REAL_SEGMENT, "done", "5", "30", first[2].split()[-1]]
     assert first[-1].startswith("2 segments: 2 done, 0 with failed frames, 0 skipped, 0 failed; 20 images in ")
 
-    written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file() and p.name != "run.json"}
+    written = {p: p.stat().st_mtime_ns for p in out.rglob("*")
+               if p.is_file() and p.name != "run.json" and p.relative_to(out).parts[0] != ".detect"}  # not the run lock
     assert run(inputs, "--out", out, model=stub_dynamic_dir) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines[1:-1:2]] == [[REAL_SEGMENT, "skipped"], [TINY_SEGMENT, "skipped"]]
@@ -133,7 +134,7 @@ def test_shards_together_cover_every_segment_exactly_once(inputs, real_camera_fr
     assert shards[0] | shards[1] == {"real.tfrecord", f"{TINY_SEGMENT}.parquet", "third.tfrecord"}
     assert sorted(len(s) for s in shards) == [1, 2]
     assert not (out / "run.json").exists()
-    assert {p.name for p in out.iterdir() if p.is_dir()} == {REAL_SEGMENT, TINY_SEGMENT, "third"}
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {".detect", REAL_SEGMENT, TINY_SEGMENT, "third"}
 
 
 @pytest.mark.parametrize(("shard", "message"), [

@@ -14,18 +14,21 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-EXIT_INTERRUPTED = 130
+from detect.core.signals import Terminated, sigterm_as_interrupt
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    """The `detect` command. Its modules load here, inside the guard: a Ctrl-C while Python is
-    still importing them ends with one line, not a traceback."""
-    try:
-        from detect.cli.app import main as run
-    except KeyboardInterrupt:
-        print("detect: interrupted while starting; nothing was written", file=stderr or sys.stderr)
-        return EXIT_INTERRUPTED
-    return run(argv, stdout=stdout, stderr=stderr)
+    """The `detect` command. Its modules load here, inside the guard: a Ctrl-C or SIGTERM while
+    Python is still importing them ends with one line, not a traceback."""
+    with sigterm_as_interrupt():
+        try:
+            from detect.cli.app import main as run
+        except KeyboardInterrupt as stop:
+            print("detect: interrupted while starting; nothing was written", file=stderr or sys.stderr)
+            return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        return run(argv, stdout=stdout, stderr=stderr)
 
 
 __all__ = ["main"]

@@ -9,8 +9,9 @@ from typing import TextIO
 
 from detect.cli.console import Printable
 from detect.cli.parser import build_parser
-from detect.cli.values import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from detect.cli.values import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from detect.core.errors import DetectError
+from detect.core.signals import Terminated, sigterm_as_interrupt
 from detect.core.tf_env import set_verbose
 from detect.engine.tuning import keep_freed_memory
 
@@ -28,7 +29,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         set_verbose(True)
     keep_freed_memory()
     try:
-        return int(args.handler(args, out, err))
+        with sigterm_as_interrupt():
+            return int(args.handler(args, out, err))
     except DetectError as error:
         if args.debug:
             raise
@@ -36,6 +38,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return EXIT_USAGE
     except BrokenPipeError:  # `detect info ... | head`
         return EXIT_OK
+    except Terminated:
+        print("detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where it stopped",
+              file=err)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("detect: interrupted; rerun with --resume to continue where it stopped", file=err)
         return EXIT_INTERRUPTED

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import DetectError, UsageError, error_text
+from detect.core.signals import keep_sigterm_handler
 from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import load_model
@@ -132,6 +133,12 @@ def _start_ray(ray: Any, spec: RunSpec) -> bool:
     if ray.is_initialized():  # a caller (a notebook, the tests) already set Ray up
         return False
     quiet = {"logging_level": logging.DEBUG if spec.debug else logging.WARNING, "log_to_driver": spec.debug}
+    with keep_sigterm_handler():
+        _init(ray, spec, quiet)
+    return True
+
+
+def _init(ray: Any, spec: RunSpec, quiet: dict[str, Any]) -> None:
     if spec.ray.address:
         try:
             ray.init(address=spec.ray.address, **quiet)
@@ -139,7 +146,6 @@ def _start_ray(ray: Any, spec: RunSpec) -> bool:
             raise UsageError(f"--ray-address {spec.ray.address}: cannot attach to a Ray cluster ({error_text(error)})") from None
     else:
         ray.init(object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, **quiet)
-    return True
 
 
 @dataclasses.dataclass

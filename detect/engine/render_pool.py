@@ -31,6 +31,7 @@ import numpy as np
 
 from detect.core.errors import OutputError
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
+from detect.engine import shm
 from detect.engine.spec import SegmentSettings
 from detect.engine.stages import Rendered, StageTimings, render_frame, render_pixels
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
@@ -41,7 +42,7 @@ from detect.sinks.animations import AnimationFrame
 SLOTS_PER_WORKER = 2
 # Slots grow in steps of this many bytes, so 1920x886 and 1920x1280 frames share one size.
 SLOT_GRANULE = 4 << 20
-SHM_DIR = Path("/dev/shm")
+SHM_DIR = shm.SHM_DIR
 
 
 class Renderer:
@@ -213,7 +214,7 @@ class FrameSlots:
         size = -(-nbytes // SLOT_GRANULE) * SLOT_GRANULE
         check_shm_room(size)
         try:
-            slot = shared_memory.SharedMemory(create=True, size=size)
+            slot = shared_memory.SharedMemory(name=shm.slot_name(), create=True, size=size)
         except OSError as err:
             raise OutputError(f"cannot create a {size >> 20} MB shared-memory frame slot: {err.strerror or err}; "
                               f"use --render threads") from err
@@ -250,9 +251,11 @@ _pools_lock = threading.Lock()
 
 def process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """One pool per worker count for the whole run (starting processes costs ~0.5 s each)."""
+    shm.sweep_stale()  # slots and semaphores of runs killed outright (a listing of /dev/shm: cheap)
     with _pools_lock:
         pool = _pools.get(workers)
         if pool is None:
+            shm.name_semaphores()
             # spawn, never fork: the parent runs TensorFlow's threads, and forking them deadlocks.
             context = multiprocessing.get_context("spawn")
             pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker)
@@ -313,6 +316,7 @@ def init_worker() -> None:
     """In each render process: Ctrl-C is the parent's to handle, output work yields to the model,
     freed frame buffers stay mapped, and the process ends with its parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a process group's SIGTERM too: workers end with the parent
     lower_thread_priority()
     keep_freed_memory()
     parent = multiprocessing.parent_process()

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from detect.core.errors import OutputError, error_text
 from detect.core.names import segment_dir_name
+from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
 from detect.engine.loading import LoadedModel, load_model, model_kind, watermark
 from detect.engine.local import process_segment
@@ -107,12 +108,16 @@ def _run_locked(spec: RunSpec, engine: Engine, reporter: Reporter, clock: Callab
 
     todo = [s for s in sources if s.uri not in outcomes]
     model = None
+    stopped_by = None
     try:
         if todo:
             model = engine.run(todo, spec, claims, record, reporter)
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see detect.core.signals): recorded, then passed on
+        stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
+        raise
     finally:  # also when interrupted: what finished is recorded
         done = [outcomes[s.uri] for s in sources if s.uri in outcomes]
-        write_run_file(run_file, done, previous, clock() - started, spec)
+        write_run_file(run_file, done, previous, clock() - started, spec, stopped_by)
     return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started, model)
 
 
@@ -201,7 +206,7 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
 
 
 def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,
-                   spec: RunSpec) -> None:
+                   spec: RunSpec, stopped_by: str | None = None) -> None:
     merged = dict(previous)
     for outcome in outcomes:
         carried = outcome.images == 0 and outcome.path in previous and outcome.seconds == 0
@@ -211,6 +216,7 @@ def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[st
         "updated_at": now_iso(),
         "engine": spec.engine,
         "shard": f"{spec.shard[0]}/{spec.shard[1]}" if spec.shard else None,
+        "stopped_by": stopped_by,  # SIGINT or SIGTERM when the run was stopped; `--resume` continues it
         "this_run": {
             "done": sum(o.status == Status.DONE for o in outcomes),
             "done_with_failures": sum(o.status == Status.PARTIAL for o in outcomes),

@@ -1,0 +1,140 @@
+"""Signals (hardening round 2, items 8 and 9): SIGTERM is handled like Ctrl-C at any moment of a
+local or a Ray run (frame in hand finished or rolled back, pools closed, shared memory unlinked,
+run.json recording the stop, one line, resumable to the same outputs); a process group killed
+outright leaves shared memory that the next run removes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_pipeline import _outputs, table
+
+from detect.cli import main
+from detect.engine import shm
+from detect.tools.synthetic import repeat_frames, write_frames_tfrecord
+
+SEGMENT = "stopped"
+MESSAGES = {
+    signal.SIGTERM: (143, "detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where "
+                          "it stopped"),
+    signal.SIGINT: (130, "detect: interrupted; rerun with --resume to continue where it stopped"),
+}
+
+
+@pytest.fixture(scope="module")
+def segment(real_camera_frames, tmp_path_factory) -> Path:
+    frames = repeat_frames(real_camera_frames, 6, segment_context_name=SEGMENT)  # 30 images
+    return write_frames_tfrecord(tmp_path_factory.mktemp("signals") / f"{SEGMENT}.tfrecord", frames)
+
+
+@pytest.fixture(scope="module")
+def clean_run(segment, stub_dynamic_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean")
+    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out",
+                 str(out)]) == 0
+    return out
+
+
+def ours(pid: int) -> list[str]:
+    """Shared-memory names of process `pid` still in /dev/shm."""
+    if not shm.SHM_DIR.is_dir():
+        return []
+    return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith((f"detect-{pid}-", f"sem.detect-{pid}-")))
+
+
+def start(args: list[str], **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "detect.cli", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, **popen)
+
+
+def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if lines == 0 or (journal.exists() and journal.read_text().count("\n") >= lines):
+            return
+        time.sleep(0.02)
+    pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
+
+
+@pytest.mark.parametrize("sig, lines", [(signal.SIGTERM, 2), (signal.SIGINT, 9), (signal.SIGTERM, 17),
+                                        (signal.SIGINT, 23)])
+def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment, clean_run, stub_dynamic_dir,
+                                                                          tmp_path, sig, lines):
+    out = tmp_path / "out"
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+            "--workers", "2", "--render", "processes"]
+    proc = start(args)
+    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    code, message = MESSAGES[sig]
+    assert (proc.returncode, err.strip().splitlines()[-1:]) == (code, [message]), err
+    assert json.loads((out / "run.json").read_text())["stopped_by"] == sig.name
+    assert ours(proc.pid) == []  # slots and semaphores unlinked on the way out
+    assert main([*args, "--resume"]) == 0
+    assert json.loads((out / "run.json").read_text())["stopped_by"] is None
+    clean, resumed = _outputs(clean_run / SEGMENT), _outputs(out / SEGMENT)
+    assert clean.keys() == resumed.keys() and [k for k in clean if clean[k] != resumed[k]] == []
+    assert table(out / SEGMENT).num_rows == table(clean_run / SEGMENT).num_rows
+
+
+def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path):
+    proc = start(["run", str(segment), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
+    time.sleep(0.3)  # Python is importing the command's modules
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written", MESSAGES[signal.SIGTERM][1])
+
+
+def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(segment, stub_dynamic_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+            "--workers", "2", "--render", "processes"]
+    proc = start(args, start_new_session=True)
+    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6)
+    os.killpg(proc.pid, signal.SIGKILL)  # the parent, its render processes and multiprocessing's tracker
+    proc.wait()
+    time.sleep(0.5)
+    left = ours(proc.pid)
+    assert any(n.startswith(f"detect-{proc.pid}-") for n in left) and any(n.startswith("sem.") for n in left), left
+    assert main([*args, "--resume"]) == 0
+    assert ours(proc.pid) == []
+
+
+def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    names = [f"detect-{dead_pid}-0-ab", f"sem.detect-{dead_pid}-xy", f"detect-{os.getpid()}-1-cd", "psm_1234",
+             "sem.mp-abcd", "detect-notapid-1"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    assert sorted(shm.sweep_stale(tmp_path)) == sorted(names[:2])
+    assert sorted(os.listdir(tmp_path)) == sorted(names[2:])
+
+
+@pytest.mark.ray
+def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+            "--engine", "ray"]
+    proc = start(args)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not list(out.glob(f"{SEGMENT}/frames/*/*.png")):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the Ray run ended before a frame was written"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert (proc.returncode, err.strip().splitlines()[-1:]) == (143, [MESSAGES[signal.SIGTERM][1]]), err
+    assert json.loads((out / "run.json").read_text())["stopped_by"] == "SIGTERM"
+    assert main(args[:-2] + ["--resume"]) == 0  # the local engine finishes what Ray began
+    assert table(out / SEGMENT).num_rows == table(clean_run / SEGMENT).num_rows
