@@ -132,7 +132,9 @@ def _start_ray(ray: Any, spec: RunSpec) -> bool:
     """Attach to the cluster or start Ray here; True if this call connected (so we disconnect)."""
     if ray.is_initialized():  # a caller (a notebook, the tests) already set Ray up
         return False
-    quiet = {"logging_level": logging.DEBUG if spec.debug else logging.WARNING, "log_to_driver": spec.debug}
+    # Without --debug, Ray's own warnings (token authentication on a local cluster) are not the
+    # user's business: they went to stderr even with --quiet. Errors still surface as exceptions.
+    quiet = {"logging_level": logging.DEBUG if spec.debug else logging.ERROR, "log_to_driver": spec.debug}
     with keep_sigterm_handler():
         _init(ray, spec, quiet)
     return True
