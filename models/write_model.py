@@ -1,0 +1,32 @@
+"""Write a converted model the one way every converter here does: a SavedModel and its sidecar in a
+temporary directory beside `out`, loaded back and checked against the detector contract with a
+batch of 2, then renamed into place, so `out` is either absent or complete."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from detect.core.tf_env import import_tensorflow
+from detect.model import formats
+from detect.model.detector import Detector
+
+
+def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any]) -> Path:
+    """`module.serve` as the `serving_default` signature, `sidecar` as `detect_model.json`."""
+    tf = import_tensorflow()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        tf.saved_model.save(module, str(temp), signatures={"serving_default": module.serve})
+        (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
+        Detector(temp, batch_size=2)  # the converted model meets the contract, batched
+        temp.chmod(0o755)  # mkdtemp made it private
+        temp.rename(out)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return out
