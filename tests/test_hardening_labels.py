@@ -4,6 +4,7 @@ that are broken for one segment of many. Each ends in correct output or one line
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import warnings
@@ -186,3 +187,47 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
     err = capsys.readouterr().err
     assert f"{folder}: no camera_box file for segment 1024360143612057520_3580_000_3600_000 in this folder" in err
     assert json.loads((out / "eval.json").read_text())["segments"] == [TINY_SEGMENT]
+
+
+NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-(2**24), 2**24))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(detections=st.lists(st.tuples(st.integers(-(2**62), 2**62), st.integers(-128, 127), st.integers(-(2**31), 2**31 - 1),
+                                     NUMBER, NUMBER, NUMBER, NUMBER, NUMBER), max_size=8),
+       labels=st.lists(st.tuples(st.integers(-128, 127), st.integers(-128, 127), st.integers(-128, 127),
+                                 NUMBER, NUMBER, NUMBER, NUMBER), max_size=8),
+       manifest=st.dictionaries(st.sampled_from(["segment_context_name", "settings", "model", "input"]),
+                                st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2),
+                                          st.dictionaries(st.text(max_size=6), st.integers(), max_size=2)), max_size=3))
+def test_any_results_files_give_numbers_or_one_line(tmp_path_factory, detections, labels, manifest):
+    """Hostile detections.parquet / ground_truth.parquet / manifest.json fed to `detect eval` and
+    `detect export coco`: exit 0 with valid JSON, or exit 2 with one line; never a traceback."""
+    from detect.sinks.ground_truth import SCHEMA as TRUTH
+    from detect.sinks.table import SCHEMA as TABLE
+
+    seg = tmp_path_factory.mktemp("eval") / "seg"
+    seg.mkdir()
+    rows = {name: [] for name in TABLE.names}
+    for ts, camera, class_id, score, *box in detections:
+        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box], strict=True):
+            rows[name].append(value)
+    pq.write_table(pa.table(rows, schema=TABLE), seg / "detections.parquet")
+    truth = {name: [] for name in TRUTH.names}
+    for camera, kind, difficulty, *box in labels:
+        for name, value in zip(TRUTH.names, [SEG, TS, camera, "o", kind, difficulty, *box], strict=True):
+            truth[name].append(value)
+    pq.write_table(pa.table(truth, schema=TRUTH), seg / GROUND_TRUTH_FILE)
+    (seg / "manifest.json").write_text(json.dumps({"segment_context_name": SEG} | manifest))
+    err = io.StringIO()
+    code = main(["eval", str(seg), "--quiet"], stderr=err)
+    lines = [line for line in err.getvalue().splitlines() if not line.startswith("detect: note: ")]
+    assert (code, len(lines)) in ((0, 0), (2, 1)), err.getvalue()
+    assert "unexpected" not in err.getvalue() and "Traceback" not in err.getvalue()
+    if code == 0:
+        report = (seg / "eval.json").read_text()
+        json.loads(report, parse_constant=lambda c: pytest.fail(f"eval.json holds {c}"))
+        assert main(["export", "coco", str(seg), "--out", str(seg / "coco")], stderr=io.StringIO()) == 0
+        for name in ("instances.json", "detections.json"):
+            text = (seg / "coco" / name).read_text()
+            assert "NaN" not in text and "Infinity" not in text
