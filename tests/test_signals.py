@@ -50,10 +50,16 @@ def ours(pid: int) -> list[str]:
     return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith((f"detect-{pid}-", f"sem.detect-{pid}-")))
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
+    # ignored: the command under test gets the default, as in a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(args: list[str], **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "detect.cli", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, **popen)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint, **popen)
 
 
 def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int) -> None:
