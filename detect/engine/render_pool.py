@@ -169,6 +169,7 @@ class FrameSlots:
 
     def __init__(self, count: int) -> None:
         self._free: list[shared_memory.SharedMemory | None] = [None] * count
+        self._live: dict[str, shared_memory.SharedMemory] = {}  # every slot not yet unlinked, in use or free
         self._cond = threading.Condition()
         self._closed = False
 
@@ -200,13 +201,16 @@ class FrameSlots:
                 self._free.append(slot)
                 self._cond.notify()
 
-    def close(self) -> None:
-        """Unlink every slot not in use (a slot still in use goes when it is released)."""
+    def close(self, in_use_too: bool = False) -> None:
+        """Unlink every slot not in use (a slot still in use goes when it is released); with
+        `in_use_too` (the render processes are gone: an interrupted run's frames will never be
+        released), every slot."""
         with self._cond:
             self._closed = True
             free, self._free = self._free, []
             self._cond.notify_all()
-        for slot in free:
+            held = list(self._live.values()) if in_use_too else []
+        for slot in [*free, *held]:
             if slot is not None:
                 self._drop(slot)
 
@@ -218,10 +222,14 @@ class FrameSlots:
         except OSError as err:
             raise OutputError(f"cannot create a {size >> 20} MB shared-memory frame slot: {err.strerror or err}; "
                               f"use --render threads") from err
+        with self._cond:
+            self._live[slot.name] = slot
         return slot
 
-    @staticmethod
-    def _drop(slot: shared_memory.SharedMemory) -> None:
+    def _drop(self, slot: shared_memory.SharedMemory) -> None:
+        with self._cond:
+            if self._live.pop(slot.name, None) is None:
+                return  # already unlinked
         with contextlib.suppress(OSError, BufferError):
             slot.close()
         with contextlib.suppress(OSError):
@@ -285,7 +293,7 @@ def shutdown_pools() -> None:
     for pool in pools:
         pool.shutdown(wait=True, cancel_futures=True)
     for frame_slot_set in slots:
-        frame_slot_set.close()
+        frame_slot_set.close(in_use_too=True)  # no render process is left to read them
 
 
 def worker_cpu_seconds() -> float:
