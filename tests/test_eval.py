@@ -213,3 +213,74 @@ def test_gt_without_labels_is_refused_and_ray_cannot_draw_them(tiny_v2_path, stu
     assert main(["run", str(source), "--out", str(tmp_path / "ray"), "--model", str(stub_dynamic_dir), "--gt",
                  "--engine", "ray"]) == 2
     assert "--gt draws labels with the local engine only" in capsys.readouterr().err
+
+
+def test_a_pooled_run_equals_one_library_evaluation_of_everything(tmp_path):
+    """Segments are matched one at a time and accumulated together (detect.evaluate.pooled): every
+    number equals faster-coco-eval run once over the whole run's exported COCO JSON."""
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    from detect.tools.bench_eval import make_results
+
+    run = tmp_path / "run"
+    for n in range(3):
+        name = f"{n + 1:019d}_0000_000_0000_000"
+        make_results(run / name, 40, 30, 8, seed=n, segment=name)
+    assert main(["eval", str(run), "--quiet"]) == 0
+    ours = {r["name"]: r for r in json.loads((run / "eval.json").read_text())["levels"]["LEVEL_2"]}
+    assert main(["export", "coco", str(run), "--out", str(tmp_path / "coco")]) == 0
+    truth = COCO(str(tmp_path / "coco" / "instances.json"))
+    found = truth.loadRes(json.loads((tmp_path / "coco" / "detections.json").read_text()))
+    for category in truth.getCatIds():
+        once = COCOeval_faster(truth, found, "bbox", print_function=lambda *a: None)
+        once.params.catIds = [category]
+        once.evaluate()
+        once.accumulate()
+        once.summarize()
+        name = truth.cats[category]["name"]
+        if once.stats[1] < 0:  # no labels of this type: the library says -1, we say None
+            assert ours[name]["ap50"] is None, name
+            continue
+        assert ours[name]["ap50"] == pytest.approx(once.stats[1], abs=1e-12), name
+        assert ours[name]["ap"] == pytest.approx(once.stats[0], abs=1e-12), name
+        assert ours[name]["ap_by_size"]["large"] == pytest.approx(once.stats[5], abs=1e-12), name
+        assert ours[name]["ar100"] == pytest.approx(once.stats[8], abs=1e-12), name
+    exported = len(truth.anns) + len(found.anns)
+    assert len(pq.read_table(run / "matches.parquet")) == exported  # every detection and label, once
+
+
+def test_the_pool_accumulates_exactly_as_the_library_with_ties_across_images():
+    """Chunks of images pooled by detect.evaluate.pooled give the library's own precision and
+    recall arrays, also when many scores tie across images (COCO breaks ties in image-id order)."""
+    import numpy as np
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    from detect.evaluate.pooled import Pool, evaluate_chunk
+
+    rng = np.random.default_rng(7)
+    images = [{"id": i} for i in range(1, 13)]
+    labels, found = [], []
+    for image in images:
+        for _ in range(4):
+            x, y, w, h = rng.uniform(0, 500), rng.uniform(0, 300), rng.uniform(8, 200), rng.uniform(8, 200)
+            category = int(rng.choice([1, 2]))
+            labels.append({"id": len(labels) + 1, "image_id": image["id"], "category_id": category, "bbox": [x, y, w, h],
+                           "area": w * h, "iscrowd": int(rng.random() < 0.2)})
+            found.append({"image_id": image["id"], "category_id": category, "score": float(rng.choice([0.3, 0.5, 0.9])),
+                          "bbox": [x + rng.normal(0, 6), y + rng.normal(0, 6), w, h]})
+            found.append({"image_id": image["id"], "category_id": category, "score": 0.5,
+                          "bbox": list(rng.uniform(0, 400, 4))})
+    truth = {"images": images, "categories": [{"id": 1}, {"id": 2}], "annotations": labels}
+    once = COCOeval_faster(COCO(truth), COCO(truth).loadRes([dict(f) for f in found]), "bbox", print_function=lambda *a: None)
+    once.params.catIds = [1, 2]
+    once.evaluate()
+    once.accumulate()
+    pool = Pool([1, 2])
+    for part in (images[7:], images[:7]):  # out of id order on purpose
+        ids = {i["id"] for i in part}
+        chunk = {**truth, "images": part, "annotations": [a for a in labels if a["image_id"] in ids]}
+        run, gt, dt = evaluate_chunk(chunk, [f for f in found if f["image_id"] in ids], [1, 2])
+        pool.add(run, gt, dt, {i: CameraName.FRONT for i in ids}, 0.5)
+    pooled = pool.accumulate()
+    np.testing.assert_array_equal(pooled["precision"][..., 0], np.asarray(once.eval["precision"])[..., -1])
+    np.testing.assert_array_equal(pooled["recall"][..., 0], np.asarray(once.eval["recall"])[..., -1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,19 @@ from detect.core.names import printable
 from detect.evaluate import coco
 from detect.evaluate.classmap import ClassMap, load_class_map
 from detect.evaluate.metrics import Evaluation, evaluate
-from detect.evaluate.outputs import to_json, write_outputs
-from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
+from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
+from detect.evaluate.results import (
+    SegmentResults,
+    drawing_threshold,
+    find_segments,
+    load_segment,
+    model_classes,
+    no_labels_message,
+    read_manifest,
+)
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_write_bytes
+from detect.sinks.layout import MATCHES_FILE
 
 INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
 
@@ -33,17 +43,19 @@ class EvalResult:
 
 def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None = None,
              out: Path | None = None) -> EvalResult:
-    """Evaluate every segment under `results` against its labels; write the outputs to `out`
-    (default: `results`)."""
-    segments, class_map, types, notes = _prepare(results, gt, class_map_path)
-    threshold = segments[0].threshold
-    if any(s.threshold != threshold for s in segments):
-        notes.append(f"the segments were drawn at different thresholds; P/R/F1 use the first one ({threshold:g})")
-    evaluation = evaluate(segments, class_map, types, threshold)
-    report = to_json(evaluation, class_map, [s.name for s in segments], sum(len(s.images) for s in segments),
-                     labels_dropped=sum(s.labels_dropped for s in segments))
-    written = write_outputs(Path(out or results), evaluation, report)
-    return EvalResult(evaluation, report, written, notes)
+    """Evaluate every segment under `results` against its labels, pooled, reading one segment at a
+    time; write the outputs to `out` (default: `results`)."""
+    class_map = load_class_map(class_map_path)
+    stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
+    types, threshold = stream.plan()
+    target = Path(out or results)
+    with MatchesWriter(target / MATCHES_FILE) as matches:
+        evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write)
+        if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
+            raise InputError(stream.nothing_message())
+    report = to_json(evaluation, class_map)
+    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE]
+    return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped))
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
@@ -60,47 +72,84 @@ def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
 
 
 def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
+    """Every labeled segment at once (`detect export coco` writes them all in one JSON file)."""
     class_map = load_class_map(class_map_path)
-    loaded, notes = [], []
-    for directory in find_segments(Path(results)):
-        try:
-            loaded.append(load_segment(directory, gt))
-        except InputError as err:  # one broken segment (or one missing --gt file) leaves the others evaluated
-            notes.append(f"{printable(str(err), 300)}; left out")
-    segments = [s for s in loaded if s.labels]
+    stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
+    types, _ = stream.plan()
+    segments = list(stream.labeled())
     if not segments:
-        if not loaded:
-            raise InputError(f"{results}: no segment could be read ({notes[0] if notes else 'none found'})")
-        raise InputError(no_labels_message(Path(results), loaded))
-    notes += [f"{printable(s.name)}: no labels, left out" for s in loaded if not s.labels]
-    dropped = sum(s.labels_dropped for s in segments)
-    if dropped:
-        notes.append(f"{dropped} unusable label row(s) dropped (NaN, negative or empty boxes, types or cameras "
-                     f"outside Waymo's enums); eval.json counts them")
-    stand_ins = sorted({str(s.manifest.get("model", {}).get("kind")) for s in segments} - {"real", "None"})
-    if stand_ins:
-        notes.append(f"these results come from a {' and a '.join(stand_ins)} model: its boxes are not detections, "
-                     f"so the numbers measure nothing")
-    if class_map_path is not None:
-        notes += _unmapped(segments, class_map)
-    classes = segments[0].model_classes
-    types = class_map.types_for(classes)
-    if not types:
-        raise InputError(f"{results}: the model's classes map to no Waymo type with {class_map.source}; "
-                         f"give a --class-map FILE that maps them")
-    return segments, class_map, types, notes
+        raise InputError(stream.nothing_message())
+    return segments, class_map, types, stream.finish_notes(sum(s.labels_dropped for s in segments))
 
 
-def _unmapped(segments: list[SegmentResults], class_map: ClassMap) -> list[str]:
-    """A partial --class-map says which detected classes it leaves out, rather than dropping them quietly."""
-    counts: dict[int, int] = {}
-    for segment in segments:
-        ids, n = np.unique(segment.detections.class_ids, return_counts=True)
-        for class_id, count in zip(ids.tolist(), n.tolist(), strict=True):
-            if class_map.waymo_type(class_id) is None:
-                counts[class_id] = counts.get(class_id, 0) + count
-    if not counts:
-        return []
-    named = ", ".join(f"{label_for(c)} ({n} box{'es' if n != 1 else ''})" for c, n in sorted(counts.items(), key=lambda i: -i[1]))
-    return [f"--class-map {class_map.source} leaves out {len(counts)} class(es) the model detected: {named}; "
-            f"their boxes are not evaluated"]
+class _Stream:
+    """The segments of a results folder, read one at a time; what was left out, and why, as notes."""
+
+    def __init__(self, results: Path, gt: str | None, class_map: ClassMap, custom_map: bool) -> None:
+        self.results, self.gt, self.class_map, self.custom_map = results, gt, class_map, custom_map
+        self.directories = find_segments(results)
+        self.notes: list[str] = []
+        self.unlabeled: list[tuple[str, Path]] = []
+        self.stand_ins: set[str] = set()
+        self.class_counts: dict[int, int] = {}
+        self.thresholds: set[float] = set()
+        self.read = 0
+
+    def plan(self) -> tuple[list[int], float]:
+        """Types and threshold from the first readable manifest (no detections read yet)."""
+        for directory in self.directories:
+            manifest = read_manifest(directory)
+            if manifest is None:
+                continue
+            types = self.class_map.types_for(model_classes(manifest))
+            if not types:
+                raise InputError(f"{self.results}: the model's classes map to no Waymo type with {self.class_map.source}; "
+                                 f"give a --class-map FILE that maps them")
+            self.threshold = drawing_threshold(manifest)
+            return types, self.threshold
+        raise InputError(f"{self.results}: no segment could be read (no readable manifest.json)")
+
+    def labeled(self) -> Iterator[SegmentResults]:
+        for directory in self.directories:
+            try:
+                segment = load_segment(directory, self.gt)
+            except InputError as err:  # one broken segment (or one missing --gt file) leaves the others evaluated
+                self.notes.append(f"{printable(str(err), 300)}; left out")
+                continue
+            self.read += 1
+            if not segment.labels:
+                self.unlabeled.append((segment.name, segment.directory))
+                continue
+            if segment.threshold != self.threshold:
+                self.thresholds.add(segment.threshold)
+            kind = str(segment.manifest.get("model", {}).get("kind")) if isinstance(segment.manifest.get("model"), dict) else "None"
+            if kind not in ("real", "None"):
+                self.stand_ins.add(kind)
+            if self.custom_map:
+                ids, counts = np.unique(segment.detections.class_ids, return_counts=True)
+                for class_id, count in zip(ids.tolist(), counts.tolist(), strict=True):
+                    if self.class_map.waymo_type(class_id) is None:
+                        self.class_counts[class_id] = self.class_counts.get(class_id, 0) + count
+            yield segment
+
+    def nothing_message(self) -> str:
+        if self.unlabeled:
+            return no_labels_message(self.results, self.unlabeled)
+        return f"{self.results}: no segment could be read ({self.notes[0] if self.notes else 'none found'})"
+
+    def finish_notes(self, labels_dropped: int) -> list[str]:
+        notes = list(self.notes) + [f"{printable(name)}: no labels, left out" for name, _ in self.unlabeled]
+        if labels_dropped:
+            notes.append(f"{labels_dropped} unusable label row(s) dropped (NaN, negative or empty boxes, types or "
+                         f"cameras outside Waymo's enums); eval.json counts them")
+        if self.thresholds:
+            notes.append(f"the segments were drawn at different thresholds; P/R/F1 use the first one ({self.threshold:g})")
+        if self.stand_ins:
+            notes.append(f"these results come from a {' and a '.join(sorted(self.stand_ins))} model: its boxes are not "
+                         f"detections, so the numbers measure nothing")
+        if self.class_counts:
+            named = ", ".join(f"{label_for(c)} ({n} box{'es' if n != 1 else ''})"
+                              for c, n in sorted(self.class_counts.items(), key=lambda i: -i[1]))
+            notes.append(f"--class-map {self.class_map.source} leaves out {len(self.class_counts)} class(es) the model "
+                         f"detected: {named}; their boxes are not evaluated")
+        return notes

@@ -1,4 +1,5 @@
-"""COCO-style numbers per Waymo type, computed by faster-coco-eval (C++ COCOeval), never by hand.
+"""COCO-style numbers per Waymo type: every detection matched by faster-coco-eval (C++ COCOeval),
+never by hand; the matches accumulated as COCO does, over the whole run (`detect.evaluate.pooled`).
 
 Matches are pooled across every segment given (one evaluation, not an average of per-segment APs).
 For each difficulty level: AP at IoU 0.5, AP at IoU 0.5:0.95, AR at 100 detections, AP by box size
@@ -10,19 +11,18 @@ exactly as they would alone).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-from faster_coco_eval import COCO, COCOeval_faster
+from faster_coco_eval import COCO
 
 from detect.core.cameras import CameraName
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
 from detect.evaluate import coco
 from detect.evaluate.classmap import ClassMap
+from detect.evaluate.pooled import Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
 
 SIZES = ("all", "small", "medium", "large")  # COCO's area ranges, in the order of its arrays
@@ -66,50 +66,43 @@ class Evaluation:
     levels: dict[str, list[TypeMetrics]]  # "LEVEL_1" / "LEVEL_2" -> per type, then "ALL"
     cameras: dict[str, TypeMetrics]  # LEVEL_2 "ALL" per camera
     pr_curves: dict[str, dict[str, list[float]]]  # type -> {"recall": [...], "precision": [...]} (LEVEL_2, IoU 0.5)
-    matches: list[Match]
     types: list[int]
     threshold: float
+    segments: list[str]  # the segments evaluated, in order
+    images: int
+    labels_dropped: int
 
 
-def evaluate(segments: Sequence[SegmentResults], class_map: ClassMap, types: list[int], threshold: float) -> Evaluation:
-    """Everything `detect eval` reports, for `types` (the ones the model can output)."""
-    dts = coco.detections(segments, class_map, types)
-    keys = {coco.image_id(k): k for s in segments for k in s.images}
-    levels: dict[str, list[TypeMetrics]] = {}
-    cameras: dict[str, TypeMetrics] = {}
-    pr_curves: dict[str, dict[str, list[float]]] = {}
-    matches: list[Match] = []
-    for level in (LEVEL_1, LEVEL_2):
-        gt_coco, dt_coco = _coco_pair(coco.ground_truth(segments, types, level), dts)
-        run = _run(gt_coco, dt_coco, types)  # extra_calc: accumulate() sets the match flags (tp, gt_id...)
-        levels[f"LEVEL_{level}"] = _per_type(run, gt_coco, dt_coco, types, threshold)
-        if level == LEVEL_2:
-            pr_curves = _curves(run, types)
-            matches = _matches(gt_coco, dt_coco, keys)
-            for camera in CameraName:
-                image_ids = [i for i, k in keys.items() if k.camera_name == camera]
-                if image_ids:
-                    cameras[camera.name] = _per_type(_run(gt_coco, dt_coco, types, image_ids), gt_coco, dt_coco, types,
-                                                     threshold, image_ids)[-1]
-    return Evaluation(levels, cameras, pr_curves, matches, types, threshold)
-
-
-def _coco_pair(gt: dict[str, Any], dts: list[dict[str, Any]]) -> tuple[COCO, COCO]:
-    with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
-        gt_coco = COCO(gt)
-        dt_coco = gt_coco.loadRes([dict(d) for d in dts]) if dts else COCO({**gt, "annotations": []})
-    return gt_coco, dt_coco
-
-
-def _run(gt_coco: COCO, dt_coco: COCO, types: list[int], image_ids: list[int] | None = None) -> COCOeval_faster:
-    run = COCOeval_faster(gt_coco, dt_coco, "bbox", print_function=lambda *a, **k: None, extra_calc=True)
-    run.params.catIds = list(types)
-    if image_ids is not None:
-        run.params.imgIds = sorted(image_ids)
-    with contextlib.redirect_stdout(io.StringIO()):
-        run.evaluate()
-        run.accumulate()
-    return run
+def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
+             on_matches: Callable[[list[Match]], None] | None = None) -> Evaluation:
+    """Everything `detect eval` reports, for `types` (the ones the model can output), pooled over
+    `segments`, which are read one at a time (see `detect.evaluate.pooled`: memory stays flat
+    however many there are). `on_matches` receives each segment's matches (IoU 0.5, LEVEL_2)."""
+    pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
+    names: list[str] = []
+    images = dropped = 0
+    for segment in segments:
+        names.append(segment.name)
+        images += len(segment.images)
+        dropped += segment.labels_dropped
+        dts = coco.detections([segment], class_map, types)
+        keys = {coco.image_id(k): k for k in segment.images}
+        cameras = {i: k.camera_name for i, k in keys.items()}
+        for level, pool in pools.items():
+            run, gt_coco, dt_coco = evaluate_chunk(coco.ground_truth([segment], types, level), dts, types)
+            pool.add(run, gt_coco, dt_coco, cameras, threshold)
+            if level == LEVEL_2 and on_matches is not None:
+                on_matches(_matches(gt_coco, dt_coco, keys))
+            del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
+    levels = {f"LEVEL_{level}": _per_type(pool.accumulate(), pool.type_counts(), types) for level, pool in pools.items()}
+    level_2 = pools[LEVEL_2]
+    cameras_rows = {}
+    for camera in CameraName:
+        result = level_2.accumulate(camera)
+        if result is not None:
+            cameras_rows[camera.name] = _per_type(result, level_2.type_counts(camera), types)[-1]
+    return Evaluation(levels, cameras_rows, _curves(level_2.accumulate(), level_2.recall_thresholds, types), types,
+                      threshold, names, images, dropped)
 
 
 def _mean(values: np.ndarray) -> float | None:
@@ -117,24 +110,21 @@ def _mean(values: np.ndarray) -> float | None:
     return float(valid.mean()) if valid.size else None
 
 
-def _per_type(run: COCOeval_faster, gt_coco: COCO, dt_coco: COCO, types: list[int], threshold: float,
-              image_ids: list[int] | None = None) -> list[TypeMetrics]:
-    precision, recall = run.eval["precision"], run.eval["recall"]  # [T, R, K, A, M], [T, K, A, M]
-    wanted = None if image_ids is None else set(image_ids)
+def _per_type(result: dict[str, Any] | None, counts: np.ndarray, types: list[int]) -> list[TypeMetrics]:
+    """Per type (then "ALL") from the library's accumulation and the counts at the threshold."""
+    precision = np.asarray(result["precision"]) if result else None  # [T, R, K, A, M]
+    recall = np.asarray(result["recall"]) if result else None  # [T, K, A, M]
     rows = []
-    for k, waymo_type in enumerate(run.params.catIds):
-        gts = [a for a in gt_coco.anns.values() if a["category_id"] == waymo_type and not a["iscrowd"]
-               and (wanted is None or a["image_id"] in wanted)]
-        dts = [a for a in dt_coco.anns.values() if a["category_id"] == waymo_type and a["score"] >= threshold
-               and (wanted is None or a["image_id"] in wanted)]
-        hits = sum(1 for a in dts if a.get("tp") and not gt_coco.anns[a["gt_id"]]["iscrowd"])
-        ignored = sum(1 for a in dts if a.get("tp") and gt_coco.anns[a["gt_id"]]["iscrowd"])
-        misses = len(dts) - ignored - hits
-        rows.append(TypeMetrics(
-            WaymoType(waymo_type).name, len(gts), len(dts),
-            _mean(precision[0, :, k, 0, -1]), _mean(precision[:, :, k, 0, -1]), _mean(recall[:, k, 0, -1]),
-            {size: _mean(precision[:, :, k, a, -1]) for a, size in enumerate(SIZES) if a},
-            *_prf(hits, misses, len(gts)), hits, misses))
+    for k, waymo_type in enumerate(types):
+        labels, detections, hits, misses = (int(v) for v in counts[k])
+        if precision is None or recall is None:
+            ap50 = ap = ar100 = None
+            by_size: dict[str, float | None] = {size: None for size in SIZES[1:]}
+        else:
+            ap50, ap, ar100 = _mean(precision[0, :, k, 0, -1]), _mean(precision[:, :, k, 0, -1]), _mean(recall[:, k, 0, -1])
+            by_size = {size: _mean(precision[:, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
+        rows.append(TypeMetrics(WaymoType(waymo_type).name, labels, detections, ap50, ap, ar100, by_size,
+                                *_prf(hits, misses, labels), hits, misses))
     rows.append(_mean_row(rows))
     return rows
 
@@ -161,11 +151,12 @@ def _prf(hits: int, misses: int, labels: int) -> tuple[float | None, float | Non
     return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
 
 
-def _curves(run: COCOeval_faster, types: list[int]) -> dict[str, dict[str, list[float]]]:
-    precision = run.eval["precision"]
-    recalls = [float(v) for v in run.params.recThrs]
+def _curves(result: dict[str, Any] | None, recalls: list[float], types: list[int]) -> dict[str, dict[str, list[float]]]:
+    if result is None:
+        return {}
+    precision = np.asarray(result["precision"])
     curves = {}
-    for k, waymo_type in enumerate(run.params.catIds):
+    for k, waymo_type in enumerate(types):
         values = precision[0, :, k, 0, -1]
         if (values > -1).any():
             curves[WaymoType(waymo_type).name] = {"recall": recalls, "precision": [max(0.0, float(v)) for v in values]}

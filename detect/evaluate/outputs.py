@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 
 from detect.core.records import WaymoType
 from detect.evaluate.classmap import ClassMap
-from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
+from detect.evaluate.metrics import SIZES, Evaluation, Match, TypeMetrics
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
-from detect.sinks.layout import EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE
+from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"
@@ -38,14 +38,13 @@ MATCHES_SCHEMA = pa.schema([
 ])
 
 
-def to_json(evaluation: Evaluation, class_map: ClassMap, segments: list[str], images: int,
-            labels_dropped: int = 0) -> dict[str, Any]:
+def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, Any]:
     return {
         "library": {"name": LIBRARY, "version": metadata.version(LIBRARY), "iou_type": "bbox",
                     "area_ranges": "COCO: small < 32^2 <= medium < 96^2 <= large (pixels)", "max_detections": 100},
-        "segments": segments,
-        "images": images,
-        "labels_dropped": labels_dropped,
+        "segments": evaluation.segments,
+        "images": evaluation.images,
+        "labels_dropped": evaluation.labels_dropped,
         "types": [WaymoType(t).name for t in evaluation.types],
         "class_map": class_map.to_json(),
         "threshold": evaluation.threshold,
@@ -58,26 +57,49 @@ def to_json(evaluation: Evaluation, class_map: ClassMap, segments: list[str], im
     }
 
 
-def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, Any]) -> list[Path]:
-    """eval.json, matches.parquet and pr_curves.png in `out`, each written atomically."""
-    written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2) + "\n").encode())]
-    table = pa.table({
-        SEGMENT: pa.array([m.key.segment_context_name for m in evaluation.matches], pa.string()),
-        TIMESTAMP: pa.array([m.key.frame_timestamp_micros for m in evaluation.matches], pa.int64()),
-        CAMERA: pa.array([int(m.key.camera_name) for m in evaluation.matches], pa.int8()),
-        "kind": pa.array([m.kind for m in evaluation.matches], pa.string()),
-        "type": pa.array([m.waymo_type for m in evaluation.matches], pa.int8()),
-        "type_name": pa.array([WaymoType(m.waymo_type).name for m in evaluation.matches], pa.string()),
-        "score": pa.array([m.score for m in evaluation.matches], pa.float32()),
-        "iou": pa.array([m.iou for m in evaluation.matches], pa.float32()),
-        "matched": pa.array([m.matched for m in evaluation.matches], pa.bool_()),
-        "ignored": pa.array([m.ignored for m in evaluation.matches], pa.bool_()),
-        "difficulty": pa.array([m.difficulty for m in evaluation.matches], pa.int8()),
-        OBJECT_ID: pa.array([m.object_id for m in evaluation.matches], pa.string()),
+class MatchesWriter:
+    """`matches.parquet`, written segment by segment as the evaluation goes (flat memory), and
+    renamed into place only when the evaluation finished."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._target = atomic_path(self.path)
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> MatchesWriter:
+        self._writer = pq.ParquetWriter(self._target.__enter__(), MATCHES_SCHEMA)
+        return self
+
+    def write(self, matches: list[Match]) -> None:
+        if self._writer is not None and matches:
+            self._writer.write_table(matches_table(matches))
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._target.__exit__(kind, error, trace)
+
+
+def matches_table(matches: list[Match]) -> pa.Table:
+    return pa.table({
+        SEGMENT: pa.array([m.key.segment_context_name for m in matches], pa.string()),
+        TIMESTAMP: pa.array([m.key.frame_timestamp_micros for m in matches], pa.int64()),
+        CAMERA: pa.array([int(m.key.camera_name) for m in matches], pa.int8()),
+        "kind": pa.array([m.kind for m in matches], pa.string()),
+        "type": pa.array([m.waymo_type for m in matches], pa.int8()),
+        "type_name": pa.array([WaymoType(m.waymo_type).name for m in matches], pa.string()),
+        "score": pa.array([m.score for m in matches], pa.float32()),
+        "iou": pa.array([m.iou for m in matches], pa.float32()),
+        "matched": pa.array([m.matched for m in matches], pa.bool_()),
+        "ignored": pa.array([m.ignored for m in matches], pa.bool_()),
+        "difficulty": pa.array([m.difficulty for m in matches], pa.int8()),
+        OBJECT_ID: pa.array([m.object_id for m in matches], pa.string()),
     }, schema=MATCHES_SCHEMA)
-    with atomic_path(out / MATCHES_FILE) as tmp:
-        pq.write_table(table, tmp)
-    written.append(out / MATCHES_FILE)
+
+
+def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, Any]) -> list[Path]:
+    """eval.json and pr_curves.png in `out`, each written atomically (matches.parquet: `MatchesWriter`)."""
+    written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2, allow_nan=False) + "\n").encode())]
     with atomic_path(out / PR_CURVES_FILE) as tmp:
         plot_pr_curves(evaluation, tmp)
     written.append(out / PR_CURVES_FILE)

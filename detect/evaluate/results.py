@@ -52,12 +52,42 @@ class SegmentResults:
 
     @property
     def threshold(self) -> float:
-        return float(self.manifest.get("settings", {}).get("draw", {}).get("threshold", 0.5))
+        return drawing_threshold(self.manifest)
 
     @property
     def model_classes(self) -> list[int] | None:
-        known = self.manifest.get("model", {}).get("knows_classes")
-        return [int(c) for c in known] if isinstance(known, list) else None
+        return model_classes(self.manifest)
+
+
+DEFAULT_THRESHOLD = 0.5
+
+
+def drawing_threshold(manifest: dict[str, Any]) -> float:
+    """The run's drawing threshold; 0.5 when the manifest's value is missing or not a score."""
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, dict) else None
+    value = draw.get("threshold") if isinstance(draw, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        return DEFAULT_THRESHOLD
+    return float(value)
+
+
+def model_classes(manifest: dict[str, Any]) -> list[int] | None:
+    """The class ids the model knows (None: the whole COCO label map, or a list that is not ids)."""
+    model = manifest.get("model")
+    known = model.get("knows_classes") if isinstance(model, dict) else None
+    if not isinstance(known, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in known):
+        return None
+    return list(known)
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """A segment's manifest when it is a readable JSON object, else None."""
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
 
 
 def find_segments(results: Path) -> list[Path]:
@@ -97,9 +127,10 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped)
 
 
-def no_labels_message(results: Path, segments: list[SegmentResults]) -> str:
-    names = ", ".join(printable(s.name, 64) for s in segments[:3]) + ("..." if len(segments) > 3 else "")
-    if any((s.directory / GROUND_TRUTH_FILE).is_file() for s in segments):
+def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
+    """Why nothing could be evaluated, for segments given as (name, directory)."""
+    names = ", ".join(printable(name, 64) for name, _ in segments[:3]) + ("..." if len(segments) > 3 else "")
+    if any((directory / GROUND_TRUTH_FILE).is_file() for _, directory in segments):
         why = (f"their labels have no rows for the images processed: {GROUND_TRUTH_FILE} is empty, as the labels "
                f"the run found were")
     else:

@@ -1,6 +1,7 @@
 """How long `detect eval` takes on a segment of Waymo's size: synthetic results, timed.
 
     python -m detect.tools.bench_eval --images 1000 --boxes 100     # ~a real segment's worth
+    python -m detect.tools.bench_eval --segments 10                  # a run of 1M detection rows, pooled
 
 Writes a results directory (detections.parquet, ground_truth.parquet, journal, manifest) with
 `--boxes` detections and `--labels` labels per image, then times `detect eval` on it in a fresh
@@ -29,10 +30,10 @@ SEGMENT = "1000000000000000000_0000_000_0000_000"
 CLASSES = np.array([1, 2, 3, 4, 6, 8])  # person, bicycle, car, motorcycle, bus, truck
 
 
-def make_results(directory: Path, images: int, boxes: int, labels: int, seed: int = 0) -> None:
+def make_results(directory: Path, images: int, boxes: int, labels: int, seed: int = 0, segment: str = SEGMENT) -> None:
     rng = np.random.default_rng(seed)
     directory.mkdir(parents=True)
-    keys = [FrameKey(SEGMENT, 1_500_000_000_000_000 + (i // 5) * 100_000, CameraName(i % 5 + 1)) for i in range(images)]
+    keys = [FrameKey(segment, 1_500_000_000_000_000 + (i // 5) * 100_000, CameraName(i % 5 + 1)) for i in range(images)]
     truth, results = {}, []
     for key in keys:
         xy = rng.uniform([0, 0], [1800, 1150], (labels, 2))
@@ -52,7 +53,7 @@ def make_results(directory: Path, images: int, boxes: int, labels: int, seed: in
     with journal.Journal(directory) as log:
         for result in results:
             log.append(result)
-    (directory / "manifest.json").write_text(json.dumps({"segment_context_name": SEGMENT,
+    (directory / "manifest.json").write_text(json.dumps({"segment_context_name": segment,
                                                         "settings": {"draw": {"threshold": 0.5}},
                                                         "model": {"kind": "real", "knows_classes": "COCO label map"}}))
 
@@ -62,10 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--boxes", type=int, default=100, help="detections per image")
     parser.add_argument("--labels", type=int, default=20, help="labels per image")
+    parser.add_argument("--segments", type=int, default=1, help="segments of a run, evaluated pooled")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        directory = Path(scratch) / SEGMENT
-        make_results(directory, args.images, args.boxes, args.labels)
+        if args.segments == 1:
+            directory = Path(scratch) / SEGMENT
+            make_results(directory, args.images, args.boxes, args.labels)
+        else:
+            directory = Path(scratch) / "run"
+            for n in range(args.segments):
+                name = f"{n + 1:019d}_0000_000_0000_000"
+                make_results(directory / name, args.images, args.boxes, args.labels, seed=n, segment=name)
         probe = ("import resource, sys; from detect.cli import main; code = main(['eval', sys.argv[1], '--quiet']); "
                  "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024); sys.exit(code)")
         start = time.perf_counter()
@@ -74,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         if done.returncode:
             print(done.stderr, file=sys.stderr)
             return done.returncode
-        print(f"detect eval: {args.images} images, {args.boxes} detections and {args.labels} labels each: "
+        print(f"detect eval: {args.segments} segment(s) of {args.images} images, {args.boxes} detections and "
+              f"{args.labels} labels each ({args.segments * args.images * args.boxes:,} detection rows): "
               f"{seconds:.1f} s wall (process start and imports included), peak RSS {done.stdout.strip()} MB")
     return 0
 

@@ -1,0 +1,178 @@
+"""Pooled COCO evaluation in flat memory: the library matches one segment at a time; what each
+detection's matching came to is kept in a few bytes, and accumulated over the whole pool at the end.
+
+faster-coco-eval (C++ COCOeval) evaluates each (category, area range, image) on its own: with
+`separate_eval=True` it hands those results back as `ImageEvaluation` objects whose state is the
+matched label per IoU threshold and detection, the detections' scores and which detections and
+labels are ignored. Keeping the objects themselves cost ~1.4 KB per detection row (8 of them per
+detection: 4 area ranges x 2 difficulty levels); `Pool` keeps 18 bytes per detection and area
+range instead (score, image rank, rank in the image, matched and ignored as bit masks over the 10
+IoU thresholds), so a split's millions of rows fit where one segment's did.
+
+`accumulate` is COCO's accumulation over those arrays (pycocotools' `COCOeval.accumulate`: detections
+of every image sorted by score, ties kept in image order, cumulative true and false positives,
+precision made monotone, sampled at the 101 recall thresholds). The matching stays the library's;
+tests check the pooled numbers against the library's own accumulation and against pycocotools.
+Library internals used (faster-coco-eval pinned at 1.8.0): `separate_eval`, `_evalImgs_cpp`
+and the `ImageEvaluation` state layout (checked on every chunk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from faster_coco_eval import COCO, COCOeval_faster
+
+from detect.core.cameras import CameraName
+
+AREA_RANGES = 4  # COCO's all, small, medium, large
+MAX_DETECTIONS = 100  # per image, as COCO's AP and AR100 count them
+# Per type and camera: labels (not ignored), detections at the threshold, hits, false alarms.
+LABELS, DETECTIONS, HITS, MISSES = range(4)
+_CAMERAS = len(CameraName) + 1  # indexed by camera number
+
+
+class Pool:
+    """One difficulty level's matching results and counts, added one chunk of images at a time."""
+
+    def __init__(self, types: Sequence[int]) -> None:
+        self.types = list(types)
+        cells = len(self.types) * AREA_RANGES
+        self._chunks: list[list[np.ndarray]] = [[] for _ in range(cells)]  # per cell: structured arrays
+        self._labels = np.zeros((cells, _CAMERAS), np.int64)  # labels not ignored, per cell and camera
+        self.counts = np.zeros((len(self.types), _CAMERAS, 4), np.int64)
+        self._iou_thresholds: np.ndarray | None = None
+        self._recall_thresholds: np.ndarray | None = None
+        self._image_rank: dict[int, int] = {}  # image id -> the order it came in
+        self._camera_of_rank: list[int] = []
+
+    def add(self, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
+        """A chunk `run`, evaluated with `separate_eval=True` and accumulated with `extra_calc=True`."""
+        image_ids = [int(i) for i in run.params.imgIds]
+        results = run._evalImgs_cpp
+        n, cells = len(image_ids), len(self._chunks)
+        if len(results) != cells * n:
+            raise RuntimeError(f"faster-coco-eval returned {len(results)} image evaluations, expected {cells * n}: "
+                               f"its layout changed")
+        self._iou_thresholds = np.asarray(run.params.iouThrs, np.float64)
+        self._recall_thresholds = np.asarray(run.params.recThrs, np.float64)
+        thresholds = len(self._iou_thresholds)
+        for image_id in image_ids:
+            self._image_rank.setdefault(image_id, len(self._image_rank))
+            if len(self._camera_of_rank) < len(self._image_rank):
+                self._camera_of_rank.append(int(cameras[image_id]))
+        for cell in range(cells):
+            parts = []
+            for j, image_id in enumerate(image_ids):
+                state = results[cell * n + j].__getstate__()
+                matches, scores, label_ignored, ignored = state[0], state[2], state[3], state[4]
+                detections = len(scores)
+                if len(matches) != thresholds * detections or len(ignored) != thresholds * detections:
+                    raise RuntimeError("faster-coco-eval's ImageEvaluation state changed its layout")
+                camera = int(cameras[image_id])
+                self._labels[cell, camera] += len(label_ignored) - int(np.count_nonzero(label_ignored))
+                if not detections:
+                    continue
+                part = np.zeros(min(detections, MAX_DETECTIONS), _RECORD)
+                keep = len(part)
+                part["score"] = scores[:keep]
+                part["image"] = self._image_rank[image_id]
+                part["position"] = np.arange(keep)
+                bits = (1 << np.arange(thresholds, dtype=np.uint16))[:, None]
+                matched = (np.asarray(matches).reshape(thresholds, detections)[:, :keep] != 0)
+                skipped = np.asarray(ignored, bool).reshape(thresholds, detections)[:, :keep]
+                part["matched"] = (matched * bits).sum(axis=0)
+                part["ignored"] = (skipped * bits).sum(axis=0)
+                parts.append(part)
+            if parts:
+                self._chunks[cell].append(np.concatenate(parts))
+        self._count(gt, dt, cameras, threshold)
+
+    def _count(self, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
+        index = {t: k for k, t in enumerate(self.types)}
+        for ann in gt.anns.values():
+            if not ann["iscrowd"] and ann["category_id"] in index:
+                self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), LABELS] += 1
+        for ann in dt.anns.values():
+            if ann["score"] < threshold or ann["category_id"] not in index:
+                continue
+            row = self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]])]
+            row[DETECTIONS] += 1
+            matched = gt.anns[ann["gt_id"]] if ann.get("tp") else None
+            if matched is None:
+                row[MISSES] += 1
+            elif not matched["iscrowd"]:
+                row[HITS] += 1  # a detection on an ignored (crowd) label is neither
+
+    def accumulate(self, camera: CameraName | None = None) -> dict[str, Any] | None:
+        """COCO's accumulation over the pool (or one camera's images): `precision` [T, R, K, A, 1]
+        and `recall` [T, K, A, 1], -1 where there is nothing to measure; None for an empty pool."""
+        if self._iou_thresholds is None or self._recall_thresholds is None:
+            return None
+        camera_of = np.asarray(self._camera_of_rank)
+        if camera is not None and not np.any(camera_of == int(camera)):
+            return None
+        # COCO concatenates the images in the order of their ids: the rank of each image's id.
+        ids_by_rank = np.fromiter(self._image_rank, np.int64, len(self._image_rank))
+        id_order = np.empty(len(ids_by_rank), np.int64)
+        id_order[np.argsort(ids_by_rank, kind="stable")] = np.arange(len(ids_by_rank))
+        thresholds, recalls = self._iou_thresholds, self._recall_thresholds
+        precision = -np.ones((len(thresholds), len(recalls), len(self.types), AREA_RANGES, 1))
+        recall = -np.ones((len(thresholds), len(self.types), AREA_RANGES, 1))
+        for cell, chunks in enumerate(self._chunks):
+            k, a = divmod(cell, AREA_RANGES)
+            labels = int(self._labels[cell].sum() if camera is None else self._labels[cell, int(camera)])
+            if labels == 0:
+                continue
+            found = np.concatenate(chunks) if chunks else np.zeros(0, _RECORD)
+            if camera is not None:
+                found = found[camera_of[found["image"]] == int(camera)]
+            # Score first; ties in image-id order, then in the image's own order, as COCO's stable sort leaves them.
+            found = found[np.lexsort((found["position"], id_order[found["image"]], -found["score"]))]
+            for t in range(len(thresholds)):
+                bit = np.uint16(1 << t)
+                hit = (found["matched"] & bit) != 0
+                counted = (found["ignored"] & bit) == 0
+                tp = np.cumsum(hit & counted, dtype=np.float64)
+                fp = np.cumsum(~hit & counted, dtype=np.float64)
+                recall[t, k, a, 0] = tp[-1] / labels if len(tp) else 0.0
+                rc = tp / labels
+                seen = tp + fp
+                pr = np.divide(tp, seen, out=np.zeros_like(tp), where=seen > 0)  # as the library's C++ (no epsilon)
+                pr = np.maximum.accumulate(pr[::-1])[::-1] if len(pr) else pr
+                sampled = np.zeros(len(recalls))
+                where = np.searchsorted(rc, recalls, side="left")
+                valid = where < len(pr)
+                sampled[valid] = pr[where[valid]]
+                precision[t, :, k, a, 0] = sampled
+        return {"precision": precision, "recall": recall}
+
+    def type_counts(self, camera: CameraName | None = None) -> np.ndarray:
+        """`[types, 4]`: labels, detections, hits, false alarms, for every camera or one."""
+        return self.counts.sum(axis=1) if camera is None else self.counts[:, int(camera)]
+
+    @property
+    def recall_thresholds(self) -> list[float]:
+        return [] if self._recall_thresholds is None else [float(v) for v in self._recall_thresholds]
+
+
+_RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.int16), ("matched", np.uint16),
+                    ("ignored", np.uint16)])
+
+
+def evaluate_chunk(gt: dict[str, Any], dts: list[dict[str, Any]], types: Sequence[int]) -> tuple[COCOeval_faster, COCO, COCO]:
+    """One chunk matched by the library: its run (per-image results kept) and its COCO objects,
+    whose detections carry the library's match flags at IoU 0.5 (`tp`, `gt_id`, `iou`)."""
+    with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
+        gt_coco = COCO(gt)
+        dt_coco = gt_coco.loadRes([dict(d) for d in dts]) if dts else COCO({**gt, "annotations": []})
+        run = COCOeval_faster(gt_coco, dt_coco, "bbox", print_function=lambda *a, **k: None, extra_calc=True,
+                              separate_eval=True)
+        run.params.catIds = list(types)
+        run.evaluate()
+        run.accumulate()  # the chunk's own: it sets the match flags the counts and matches.parquet read
+    return run, gt_coco, dt_coco
