@@ -227,3 +227,17 @@ def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, r
         assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-3)
     for m in manifests.values():
         assert (m["model"]["nms_iou"], m["settings"]["input_size"]) == (0.7, "native")
+
+
+@pytest.mark.ray
+def test_a_quiet_ray_run_prints_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    """Not Ray's token-authentication warning, its actor-restart advice, nor a deprecation warning."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "detect.cli", "run", str(tiny_v2_path), "--engine", "ray", "--quiet",
+                           "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,14 @@ class RayEngine:
         finally:
             if started_here:
                 ray.shutdown()
+
+
+def _actor_restarts(spec: RunSpec) -> dict[str, Any]:
+    """On a cluster, Ray Data's default: a detector actor lost with its node is started again. On
+    Ray started here, no restarts: a crashed actor is a bug or out of memory and would crash again
+    (the segment is recorded as failed, `--retry-failed` reruns it), and Ray's core then has no
+    reason to print its restart advice to stderr, which it did under --quiet."""
+    return {} if spec.ray.address else {"max_restarts": 0}
 
 
 def _start_ray(ray: Any, spec: RunSpec) -> bool:
@@ -290,20 +299,25 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors = engine["detector_actors"]
     render_settings = dataclasses.replace(settings, gif=False, mp4=False)  # animations come from the frames
-    ds = (
-        ray.data.from_items(items, override_num_blocks=len(items))
-        .map_batches(read_frames, batch_size=1, batch_format="numpy", num_cpus=READ_CPUS,
-                     compute=TaskPoolStrategy(size=min(len(items), READS_PER_ACTOR * actors)))
-        .map_batches(decode_images, batch_size=None, batch_format="numpy", num_cpus=DECODE_CPUS,
-                     fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
-        .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
-                     compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
-                     fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
-                                            "classes": spec.model.classes, "batch_size": batch_size,
-                                            "nms_iou": spec.model.nms_iou})
-        .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
-                     fn_kwargs={"root": str(spec.out), "settings": render_settings})
-    )
+    # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
+    # warns that this goes away in Ray 2.64 (our pin stops before it): the warning is not the user's.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        ds = (
+            ray.data.from_items(items, override_num_blocks=len(items))
+            .map_batches(read_frames, batch_size=1, batch_format="numpy", num_cpus=READ_CPUS,
+                         compute=TaskPoolStrategy(size=min(len(items), READS_PER_ACTOR * actors)))
+            .map_batches(decode_images, batch_size=None, batch_format="numpy", num_cpus=DECODE_CPUS,
+                         fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
+            .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
+                         compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
+                         fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
+                                                "classes": spec.model.classes, "batch_size": batch_size,
+                                                "nms_iou": spec.model.nms_iou},
+                         **_actor_restarts(spec))
+            .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
+                         fn_kwargs={"root": str(spec.out), "settings": render_settings})
+        )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         columns = list(batch)
         for i in range(len(batch[TIMESTAMP])):
