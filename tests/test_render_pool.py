@@ -164,7 +164,8 @@ def test_scaling_table_names_every_stage_and_flags_the_lowest_ratio():
 
 
 def test_the_16_core_prediction_divides_each_stage_by_its_efficiency_and_names_the_bound():
-    from detect.tools.bench_scaling import DECODE, OUTPUT_SETS, STAGES, predict
+    from detect.tools.bench_predict import OUTPUT_SETS, predict
+    from detect.tools.bench_scaling import DECODE, STAGES
 
     rows = [StageScaling(DECODE, "tf.data threads", 70.0, 133.0, 14.0, 1.9)]  # efficiency 0.95
     rows += [StageScaling(name, "render processes", 100.0, 200.0, 10.0, 2.0) for name, _, _ in STAGES]  # efficiency 1

@@ -35,17 +35,15 @@ from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import decode_stream, parse_input_size
 from detect.tools.bench_memory import memory
-from detect.tools.bench_scaling import (
+from detect.tools.bench_predict import (
     SteadyRun,
-    as_json,
     main_process_ms,
     predict,
     prediction_lines,
-    scaling,
-    scaling_lines,
     steady_lines,
     steady_state,
 )
+from detect.tools.bench_scaling import as_json, scaling, scaling_lines
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
 from detect.waymo.readers import iter_frames
 from detect.waymo.sources import resolve_one
