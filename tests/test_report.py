@@ -182,3 +182,20 @@ def test_the_index_escapes_what_manifests_hold(tmp_path):
     html = index_page(tmp_path, [(directory, manifest)], []).read_text()
     assert "<img src=x" not in html and "<b>seg</b>" not in html and "<s>car</s>" not in html and "<i>x</i>" not in html
     assert "<td>-</td>" in html  # a count that is not a number is not shown at all
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_the_pages_fit_a_phone_without_sideways_scrolling(run_dir):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / "index.html"):
+                page.goto(html.as_uri())
+                assert page.evaluate("document.documentElement.scrollWidth") <= 390, html
+            assert errors == []
+        finally:
+            browser.close()

@@ -12,7 +12,7 @@ from detect.core.errors import ModelError, UsageError
 from detect.engine.spec import ModelSpec
 from detect.model import formats
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
-from detect.model.labels import UnknownClassError
+from detect.model.labels import UnknownClassError, describe_classes, label_for, parse_classes
 
 MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
@@ -111,6 +111,7 @@ class LoadedModel:
 def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     """Load and validate the model once (a bad model fails here, before any segment is touched)."""
     started = clock()
+    check_classes(model_path(spec), spec.classes)
     try:
         detector = Detector(model_path(spec), threshold=min(spec.score_floor, spec.threshold), classes=spec.classes,
                             strategy=spec.strategy, batch_size=spec.batch_size or DEFAULT_BATCH_SIZE,
@@ -118,6 +119,23 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
     return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
+
+
+def check_classes(path: Path, classes: tuple[str, ...] | None) -> None:
+    """`--classes` asking for a class the model cannot output is refused (it would silently draw
+    and keep nothing), from the model's sidecar, before TensorFlow loads it."""
+    try:
+        wanted = parse_classes(classes)
+    except UnknownClassError as err:
+        raise UsageError(str(err)) from None
+    known = formats.locate(path).classes
+    if wanted is None or known is None:
+        return
+    missing = sorted(wanted - set(known))
+    if missing:
+        raise UsageError(f"--classes {', '.join(label_for(c) for c in missing)}: model {path} cannot output "
+                         f"{'it' if len(missing) == 1 else 'them'} (it knows {describe_classes(known)}; "
+                         f"`detect model {path}` lists them)")
 
 
 def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
