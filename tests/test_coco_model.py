@@ -269,3 +269,22 @@ def test_weights_named_outside_the_model_folder_are_refused(npm_files, tmp_path)
 
 def test_the_head_is_found_from_node_names_without_tensorflow(npm_files):
     assert head_for(npm_files[".json"]) is centernet
+
+
+def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, real_frame_path, tmp_path, capsys):
+    """`make demo`'s job: the v2 file it writes gets the frame's labels as a camera_box beside it,
+    both runs are evaluated (the same numbers), and it ends with the report pages and what to try next."""
+    from detect.tools import demo
+
+    out = tmp_path / "demo"
+    assert demo.main(["--shared-frame", str(real_frame_path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "demo: using CenterNet MobileNetV3 (80 COCO classes, from npm)" in printed
+    assert "STUB" not in printed and "persons" not in printed
+    reports = [out / fmt / REAL_SEGMENT / "report.html" for fmt in ("v1_tfrecord", "v2_parquet")]
+    assert all(f"  {page}   (open it in a browser" in printed for page in reports)
+    assert printed.rstrip().splitlines()[-4].startswith("demo: next, try")
+    for page in reports:
+        assert "Against Waymo&#x27;s labels" in page.read_text() or "Against Waymo's labels" in page.read_text()
+    evals = [json.loads((page.parent / "eval.json").read_text())["levels"]["LEVEL_2"] for page in reports]
+    assert evals[0] == evals[1] and evals[0][0]["name"] == "VEHICLE" and evals[0][0]["labels"] == 50

@@ -10,13 +10,15 @@ real Waymo frame in ../shared when present, else the tiny synthetic segment comm
 from __future__ import annotations
 
 import argparse
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 from detect.cli import main as detect
-from detect.tools.synthetic import write_camera_image_parquet
-from detect.waymo.readers import iter_frames
+from detect.tools.synthetic import write_camera_box_from_labels, write_camera_image_parquet
+from detect.waymo.labels import read_labels
+from detect.waymo.readers import iter_frames, read_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL = ROOT / "models" / "ssd_mobilenet_v2"
@@ -56,12 +58,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndemo: detect segment {path}  ({label})")
         codes.append(detect(["segment", str(path), "--model", str(model), "--out", str(args.out / label),
                              "--overwrite", "--mp4"]))
+    reports = []
+    for label, _ in inputs:
+        run = args.out / label
+        for segment_dir in sorted(d for d in run.iterdir() if (d / "ground_truth.parquet").is_file()):
+            print(f"\ndemo: detect eval {segment_dir}  (against Waymo's labels)")
+            codes.append(detect(["eval", str(segment_dir), *(["--quiet"] if reports else [])]))
+        codes.append(detect(["report", str(run)], stdout=io.StringIO()))
+        reports += sorted(run.glob("*/report.html"))  # after the first, the eval tables would repeat
     print("\ndemo: done. Look at:")
+    for page in reports:
+        print(f"  {page}   (open it in a browser: animations, boxes, evaluation)")
     for label, _ in inputs:
         for segment_dir in sorted(p for p in (args.out / label).iterdir() if p.is_dir()):
-            print(f"  {segment_dir}/mosaic.gif   (all cameras; also <CAMERA>.gif, .mp4)")
-            print(f"  {segment_dir}/frames/      (annotated full-resolution PNGs)")
-            print(f"  {segment_dir}/detections.parquet, manifest.json")
+            print(f"  {segment_dir}/mosaic.gif, frames/, detections.parquet, manifest.json")
+    first = inputs[0][0]
+    print("\ndemo: next, try (the command is .venv/bin/detect; `source .venv/bin/activate` puts it on PATH):")
+    print("  .venv/bin/detect model                      # what the model is and every class it knows")
+    print(f"  .venv/bin/detect eval {args.out / first}     # AP per Waymo type, again")
+    print(f"  .venv/bin/detect segment {inputs[0][1]} --out results/mine --threshold 0.5 --mp4")
     return max(codes)
 
 
@@ -70,6 +85,9 @@ def _inputs(shared_frame: Path, out: Path) -> list[tuple[str, Path]]:
         frames = list(iter_frames(str(shared_frame)))
         v2 = out / "inputs" / "training" / "camera_image" / f"{frames[0].segment_context_name}.parquet"
         write_camera_image_parquet(v2, frames)
+        labels = read_labels(read_keys(str(shared_frame)))  # the frame's own camera_labels, as a v2 camera_box beside it
+        if labels is not None:
+            write_camera_box_from_labels(v2.parent.parent / "camera_box" / v2.name, labels.by_key)
         return [("v1_tfrecord", shared_frame), ("v2_parquet", v2)]
     print(f"demo: the real Waymo frame is not at {shared_frame}; using the tiny synthetic segment instead")
     return [("v2_parquet", TINY_V2)]

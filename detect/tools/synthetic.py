@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from detect.core.records import CameraFrame
+from detect.core.records import CameraFrame, FrameKey, Labels
 from detect.waymo.schema import (
     BOX_CENTER_X,
     BOX_CENTER_Y,
@@ -139,6 +139,29 @@ def write_camera_box_parquet(path: str | Path, segment: str, timestamp: int, box
             "[CameraBoxComponent].difficulty_level.tracking": pa.array([1] * len(boxes), pa.int8()),
         }
     )
+    pq.write_table(table, path)
+    return path
+
+
+def write_camera_box_from_labels(path: str | Path, labels: Mapping[FrameKey, Labels]) -> Path:
+    """A v2 camera_box file holding `labels` (Waymo's boxes per image, as the readers give them)."""
+    rows = [(key, box, int(kind), int(level), object_id) for key in sorted(labels, key=lambda k: k.order)
+            for box, kind, level, object_id in zip(labels[key].xyxy, labels[key].types, labels[key].difficulty,
+                                                   labels[key].object_ids, strict=True)]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table({
+        SEGMENT: pa.array([k.segment_context_name for k, *_ in rows], pa.string()),
+        TIMESTAMP: pa.array([k.frame_timestamp_micros for k, *_ in rows], pa.int64()),
+        CAMERA: pa.array([int(k.camera_name) for k, *_ in rows], pa.int8()),
+        "key.camera_object_id": pa.array([r[4] for r in rows], pa.string()),
+        BOX_CENTER_X: pa.array([float(b[0] + b[2]) / 2 for _, b, *_ in rows], pa.float64()),
+        BOX_CENTER_Y: pa.array([float(b[1] + b[3]) / 2 for _, b, *_ in rows], pa.float64()),
+        BOX_SIZE_X: pa.array([float(b[2] - b[0]) for _, b, *_ in rows], pa.float64()),
+        BOX_SIZE_Y: pa.array([float(b[3] - b[1]) for _, b, *_ in rows], pa.float64()),
+        BOX_TYPE: pa.array([r[2] for r in rows], pa.int8()),
+        "[CameraBoxComponent].difficulty_level.detection": pa.array([r[3] for r in rows], pa.int8()),
+    })
     pq.write_table(table, path)
     return path
 
