@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndemo: detect segment {path}  ({label})")
         codes.append(detect(["segment", str(path), "--model", str(model), "--out", str(args.out / label),
                              "--overwrite", "--mp4"]))
-    reports = []
+    reports: list[Path] = []
     for label, _ in inputs:
         run = args.out / label
         for segment_dir in sorted(d for d in run.iterdir() if (d / "ground_truth.parquet").is_file()):
