@@ -284,3 +284,29 @@ def test_the_pool_accumulates_exactly_as_the_library_with_ties_across_images():
     pooled = pool.accumulate()
     np.testing.assert_array_equal(pooled["precision"][..., 0], np.asarray(once.eval["precision"])[..., -1])
     np.testing.assert_array_equal(pooled["recall"][..., 0], np.asarray(once.eval["recall"])[..., -1])
+
+
+def test_a_pooled_run_gives_each_segment_its_own_numbers_and_pages(tmp_path):
+    """`detect eval RUN` also writes each segment's own eval.json (the same as evaluating it alone),
+    so `detect report RUN` fills every segment page and the index's AP50 column."""
+    import shutil
+
+    from detect.tools.bench_eval import make_results
+
+    run = tmp_path / "run"
+    names = [f"{n + 1:019d}_0000_000_0000_000" for n in range(2)]
+    for n, name in enumerate(names):
+        make_results(run / name, 20, 20, 6, seed=n, segment=name)
+    alone = tmp_path / "alone"
+    shutil.copytree(run / names[1], alone)
+    assert main(["eval", str(alone), "--quiet"]) == 0
+    assert main(["eval", str(run), "--quiet"]) == 0
+    own = json.loads((run / names[1] / "eval.json").read_text())
+    assert own["levels"] == json.loads((alone / "eval.json").read_text())["levels"] and own["segments"] == [names[1]]
+    assert json.loads((run / "eval.json").read_text())["segments"] == names  # the pooled one, at the top
+    assert main(["report", str(run)]) == 0
+    page = (run / names[0] / "report.html").read_text()
+    assert "<h2>Against Waymo's labels</h2>" in page
+    index = (run / "index.html").read_text()
+    ap = f"{own['levels']['LEVEL_2'][-1]['ap50']:.3f}"
+    assert f"<td>{ap}</td>" in index

@@ -49,8 +49,16 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
     types, threshold = stream.plan()
     target = Path(out or results)
+    pooled_run = len(stream.directories) > 1 or stream.directories[0] != Path(results)
+
+    def segment_pages(segment: SegmentResults, own: Evaluation) -> None:
+        """In a run, each segment gets its own eval.json and curves too (its page shows them)."""
+        if pooled_run and out is None:
+            write_outputs(segment.directory, own, to_json(own, class_map))
+
     with MatchesWriter(target / MATCHES_FILE) as matches:
-        evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write)
+        evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
+                              on_segment=segment_pages)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map)

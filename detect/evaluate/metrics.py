@@ -74,10 +74,12 @@ class Evaluation:
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
-             on_matches: Callable[[list[Match]], None] | None = None) -> Evaluation:
+             on_matches: Callable[[list[Match]], None] | None = None,
+             on_segment: Callable[[SegmentResults, Evaluation], None] | None = None) -> Evaluation:
     """Everything `detect eval` reports, for `types` (the ones the model can output), pooled over
     `segments`, which are read one at a time (see `detect.evaluate.pooled`: memory stays flat
-    however many there are). `on_matches` receives each segment's matches (IoU 0.5, LEVEL_2)."""
+    however many there are). `on_matches` receives each segment's matches (IoU 0.5, LEVEL_2);
+    `on_segment` each segment's own evaluation, from the same matching."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     names: list[str] = []
     images = dropped = 0
@@ -88,12 +90,23 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         dts = coco.detections([segment], class_map, types)
         keys = {coco.image_id(k): k for k in segment.images}
         cameras = {i: k.camera_name for i, k in keys.items()}
+        own = {level: Pool(types) for level in pools} if on_segment is not None else {}
         for level, pool in pools.items():
             run, gt_coco, dt_coco = evaluate_chunk(coco.ground_truth([segment], types, level), dts, types)
-            pool.add(run, gt_coco, dt_coco, cameras, threshold)
+            for target in (pool, own.get(level)):
+                if target is not None:
+                    target.add(run, gt_coco, dt_coco, cameras, threshold)
             if level == LEVEL_2 and on_matches is not None:
                 on_matches(_matches(gt_coco, dt_coco, keys))
             del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
+        if on_segment is not None:
+            on_segment(segment, _evaluation(own, types, threshold, [segment.name], len(segment.images),
+                                            segment.labels_dropped))
+    return _evaluation(pools, types, threshold, names, images, dropped)
+
+
+def _evaluation(pools: dict[int, Pool], types: list[int], threshold: float, names: list[str], images: int,
+                dropped: int) -> Evaluation:
     levels = {f"LEVEL_{level}": _per_type(pool.accumulate(), pool.type_counts(), types) for level, pool in pools.items()}
     level_2 = pools[LEVEL_2]
     cameras_rows = {}
