@@ -24,11 +24,11 @@ from detect.evaluate.results import (
     load_segment,
     model_classes,
     no_labels_message,
-    read_manifest,
 )
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import MATCHES_FILE
+from detect.sinks.manifest import MANIFEST_FILE, read_manifest
 
 INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
 
@@ -106,7 +106,7 @@ class _Stream:
     def plan(self) -> tuple[list[int], float]:
         """Types and threshold from the first readable manifest (no detections read yet)."""
         for directory in self.directories:
-            manifest = read_manifest(directory)
+            manifest = read_manifest(directory / MANIFEST_FILE)
             if manifest is None:
                 continue
             types = self.class_map.types_for(model_classes(manifest))

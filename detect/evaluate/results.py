@@ -81,15 +81,6 @@ def model_classes(manifest: dict[str, Any]) -> list[int] | None:
     return list(known)
 
 
-def read_manifest(directory: Path) -> dict[str, Any] | None:
-    """A segment's manifest when it is a readable JSON object, else None."""
-    try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return manifest if isinstance(manifest, dict) else None
-
-
 def find_segments(results: Path) -> list[Path]:
     """Segment directories at or under `results` (each with a manifest and a detections table)."""
     results = Path(results)

@@ -55,10 +55,12 @@ def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest at `path` when it is a readable JSON object, else None (missing, broken, edited)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def now_iso() -> str:
