@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from detect.core.records import Detections, WaymoType
-from detect.evaluate.classmap import default_class_map, load_class_map, pair_riders
+from detect.model.classmap import default_class_map, load_class_map, pair_riders
 from detect.model.labels import describe_classes
 from detect.model.nms import class_aware_nms, iou_matrix, suppress
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
-from detect.evaluate.classmap import ClassMap
 from detect.evaluate.results import SegmentResults
+from detect.model.classmap import ClassMap
 
 
 def image_id(key: FrameKey) -> int:

@@ -14,7 +14,6 @@ import numpy as np
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.evaluate import coco
-from detect.evaluate.classmap import ClassMap, load_class_map
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
 from detect.evaluate.results import (
@@ -25,6 +24,7 @@ from detect.evaluate.results import (
     model_classes,
     no_labels_message,
 )
+from detect.model.classmap import ClassMap, load_class_map
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import MATCHES_FILE

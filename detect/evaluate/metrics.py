@@ -21,9 +21,9 @@ from faster_coco_eval import COCO
 from detect.core.cameras import CameraName
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
 from detect.evaluate import coco
-from detect.evaluate.classmap import ClassMap
 from detect.evaluate.pooled import Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
+from detect.model.classmap import ClassMap
 
 SIZES = ("all", "small", "medium", "large")  # COCO's area ranges, in the order of its arrays
 

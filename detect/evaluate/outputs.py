@@ -14,8 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from detect.core.records import WaymoType
-from detect.evaluate.classmap import ClassMap
 from detect.evaluate.metrics import SIZES, Evaluation, Match, TypeMetrics
+from detect.model.classmap import ClassMap
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
 from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
