@@ -18,6 +18,8 @@ from detect.core.errors import UsageError
 from detect.core.records import LEVEL_1, LEVEL_2, Detections, FrameKey, FrameResult, Labels, WaymoType
 from detect.evaluate.coco import image_id
 from detect.model.classmap import default_class_map, load_class_map
+from detect.render.errors import COLORS as ERROR_COLORS
+from detect.render.errors import HIT
 from detect.render.labels import TYPE_COLORS, draw_labels
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
@@ -193,10 +195,12 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     table = pq.read_table(directory / GROUND_TRUTH_FILE)
     assert table.num_rows == 66 and set(table.column("type").to_pylist()) == {1, 2, 4}
     manifest = json.loads((directory / "manifest.json").read_text())
-    assert manifest["input"]["labels"] == 66 and manifest["settings"]["draw_labels"] is True
+    assert manifest["input"]["labels"] == 66 and manifest["settings"]["draw_mode"] == "errors"
+    assert manifest["settings"]["errors"] == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
+                                              "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
     with Image.open(directory / "frames" / "FRONT" / "1553735853462203.png") as png:
         corner = np.asarray(png)[:60, -40:]
-    assert np.all(corner == TYPE_COLORS[WaymoType.VEHICLE], axis=2).any()  # the legend's first chip
+    assert np.all(corner == ERROR_COLORS[HIT], axis=2).any()  # the legend's first chip
     assert main(["eval", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "PEDESTRIAN LEVEL_2       15" in printed and "VEHICLE    LEVEL_2       50" in printed
@@ -212,7 +216,7 @@ def test_gt_without_labels_is_refused_and_ray_cannot_draw_them(tiny_v2_path, stu
         f"camera_labels in a v1 file); name them with --gt PATH")
     assert main(["run", str(source), "--out", str(tmp_path / "ray"), "--model", str(stub_dynamic_dir), "--gt",
                  "--engine", "ray"]) == 2
-    assert "--gt draws labels with the local engine only" in capsys.readouterr().err
+    assert "--gt draws errors with the local engine only" in capsys.readouterr().err
 
 
 def test_a_pooled_run_equals_one_library_evaluation_of_everything(tmp_path):

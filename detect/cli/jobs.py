@@ -19,6 +19,7 @@ from detect.engine.ray import RayEngine, check_spec, import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
+from detect.model.classmap import load_class_map
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
 from detect.report.build import build_reports
@@ -86,8 +87,10 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         style=style,
         mode=mode,
         max_pixels=args.max_pixels,
-        draw_labels=args.gt is not None,
+        draw=args.draw or ("errors" if args.gt is not None else "auto"),
         ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
+        class_map=load_class_map(args.class_map),
+        protocol=args.protocol,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
         render=args.render,
     )

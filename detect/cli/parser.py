@@ -22,8 +22,9 @@ from detect.cli.values import (
     positive_int,
     unit_float,
 )
+from detect.core.matching import PROTOCOLS
 from detect.engine.loading import MODEL_ENV
-from detect.engine.spec import DEFAULT_SCORE_FLOOR, RENDER_MODES
+from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 
 
@@ -126,11 +127,19 @@ def _max_pixels(parser: argparse.ArgumentParser) -> None:
 def _eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
                         "ground_truth.parquet the run wrote")
+    _matching(parser)
+    parser.add_argument("--quiet", action="store_true", help="no table")
+    _common(parser)
+
+
+def _matching(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--class-map", type=Path, metavar="FILE",
                         help="JSON from model classes to Waymo types (default: car/truck/bus/motorcycle -> VEHICLE, "
                         "person -> PEDESTRIAN, bicycle -> CYCLIST, stop sign -> SIGN)")
-    parser.add_argument("--quiet", action="store_true", help="no table")
-    _common(parser)
+    parser.add_argument("--protocol", choices=tuple(PROTOCOLS), default="coco",
+                        help="the IoU a detection needs to match a label: coco (0.5 for every type, default) or waymo "
+                        "(Waymo's 2D protocol: 0.7 for VEHICLE, 0.5 for PEDESTRIAN and CYCLIST); both APs are "
+                        "always reported, this one decides hits and misses, P/R/F1 and thresholds")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -148,8 +157,17 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
                         help=f"minimum score to keep a box in detections.parquet, for `detect eval` "
                         f"(default {DEFAULT_SCORE_FLOOR}; at most --threshold)")
     parser.add_argument("--gt", nargs="?", const=AUTO_GT, metavar="PATH",
-                        help="draw Waymo's labels under the detections (dashed, one color per type); PATH names a "
-                        "camera_box file or folder when it is not beside a v2 input")
+                        help="Waymo's labels: draw errors and evaluate, an error when there are none; PATH names a "
+                        "camera_box file or folder when it is not beside a v2 input (labels beside a v2 input or in "
+                        "a v1 file are used without it)")
+    parser.add_argument("--draw", choices=DRAW_MODES,
+                        help="what the frames show: errors (hits solid blue, false alarms dashed vermillion, missed "
+                        "labels dotted yellow), detections (a color per class), or auto (default): errors where the "
+                        "segment has labels")
+    parser.add_argument("--no-eval", dest="evaluate", action="store_false",
+                        help="do not evaluate against the labels at the end (default: evaluate when there are labels)")
+    parser.add_argument("--no-report", dest="report", action="store_false",
+                        help="do not write report.html (default: write it)")
     parser.add_argument("--classes", nargs="+", metavar="CLASS", help="keep only these classes (COCO names or ids)")
     parser.add_argument("--cameras", nargs="+", metavar="CAMERA", help="FRONT, FRONT_LEFT, ... or 1-5 (default: all)")
     parser.add_argument("--first-frame", type=non_negative_int, default=0, metavar="N", help="skip the first N frames")
@@ -162,6 +180,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nms", type=nms_iou, metavar="IOU",
                         help="class-aware non-maximum suppression after the model at this IoU, or 'off' "
                         "(default: the model's own, e.g. 0.7 for CenterNet; else off)")
+    _matching(parser)
     _max_pixels(parser)
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
@@ -183,6 +202,6 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
-    parser.add_argument("--report", action="store_true", help="also write report.html (and index.html for a run)")
+    parser.add_argument("--report", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     _common(parser)

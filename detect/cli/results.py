@@ -6,6 +6,7 @@ import argparse
 from typing import TextIO
 
 from detect.cli.values import EXIT_FRAMES_FAILED, EXIT_OK
+from detect.core.matching import PROTOCOLS
 from detect.evaluate.commands import export_coco, run_eval
 from detect.evaluate.outputs import table_lines
 from detect.report.build import build_reports
@@ -13,7 +14,7 @@ from detect.sinks.rebuild import rebuild_all
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    result = run_eval(args.results, gt=args.gt, class_map_path=args.class_map)
+    result = run_eval(args.results, gt=args.gt, class_map_path=args.class_map, protocol=PROTOCOLS[args.protocol])
     for note in result.notes:
         print(f"detect: note: {note}", file=err)
     if not args.quiet:

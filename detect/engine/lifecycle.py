@@ -277,7 +277,8 @@ class SegmentLifecycle:
                 "workers": settings.workers, "decode_threads": settings.decode_threads,
                 "max_pixels": settings.max_pixels,
                 "score_floor": self.model_facts.get("score_floor"),
-                "draw_labels": settings.draw_labels,
+                "draw_mode": settings.draw,
+                "errors": settings.errors_json(),
             },
             "counts": {
                 "images_planned": report.images_planned,

@@ -52,6 +52,8 @@ def process_segment(
     """
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
+    known = model_facts.get("knows_classes")  # a list of ids, or a sentence for the whole COCO label map
+    settings = settings.with_errors(labels is not None, known if isinstance(known, list) else None)
     opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)
     if isinstance(opened, SegmentReport):
         return opened
@@ -91,7 +93,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     pending = (f for f in iter_frames(source, settings.frame_filter, segment.keys) if f.key not in done)
     loop_start = clock()
     try:
-        labels = segment.labels.get if segment.labels is not None and settings.draw_labels else _no_labels
+        labels = segment.labels.get if segment.labels is not None and settings.errors is not None else _no_labels
         _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels).run(pending)
         if animations is not None:
             t = clock()

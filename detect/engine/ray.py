@@ -102,8 +102,8 @@ def check_spec(spec: RunSpec) -> None:
     if spec.settings.animations and not spec.settings.write_frames:
         raise UsageError("--engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
     if spec.settings.draw_labels:
-        raise UsageError("--gt draws labels with the local engine only; with --engine ray the labels are still "
-                         "written to ground_truth.parquet for `detect eval`: drop --gt")
+        raise UsageError("--gt draws errors with the local engine only; with --engine ray the labels are still "
+                         "written to ground_truth.parquet and evaluated: drop --gt (or --draw errors)")
     if spec.model.strategy != "none":
         raise UsageError("--strategy mirrored is for one machine; with --engine ray every GPU gets its own detector actor")
 

@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from detect.core.errors import UsageError
+from detect.core.matching import PROTOCOLS
+from detect.core.records import WaymoType
+from detect.model.classmap import ClassMap, default_class_map
 from detect.model.inputs import InputSize
 from detect.render.draw import DrawStyle
+from detect.render.errors import ErrorRules
 from detect.waymo.images import DEFAULT_MAX_PIXELS
 from detect.waymo.selection import FrameFilter
 
@@ -25,6 +29,9 @@ DEFAULT_SCORE_FLOOR = 0.05
 EngineName = Literal["local", "ray"]
 RENDER_MODES = ("auto", "threads", "processes")
 ENGINES: tuple[EngineName, ...] = ("local", "ray")
+# What the frames show: errors (hits, false alarms, missed labels) where the segment has labels,
+# or always (an error without labels), or the detections in their class colors.
+DRAW_MODES = ("auto", "errors", "detections")
 
 
 def scaled_threads(small_machine: int) -> int:
@@ -48,8 +55,13 @@ class SegmentSettings:
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
-    draw_labels: bool = False  # Waymo's labels under the detections (`--gt`)
+    draw: str = "auto"  # see DRAW_MODES; `--gt` asks for "errors"
     ground_truth: str | None = None  # where the labels are when not beside the input (`--gt PATH`)
+    class_map: ClassMap = dataclasses.field(default_factory=default_class_map)  # model class -> Waymo type
+    protocol: str = "coco"  # the IoU a match needs per type (detect.core.matching.PROTOCOLS)
+    # How this segment's frames are judged: set by the engine once it knows the labels and the
+    # model's classes (None: the detections alone are drawn).
+    errors: ErrorRules | None = None
     # Workers that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
     # on a GPU box the outputs are the work, so they scale with the cores.
     workers: int = dataclasses.field(default_factory=lambda: scaled_threads(2))
@@ -63,6 +75,10 @@ class SegmentSettings:
         for name in ("workers", "decode_threads"):
             if int(getattr(self, name)) < 1:
                 raise UsageError(f"{name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
+        if self.draw not in DRAW_MODES:
+            raise UsageError(f"draw must be one of {', '.join(DRAW_MODES)}, got {self.draw!r}")
+        if self.protocol not in PROTOCOLS:
+            raise UsageError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if self.render not in RENDER_MODES:
             raise UsageError(f"render must be one of {', '.join(RENDER_MODES)}, got {self.render!r}")
 
@@ -72,6 +88,19 @@ class SegmentSettings:
         if self.render == "auto":
             return "processes" if self.workers >= 2 else "threads"
         return self.render
+
+    @property
+    def draw_labels(self) -> bool:
+        """Errors drawn on request: the segment must have labels."""
+        return self.draw == "errors"
+
+    def with_errors(self, has_labels: bool, model_classes: list[int] | None) -> SegmentSettings:
+        """These settings with the rules that judge a segment's frames, when its frames show errors:
+        it has labels, the drawing asks for errors, and the model outputs a Waymo type."""
+        types = tuple(self.class_map.types_for(model_classes))
+        if self.draw == "detections" or not has_labels or not types:
+            return dataclasses.replace(self, errors=None)
+        return dataclasses.replace(self, errors=ErrorRules(self.class_map, types, PROTOCOLS[self.protocol]))
 
     @property
     def animations(self) -> bool:
@@ -95,8 +124,17 @@ class SegmentSettings:
             "frame_format": self.frame_format,
             **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
-            "draw_labels": self.draw_labels,
+            "draw": self.draw,
+            "errors": self.errors_json(),
         }
+
+    def errors_json(self) -> dict[str, Any] | None:
+        """How the frames were judged (None: detections drawn alone)."""
+        rules = self.errors
+        if rules is None:
+            return None
+        return {"protocol": rules.protocol.name, "class_map": rules.class_map.source,
+                "types": [WaymoType(t).name for t in rules.types]}
 
 
 @dataclasses.dataclass(frozen=True)

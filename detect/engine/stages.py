@@ -20,8 +20,8 @@ from detect.core.errors import error_text
 from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult, Labels
 from detect.engine.spec import SegmentSettings
 from detect.model.inputs import DecodedImage
-from detect.render.draw import draw_detections
-from detect.render.labels import draw_labels
+from detect.render.draw import draw_detections, paint_watermark
+from detect.render.errors import draw_errors, judge
 from detect.sinks.animations import AnimationFrame, prepare_animation_frame
 from detect.sinks.frames import write_frame
 from detect.waymo.readers import SegmentKeys
@@ -111,9 +111,13 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     and the thread CPU seconds of each step."""
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
-    if settings.draw_labels and labels is not None and len(labels):
-        draw_labels(frame, labels, line_width=settings.style.line_width, in_place=True)
-    annotated = draw_detections(frame, detections, settings.style, in_place=True)  # the frame is ours
+    if settings.errors is not None and labels is not None:
+        draw_errors(frame, judge(detections, labels, settings.errors, settings.style), line_width=settings.style.line_width)
+        annotated = paint_watermark(frame, settings.style)
+    else:
+        drawn = draw_detections(frame, detections, settings.style, in_place=True)  # the frame is ours
+        assert isinstance(drawn, np.ndarray)
+        annotated = drawn
     t1 = time.thread_time()
     seconds["draw"] = t1 - t0
     if settings.write_frames:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from detect.core.errors import InputError
+from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.names import printable
 from detect.evaluate import coco
 from detect.evaluate.metrics import Evaluation, evaluate
@@ -42,7 +43,7 @@ class EvalResult:
 
 
 def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None = None,
-             out: Path | None = None) -> EvalResult:
+             out: Path | None = None, protocol: Protocol = COCO_PROTOCOL) -> EvalResult:
     """Evaluate every segment under `results` against its labels, pooled, reading one segment at a
     time; write the outputs to `out` (default: `results`)."""
     class_map = load_class_map(class_map_path)
@@ -58,7 +59,7 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
 
     with MatchesWriter(target / MATCHES_FILE) as matches:
         evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
-                              on_segment=segment_pages)
+                              on_segment=segment_pages, protocol=protocol)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map)

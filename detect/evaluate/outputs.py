@@ -1,4 +1,4 @@
-"""What `detect eval` writes and prints: eval.json, matches.parquet, pr_curves.png, a table."""
+"""What `detect eval` writes and prints: eval.json, matches.parquet, pr_curves.png, thresholds.png, a table."""
 
 from __future__ import annotations
 
@@ -10,19 +10,17 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from detect.core.records import WaymoType
-from detect.evaluate.metrics import SIZES, Evaluation, Match, TypeMetrics
+from detect.evaluate.matches import Match
+from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
+from detect.evaluate.plots import plot_pr_curves, plot_thresholds
 from detect.model.classmap import ClassMap
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
-from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE
+from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"
-# The frames' label colors are made for photos; on a white plot these read better.
-PLOT_COLORS = {"VEHICLE": "#1f77b4", "PEDESTRIAN": "#d62728", "CYCLIST": "#9467bd", "SIGN": "#7f7f7f"}
 
 MATCHES_SCHEMA = pa.schema([
     *KEY_FIELDS,
@@ -32,13 +30,19 @@ MATCHES_SCHEMA = pa.schema([
     ("score", pa.float32()),
     ("iou", pa.float32()),
     ("matched", pa.bool_()),
-    ("ignored", pa.bool_()),
     ("difficulty", pa.int8()),
     (OBJECT_ID, pa.string()),
+    ("xmin", pa.float32()),
+    ("ymin", pa.float32()),
+    ("xmax", pa.float32()),
+    ("ymax", pa.float32()),
+    ("class_id", pa.int32()),
+    ("iou_threshold", pa.float32()),
 ])
 
 
 def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, Any]:
+    protocol = evaluation.protocol
     return {
         "library": {"name": LIBRARY, "version": metadata.version(LIBRARY), "iou_type": "bbox",
                     "area_ranges": "COCO: small < 32^2 <= medium < 96^2 <= large (pixels)", "max_detections": 100},
@@ -48,12 +52,18 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, Any]:
         "types": [WaymoType(t).name for t in evaluation.types],
         "class_map": class_map.to_json(),
         "threshold": evaluation.threshold,
+        "protocol": {"name": protocol.name, "title": protocol.title, "ap_name": protocol.ap_name,
+                     "iou": {WaymoType(t).name: protocol.iou(t) for t in evaluation.types},
+                     "decides": "matches.parquet, the pictures, precision/recall/F1, PR curves, thresholds"},
         "levels": {level: [dataclasses.asdict(row) for row in rows] for level, rows in evaluation.levels.items()},
         "cameras_level_2": {camera: dataclasses.asdict(row) for camera, row in evaluation.cameras.items()},
-        "pr_curves_level_2_iou_0_5": evaluation.pr_curves,
-        "note": ("AP50: AP at IoU 0.5; AP: mean over IoU 0.5:0.95; AR100: recall at 100 detections per image; "
-                 "ALL: mean over the types; precision/recall/F1 at the drawing threshold, IoU 0.5; LEVEL_1 ignores "
-                 "LEVEL_2 labels (COCO iscrowd), LEVEL_2 counts every label"),
+        "pr_curves_level_2": evaluation.pr_curves,
+        "thresholds_level_2": {name: dataclasses.asdict(s) for name, s in evaluation.sweeps.items()},
+        "note": ("AP50: AP at IoU 0.5 (COCO); ap_waymo: AP at IoU 0.7 for VEHICLE and 0.5 for the others (Waymo's 2D "
+                 "protocol); AP: mean over IoU 0.5:0.95; AR100: recall at 100 detections per image; ALL: mean over the "
+                 "types; precision/recall/F1 at the drawing threshold and the protocol's IoU; LEVEL_1 ignores LEVEL_2 "
+                 "labels (COCO iscrowd), LEVEL_2 counts every label; thresholds: P/R/F1 for every drawing threshold, "
+                 "its F1-best one, histograms of the scores of hits and false alarms (LEVEL_2)"),
     }
 
 
@@ -81,6 +91,7 @@ class MatchesWriter:
 
 
 def matches_table(matches: list[Match]) -> pa.Table:
+    boxes = [m.xyxy for m in matches]
     return pa.table({
         SEGMENT: pa.array([m.key.segment_context_name for m in matches], pa.string()),
         TIMESTAMP: pa.array([m.key.frame_timestamp_micros for m in matches], pa.int64()),
@@ -91,58 +102,57 @@ def matches_table(matches: list[Match]) -> pa.Table:
         "score": pa.array([m.score for m in matches], pa.float32()),
         "iou": pa.array([m.iou for m in matches], pa.float32()),
         "matched": pa.array([m.matched for m in matches], pa.bool_()),
-        "ignored": pa.array([m.ignored for m in matches], pa.bool_()),
         "difficulty": pa.array([m.difficulty for m in matches], pa.int8()),
         OBJECT_ID: pa.array([m.object_id for m in matches], pa.string()),
+        **{name: pa.array([b[i] for b in boxes], pa.float32()) for i, name in enumerate(("xmin", "ymin", "xmax", "ymax"))},
+        "class_id": pa.array([m.class_id for m in matches], pa.int32()),
+        "iou_threshold": pa.array([m.iou_threshold for m in matches], pa.float32()),
     }, schema=MATCHES_SCHEMA)
 
 
 def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, Any]) -> list[Path]:
-    """eval.json and pr_curves.png in `out`, each written atomically (matches.parquet: `MatchesWriter`)."""
+    """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
+    (matches.parquet: `MatchesWriter`)."""
     written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2, allow_nan=False) + "\n").encode())]
-    with atomic_path(out / PR_CURVES_FILE) as tmp:
-        plot_pr_curves(evaluation, tmp)
-    written.append(out / PR_CURVES_FILE)
+    for name, plot in ((PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)):
+        with atomic_path(out / name) as tmp:
+            plot(evaluation, tmp)
+        written.append(out / name)
     return written
 
 
-def plot_pr_curves(evaluation: Evaluation, path: Path) -> None:
-    """Precision against recall per type (LEVEL_2, IoU 0.5), AP50 in the legend; readable at 800 px."""
-    figure = Figure(figsize=(6.4, 4.8), dpi=125)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    ap50 = {row.name: row.ap50 for row in evaluation.levels["LEVEL_2"]}
-    for name, curve in evaluation.pr_curves.items():
-        axes.plot(curve["recall"], curve["precision"], color=PLOT_COLORS.get(name, "0.3"), linewidth=2.2,
-                  label=f"{name}  AP50 {_fmt(ap50.get(name))}")
-    axes.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="recall", ylabel="precision",
-             title="Precision-recall at IoU 0.5 (LEVEL_2)")
-    axes.grid(True, alpha=0.3)
-    if evaluation.pr_curves:
-        axes.legend(loc="lower left")
-    else:
-        axes.text(0.5, 0.5, "no labels of the evaluated types", ha="center", va="center")
-    figure.tight_layout()
-    figure.savefig(path, format="png")
-
-
 def table_lines(evaluation: Evaluation) -> list[str]:
-    """The terminal table: per type and ALL, for both levels; then AP50 per camera."""
-    header = (f"{'type':<11}{'level':<9}{'labels':>7}{'dets':>7}{'AP50':>7}{'AP':>7}{'AR100':>7}"
+    """The terminal table: per type and ALL, for both levels; AP50 per camera; F1-best thresholds."""
+    protocol = evaluation.protocol
+    header = (f"{'type':<11}{'level':<9}{'labels':>7}{'dets':>7}{'AP50':>8}{'AP70/50':>8}{'AP':>7}{'AR100':>7}"
               + "".join(f"{'AP_' + s[0]:>7}" for s in SIZES[1:]) + f"{'P':>7}{'R':>7}{'F1':>7}")
-    lines = [f"at the drawing threshold {evaluation.threshold:g} (dets, P, R, F1) and IoU 0.5 (AP50, P, R, F1):", header]
+    lines = [f"{protocol.describe()} decides hits; at the drawing threshold {evaluation.threshold:g}: dets, P, R, F1 "
+             f"(AP50: COCO; AP70/50: Waymo; AP and AP_s/m/l: IoU 0.5:0.95)", header]
     for level, rows in evaluation.levels.items():
         for row in rows:
             lines.append(_row(row, level))
     cameras = "  ".join(f"{camera} {_fmt(row.ap50)}" for camera, row in evaluation.cameras.items())
     lines.append(f"AP50 per camera (LEVEL_2, ALL): {cameras}")
+    lines.extend(best_threshold_lines(evaluation))
     return lines
+
+
+def best_threshold_lines(evaluation: Evaluation) -> list[str]:
+    """The F1-best threshold per type (LEVEL_2, the protocol's IoU), beside the current one."""
+    parts = []
+    for name, found in evaluation.sweeps.items():
+        best = found.best
+        if best is not None:
+            parts.append(f"{name} {best.suggested} (F1 {best.f1:.2f}: P {best.precision:.2f}, R {best.recall:.2f})")
+    if not parts:
+        return []
+    return [f"F1-best threshold (LEVEL_2, now {evaluation.threshold:g}): " + "; ".join(parts)]
 
 
 def _row(row: TypeMetrics, level: str) -> str:
     sizes = "".join(f"{_fmt(row.ap_by_size[s]):>7}" for s in SIZES[1:])
-    return (f"{row.name:<11}{level:<9}{row.labels:>7}{row.detections:>7}{_fmt(row.ap50):>7}{_fmt(row.ap):>7}"
-            f"{_fmt(row.ar100):>7}{sizes}{_fmt(row.precision):>7}{_fmt(row.recall):>7}{_fmt(row.f1):>7}")
+    return (f"{row.name:<11}{level:<9}{row.labels:>7}{row.detections:>7}{_fmt(row.ap50):>8}{_fmt(row.ap_waymo):>8}"
+            f"{_fmt(row.ap):>7}{_fmt(row.ar100):>7}{sizes}{_fmt(row.precision):>7}{_fmt(row.recall):>7}{_fmt(row.f1):>7}")
 
 
 def _fmt(value: float | None) -> str:

@@ -31,8 +31,9 @@ from detect.core.cameras import CameraName
 
 AREA_RANGES = 4  # COCO's all, small, medium, large
 MAX_DETECTIONS = 100  # per image, as COCO's AP and AR100 count them
-# Per type and camera: labels (not ignored), detections at the threshold, hits, false alarms.
-LABELS, DETECTIONS, HITS, MISSES = range(4)
+# Per type and camera: labels (not ignored), detections at the threshold (hits and false alarms
+# depend on the IoU a protocol asks: `outcomes`).
+LABELS, DETECTIONS = range(2)
 _CAMERAS = len(CameraName) + 1  # indexed by camera number
 
 
@@ -44,7 +45,7 @@ class Pool:
         cells = len(self.types) * AREA_RANGES
         self._chunks: list[list[np.ndarray]] = [[] for _ in range(cells)]  # per cell: structured arrays
         self._labels = np.zeros((cells, _CAMERAS), np.int64)  # labels not ignored, per cell and camera
-        self.counts = np.zeros((len(self.types), _CAMERAS, 4), np.int64)
+        self.counts = np.zeros((len(self.types), _CAMERAS, 2), np.int64)
         self._iou_thresholds: np.ndarray | None = None
         self._recall_thresholds: np.ndarray | None = None
         self._image_rank: dict[int, int] = {}  # image id -> the order it came in
@@ -98,15 +99,8 @@ class Pool:
             if not ann["iscrowd"] and ann["category_id"] in index:
                 self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), LABELS] += 1
         for ann in dt.anns.values():
-            if ann["score"] < threshold or ann["category_id"] not in index:
-                continue
-            row = self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]])]
-            row[DETECTIONS] += 1
-            matched = gt.anns[ann["gt_id"]] if ann.get("tp") else None
-            if matched is None:
-                row[MISSES] += 1
-            elif not matched["iscrowd"]:
-                row[HITS] += 1  # a detection on an ignored (crowd) label is neither
+            if ann["score"] >= threshold and ann["category_id"] in index:
+                self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), DETECTIONS] += 1
 
     def accumulate(self, camera: CameraName | None = None) -> dict[str, Any] | None:
         """COCO's accumulation over the pool (or one camera's images): `precision` [T, R, K, A, 1]
@@ -151,8 +145,22 @@ class Pool:
                 precision[t, :, k, a, 0] = sampled
         return {"precision": precision, "recall": recall}
 
+    def outcomes(self, k: int, t: int, camera: CameraName | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+        """Type `k`'s counted detections at IoU threshold index `t` (every size; one camera's or
+        all): their scores, whether each matched a label, and the number of labels."""
+        cell = k * AREA_RANGES
+        chunks = self._chunks[cell]
+        found = np.concatenate(chunks) if chunks else np.zeros(0, _RECORD)
+        labels = self._labels[cell]
+        if camera is not None:
+            found = found[np.asarray(self._camera_of_rank, np.int64)[found["image"]] == int(camera)] if len(found) else found
+            labels = labels[int(camera)]
+        bit = np.uint16(1 << t)
+        found = found[(found["ignored"] & bit) == 0]
+        return found["score"].copy(), (found["matched"] & bit) != 0, int(labels.sum())
+
     def type_counts(self, camera: CameraName | None = None) -> np.ndarray:
-        """`[types, 4]`: labels, detections, hits, false alarms, for every camera or one."""
+        """`[types, 2]`: labels and detections at the threshold, for every camera or one."""
         return self.counts.sum(axis=1) if camera is None else self.counts[:, int(camera)]
 
     @property

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from detect.core.errors import UsageError
-from detect.core.records import WaymoType
+from detect.core.matching import ImageMatches, Protocol, match_image
+from detect.core.records import Labels, WaymoType
 from detect.model.labels import UnknownClassError, label_for, parse_classes
 
 # A person box rides a bicycle box when at least this share of the smaller of the two lies in both,
@@ -79,6 +80,7 @@ class ClassMap:
             types=np.asarray([types[i] for i in keep] + [int(WaymoType.CYCLIST)] * len(pairs), np.int64),
             class_ids=np.asarray([class_ids[i] for i in keep] + [BICYCLE_ID] * len(pairs), np.int64),
             riders=len(pairs),
+            rows=tuple((i,) for i in keep) + tuple((p, b) for p, b in pairs),
         )
 
     def types_for(self, model_classes: Iterable[int] | None) -> list[int]:
@@ -95,13 +97,15 @@ class ClassMap:
 @dataclasses.dataclass(frozen=True, eq=False)
 class WaymoBoxes:
     """One image's detections in Waymo types (pixel xyxy); `class_ids` is the model class behind each
-    (a paired rider: bicycle), `riders` how many person + bicycle pairs became one CYCLIST."""
+    (a paired rider: bicycle), `riders` how many person + bicycle pairs became one CYCLIST, `rows`
+    the input rows behind each box (two for a rider)."""
 
     xyxy: np.ndarray
     scores: np.ndarray
     types: np.ndarray
     class_ids: np.ndarray
     riders: int = 0
+    rows: tuple[tuple[int, ...], ...] = ()
 
 
 def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> list[tuple[int, int]]:
@@ -172,3 +176,27 @@ def _waymo_type(value: object, path: Path, key: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value in names.values():
         return value
     raise UsageError(f"--class-map {path}: {key!r} maps to {value!r}; expected one of {', '.join(names)} (or 1-4)")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FrameMatch:
+    """One image's detections in Waymo types, matched to its labels: `detections` are the indices
+    of `boxes` evaluated (types the model is judged on), `labels` those of the labels kept, and
+    `matches` is over those two subsets."""
+
+    boxes: WaymoBoxes
+    detections: np.ndarray
+    labels: np.ndarray
+    matches: ImageMatches
+
+
+def match_frame(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, labels: Labels, class_map: ClassMap,
+                types: Sequence[int], protocol: Protocol) -> FrameMatch:
+    """What `detect eval` and the pictures both use: the model's boxes as Waymo types, and COCO's
+    matching (`detect.core.matching`) against the labels of `types`, every label counted."""
+    boxes = class_map.to_waymo(xyxy, scores, class_ids)
+    detections = np.flatnonzero(np.isin(boxes.types, list(types)))
+    kept = np.flatnonzero(np.isin(labels.types.astype(np.int64), list(types)))
+    matches = match_image(boxes.xyxy[detections], boxes.scores[detections], boxes.types[detections],
+                          labels.xyxy[kept], labels.types[kept], protocol)
+    return FrameMatch(boxes, detections, kept, matches)

@@ -190,11 +190,17 @@ def draw_detections(
         font_size=style.font_size,
         dashed=style.dashed,
     )
+    paint_watermark(canvas, style)
+    return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
+
+
+def paint_watermark(canvas: np.ndarray, style: DrawStyle) -> np.ndarray:
+    """The style's watermark (if any) in the bottom-left corner of `canvas`, in place; returns it."""
     if style.watermark:
         height, width = canvas.shape[:2]
         size = style.font_size or scaled_font_size(width, height)
         paint_chip(canvas, (0, height, 0, height), style.watermark, WATERMARK_COLOR, size)
-    return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
+    return canvas
 
 
 def draw_boxes(
@@ -206,12 +212,16 @@ def draw_boxes(
     line_width: int | None = None,
     font_size: int | None = None,
     dashed: bool = False,
+    lines: Sequence[str] | None = None,
+    widths: Sequence[int] | None = None,
 ) -> None:
     """Draw pixel `xyxy` boxes with optional chips onto `canvas` (uint8 `(H, W, 3)`) in place.
 
     The building block for overlays: ground truth can go on the same canvas you own, e.g. dashed
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
     fully outside, non-finite or empty after clipping draw nothing. The first box ends up on top.
+    `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
+    solid, as `dashed` says), `widths` its own line width.
     """
     if not isinstance(canvas, np.ndarray) or canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
         raise ValueError("canvas must be a uint8 numpy array of shape (H, W, 3)")
@@ -221,9 +231,12 @@ def draw_boxes(
             f"xyxy, texts and colors must have one entry per box, "
             f"got {len(xyxy)}, {len(texts)} and {len(colors)}"
         )
+    if lines is not None and len(lines) != len(xyxy) or widths is not None and len(widths) != len(xyxy):
+        raise ValueError(f"lines and widths must have one entry per box ({len(xyxy)})")
     height, width = canvas.shape[:2]
     lw = line_width or scaled_line_width(width, height)
     size = font_size or scaled_font_size(width, height)
+    styles = lines or ["dashed" if dashed else "solid"] * len(xyxy)
     clipped = [_clip(box, width, height) for box in xyxy]
     # Lowest-ranked first so the best box and its chip are drawn last, on top; all chips after
     # all boxes so no box line crosses a chip.
@@ -231,7 +244,7 @@ def draw_boxes(
     for i in order:
         box = clipped[i]
         if box is not None:
-            _rectangle(canvas, box, colors[i], lw, dashed)
+            paint_outline(canvas, box, colors[i], widths[i] if widths is not None else lw, styles[i])
     for i in order:
         box, text = clipped[i], texts[i]
         if box is not None and text:
@@ -252,8 +265,14 @@ def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int]
     )
 
 
-def _rectangle(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB, lw: int, dashed: bool) -> None:
-    """An outline `lw` pixels wide, inside the box's inclusive bounds (as Pillow draws it)."""
+LINE_STYLES = ("solid", "dashed", "dotted")
+
+
+def paint_outline(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB, lw: int, line: str = "solid") -> None:
+    """An outline `lw` pixels wide, inside the box's inclusive bounds (as Pillow draws it), on
+    `canvas` in place: solid, dashed (dashes 3 line widths long) or dotted (dots 1 line width)."""
+    if line not in LINE_STYLES:
+        raise ValueError(f"line must be one of {', '.join(LINE_STYLES)}, got {line!r}")
     x0, y0, x1, y1 = box
     t = min(lw, (x1 - x0) // 2 + 1, (y1 - y0) // 2 + 1)
     edges = (
@@ -264,12 +283,12 @@ def _rectangle(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB, l
     )
     for rows, cols, axis in edges:
         region = canvas[rows, cols]
-        if not dashed:
+        if line == "solid":
             region[...] = color
             continue
-        dash = max(4, 3 * lw)
+        dash, gap = (max(4, 3 * lw), max(4, 3 * lw)) if line == "dashed" else (max(2, lw), max(2, lw))
         length = region.shape[axis]
-        for start in range(0, length, 2 * dash):
+        for start in range(0, length, dash + gap):
             if axis == 1:
                 region[:, start:start + dash] = color
             else:
@@ -280,6 +299,16 @@ def chip_height(size: int) -> int:
     """The height of a chip `paint_chip` draws with text of `size` pixels."""
     text_h = _word_alpha("Ag", size).shape[0]
     return text_h + 2 * max(1, math.ceil(text_h / 8))
+
+
+def chip_width(text: str, size: int) -> int:
+    """The width of the chip `paint_chip` draws for `text` at `size` pixels."""
+    words = text.split()
+    if not words:
+        return 0
+    text_h = _word_alpha("Ag", size).shape[0]
+    pad = max(1, math.ceil(text_h / 8))
+    return sum(_word_alpha(w, size).shape[1] for w in words) + _space_width(size) * (len(words) - 1) + 2 * pad
 
 
 def paint_chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, color: RGB, size: int) -> None:

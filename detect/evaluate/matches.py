@@ -1,0 +1,68 @@
+"""Every detection and every label of a segment, with what the matching made of it: the rows of
+`matches.parquet`, from the same per-image matching the pictures are drawn with
+(`detect.model.classmap.match_frame`: COCO's rule at the protocol's IoU, every label counted)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from detect.core.matching import Protocol
+from detect.core.records import FrameKey, Labels
+from detect.evaluate.results import SegmentResults
+from detect.model.classmap import ClassMap, match_frame
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """One detection or one label and what it was matched with."""
+
+    key: FrameKey
+    kind: str  # "detection" or "label"
+    waymo_type: int
+    score: float | None  # a label's: the score of the detection that matched it
+    iou: float | None
+    matched: bool  # by any detection in the table (a label: see `score` for the threshold)
+    difficulty: int | None
+    object_id: str | None
+    xyxy: tuple[float, float, float, float]  # pixels
+    class_id: int | None  # the model's class behind a detection (a paired rider: bicycle)
+    iou_threshold: float  # what a match of this type needs under the protocol
+
+
+def segment_matches(segment: SegmentResults, class_map: ClassMap, types: list[int], protocol: Protocol) -> list[Match]:
+    """Per image in order: its detections (best first), then its labels."""
+    rows: dict[FrameKey, list[int]] = {}
+    for i, key in enumerate(segment.detections.keys):
+        rows.setdefault(key, []).append(i)
+    found = segment.detections
+    out: list[Match] = []
+    for key in sorted(segment.images, key=lambda k: k.order):
+        index = np.asarray(rows.get(key, []), np.int64)
+        labels = segment.labels.get(key) or Labels.empty()
+        frame = match_frame(found.xyxy[index], found.scores[index], found.class_ids[index], labels, class_map, types,
+                            protocol)
+        boxes, matches = frame.boxes, frame.matches
+        detections = []
+        for j, i in enumerate(frame.detections):
+            label = int(matches.label_of[j])
+            waymo_type = int(boxes.types[i])
+            detections.append(Match(key, "detection", waymo_type, float(boxes.scores[i]),
+                                    None if label < 0 else float(matches.iou[j]), label >= 0, None,
+                                    None if label < 0 else labels.object_ids[frame.labels[label]],
+                                    _box(boxes.xyxy[i]), int(boxes.class_ids[i]), protocol.iou(waymo_type)))
+        out.extend(sorted(detections, key=lambda m: -(m.score or 0.0)))
+        for g, label_index in enumerate(frame.labels):
+            j = int(matches.detection_of[g])
+            waymo_type = int(labels.types[label_index])
+            out.append(Match(key, "label", waymo_type, None if j < 0 else float(boxes.scores[frame.detections[j]]),
+                             None if j < 0 else float(matches.iou[j]), j >= 0, int(labels.difficulty[label_index]),
+                             labels.object_ids[label_index], _box(labels.xyxy[label_index]), None,
+                             protocol.iou(waymo_type)))
+    return out
+
+
+def _box(values: np.ndarray) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (float(v) for v in values)
+    return x0, y0, x1, y1

@@ -1,0 +1,98 @@
+"""`detect eval`'s pictures: precision-recall curves with the operating points, and the threshold
+help (P, R and F1 against the drawing threshold; the scores of hits and false alarms). Drawn with
+matplotlib's object API on the Agg canvas, legends outside the data, readable at 800 px."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from detect.evaluate.metrics import Evaluation
+from detect.evaluate.thresholds import BINS
+
+# The frames' colors are made for photos; on a white plot these read better (and apart, for
+# color-blind readers: Okabe-Ito blue, vermillion, reddish purple, grey).
+PLOT_COLORS = {"VEHICLE": "#0072B2", "PEDESTRIAN": "#D55E00", "CYCLIST": "#CC79A7", "SIGN": "#7f7f7f"}
+HIT_COLOR, FALSE_ALARM_COLOR = "#56B4E9", "#D55E00"  # as the frames draw them
+
+
+def plot_pr_curves(evaluation: Evaluation, path: Path) -> None:
+    """Precision against recall per type (LEVEL_2, the protocol's IoU), the AP in the legend; a
+    dot where the drawing threshold operates, a diamond at the F1-best threshold."""
+    figure = Figure(figsize=(6.4, 5.4), dpi=125)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    protocol = evaluation.protocol
+    rows = {row.name: row for row in evaluation.levels["LEVEL_2"]}
+    for name, curve in evaluation.pr_curves.items():
+        color = PLOT_COLORS.get(name, "0.3")
+        row = rows.get(name)
+        ap = None if row is None else row.ap50 if protocol.name == "coco" else row.ap_waymo
+        axes.plot(curve["recall"], curve["precision"], color=color, linewidth=2.2, label=f"{name} {protocol.ap_name} {_fmt(ap)}")
+        if row is not None and row.precision is not None and row.recall is not None:
+            axes.plot([row.recall], [row.precision], "o", color=color, markersize=9, markeredgecolor="black")
+        best = evaluation.sweeps[name].best if name in evaluation.sweeps else None
+        if best is not None:
+            axes.plot([best.recall], [best.precision], "D", color=color, markersize=8, markeredgecolor="black")
+    axes.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="recall", ylabel="precision")
+    axes.set_title(f"Precision-recall, {protocol.describe()} (LEVEL_2)", fontsize=10)
+    axes.grid(True, alpha=0.3)
+    if evaluation.pr_curves:
+        axes.plot([], [], "o", color="white", markeredgecolor="black", label=f"threshold {evaluation.threshold:g}")
+        axes.plot([], [], "D", color="white", markeredgecolor="black", label="F1-best threshold")
+        figure.legend(loc="lower center", ncol=2, fontsize=9, frameon=False)
+        figure.tight_layout(rect=(0, 0.16, 1, 1))
+    else:
+        axes.text(0.5, 0.5, "no labels of the evaluated types", ha="center", va="center")
+        figure.tight_layout()
+    figure.savefig(path, format="png")
+
+
+def plot_thresholds(evaluation: Evaluation, path: Path) -> None:
+    """One row per type with labels: P, R and F1 against the threshold (the current one and the
+    F1-best one marked), and the score histograms of hits and false alarms."""
+    sweeps = {name: s for name, s in evaluation.sweeps.items() if s.labels}
+    figure = Figure(figsize=(8, 0.6 + 2.6 * max(1, len(sweeps))), dpi=110)
+    FigureCanvasAgg(figure)
+    if not sweeps:
+        axes = figure.add_subplot()
+        axes.axis("off")
+        axes.text(0.5, 0.5, "no labels of the evaluated types", ha="center", va="center")
+        figure.savefig(path, format="png")
+        return
+    grid = figure.subplots(len(sweeps), 2, squeeze=False)
+    centers = [(a + b) / 2 for a, b in zip(BINS[:-1], BINS[1:], strict=True)]
+    for (name, found), (curve_axes, hist_axes) in zip(sweeps.items(), grid, strict=True):
+        for values, label, style in ((found.precision, "precision", "-"), (found.recall, "recall", "--"),
+                                     (found.f1, "F1", "-")):
+            points = [(t, v) for t, v in zip(found.thresholds, values, strict=True) if v is not None]
+            if points:
+                curve_axes.plot([p[0] for p in points], [p[1] for p in points], style, label=label,
+                                linewidth=2.4 if label == "F1" else 1.6,
+                                color={"precision": "#0072B2", "recall": "#E69F00", "F1": "black"}[label])
+        curve_axes.axvline(evaluation.threshold, color="0.4", linestyle=":", linewidth=1.5)
+        if found.best is not None:
+            curve_axes.plot([found.best.score], [found.best.f1], "D", color="black", markersize=7)
+            curve_axes.annotate(f"best {found.best.suggested}", (found.best.score, found.best.f1), fontsize=8,
+                                xytext=(4, 6), textcoords="offset points")
+        curve_axes.set(xlim=(0, 1), ylim=(0, 1.05), ylabel=name, xlabel="threshold")
+        curve_axes.grid(True, alpha=0.3)
+        width = (BINS[1] - BINS[0]) * 0.42
+        hist_axes.bar([c - width / 2 for c in centers], found.hit_histogram, width=width, color=HIT_COLOR, label="hits")
+        hist_axes.bar([c + width / 2 for c in centers], found.false_alarm_histogram, width=width,
+                      color=FALSE_ALARM_COLOR, label="false alarms")
+        hist_axes.axvline(evaluation.threshold, color="0.4", linestyle=":", linewidth=1.5)
+        hist_axes.set(xlim=(0, 1), xlabel="score", ylabel="detections")
+        hist_axes.yaxis.get_major_locator().set_params(integer=True)
+    grid[0][0].set_title(f"P, R, F1 vs threshold (dotted: now {evaluation.threshold:g})", fontsize=9)
+    grid[0][1].set_title("scores of hits and false alarms", fontsize=9)
+    handles = grid[0][0].get_legend_handles_labels()[0] + grid[0][1].get_legend_handles_labels()[0]
+    figure.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.35 / figure.get_figheight(), 1, 1))
+    figure.savefig(path, format="png")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
