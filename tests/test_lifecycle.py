@@ -143,7 +143,8 @@ def test_the_summary_line_is_exact_with_an_injected_clock(tiny_v2_path, tmp_path
 
     low_scores = dataclasses.replace(report, detections=14, drawn=3)  # the table keeps boxes below the threshold too
     assert summary_line(low_scores, model="model: m") == (
-        f"{TINY_SEGMENT}: 15 images, 3 detections drawn (14 in the table), 7.5 images/s -> {tmp_path / TINY_SEGMENT} "
+        f"{TINY_SEGMENT}: 15 images, 3 boxes drawn (at or above the threshold); 14 kept in the table (low scores too, "
+        f"for evaluation), 7.5 images/s -> {tmp_path / TINY_SEGMENT} "
         f"(model: m)")
 
 
@@ -178,8 +179,8 @@ def test_the_journal_round_trips_a_result_exactly(tmp_path):
 def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, tmp_path):
     run(tiny_v2_path, tmp_path)
     (tmp_path / TINY_SEGMENT / "manifest.json").unlink()
-    lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, SegmentSettings(gif=False, mode="resume"),
-                                      FACTS)
+    settings = SegmentSettings(gif=False, mode="resume").with_errors(True, None)  # as the engine judged its frames
+    lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, settings, FACTS)
     assert isinstance(lifecycle, SegmentLifecycle) and lifecycle.pending == []
     key = lifecycle.planned[0]
     with pytest.raises(ValueError, match=f"^{TINY_SEGMENT}: no frame was pending, nothing to record$"):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
 
 from detect.cli.console import visible
+from detect.cli.followup import FollowUp, follow_up
 from detect.cli.values import AUTO_GT, EXIT_FRAMES_FAILED, EXIT_OK
 from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import UsageError
@@ -22,17 +24,18 @@ from detect.engine.summary import failure_lines, format_table, invalid_boxes_war
 from detect.model.classmap import load_class_map
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
-from detect.report.build import build_reports
 from detect.waymo.selection import FrameFilter
 
 
 def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
-    if args.report:
-        _notes(build_reports(report.segment_dir).notes, err)
+    after = _follow_up(args, report.segment_dir, pooled=False)
+    _notes(after.notes, err)
     if not args.quiet:
         print(summary_line(report, model.kind, model_label(model.facts)), file=out)
+        for line in after.lines:
+            print(line, file=out)
         for line in failure_lines(report):
             print(line, file=err)
         warning = invalid_boxes_warning(report)
@@ -53,14 +56,22 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         engine = LocalEngine()
     result = run_many(spec, engine, reporter)
-    if args.report:
-        _notes(build_reports(spec.out).notes, err)
+    after = _follow_up(args, spec.out, pooled=True)
+    _notes(after.notes, err)
     if not args.quiet:
         if result.model is not None:
             print(model_label(result.model), file=out)
         for line in format_table(result.outcomes, result.seconds):
             print(line, file=out)
+        for line in after.lines:
+            print(line, file=out)
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
+
+
+def _follow_up(args: argparse.Namespace, results: Path, pooled: bool) -> FollowUp:
+    """Evaluate and write the report, as the flags allow (see `detect.cli.followup`)."""
+    return follow_up(results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
+                     protocol=args.protocol, pooled=pooled)
 
 
 def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:

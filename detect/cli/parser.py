@@ -202,6 +202,6 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
-    parser.add_argument("--report", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
+    parser.add_argument("--report", action="store_true", default=True, help=argparse.SUPPRESS)  # the default now; kept for scripts
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     _common(parser)

@@ -125,7 +125,7 @@ class SegmentSettings:
             **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
             "draw": self.draw,
-            "errors": self.errors_json(),
+            "errors": None if self.errors is None else f"{self.errors.protocol.name} protocol, {self.errors.class_map.source}",
         }
 
     def errors_json(self) -> dict[str, Any] | None:

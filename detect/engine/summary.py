@@ -41,10 +41,16 @@ def summary_line(report: SegmentReport, kind: str = "real", model: str | None = 
 
 
 def _boxes(report: SegmentReport) -> str:
-    """"3 boxes drawn (14 in the table)": the table also keeps the low scores evaluation needs."""
+    """"3 boxes drawn (at or above the threshold); 14 kept in detections.parquet": the table also
+    keeps the low scores evaluation needs."""
     if report.drawn is None or report.drawn == report.detections:
-        return f"{report.detections} detections"
-    return f"{report.drawn} detections drawn ({report.detections} in the table)"
+        return f"{report.detections} {_plural(report.detections, 'detection')}"
+    return (f"{report.drawn} {_plural(report.drawn, 'box', 'boxes')} drawn (at or above the threshold); "
+            f"{report.detections} kept in the table (low scores too, for evaluation)")
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return one if count == 1 else many or f"{one}s"
 
 
 def failure_lines(report: SegmentReport) -> list[str]:

@@ -18,8 +18,9 @@ from PIL import Image
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData
+from detect.report.evaluation import evaluation_section
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
-from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, real_file, real_folder
+from detect.sinks.layout import EVAL_FILE, real_file, real_folder
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -33,6 +34,7 @@ th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td 
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(360px, 100%), 1fr)); gap: 12px; }
 .grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; } img, video { max-width: 100%; }
 .status-failed, .status-done_with_failures, .status-complete_with_failures { color: #b00020; font-weight: 600; }
+h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: repeat(auto-fill, minmax(min(200px, 100%), 1fr)); }
 """
 
 SORT_SCRIPT = """
@@ -90,7 +92,7 @@ def segment_page(data: SegmentData) -> Path:
     if thumbs:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
     if data.evaluation:
-        sections.append(_evaluation(data.evaluation, directory))
+        sections.append(evaluation_section(data.evaluation, directory, data.name, assets))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if safe.number(v) != "-"}
     if stage_ms:
@@ -146,7 +148,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
     evaluation = _json_object(root / EVAL_FILE)
     if evaluation:
-        sections.append(_evaluation(evaluation, root))
+        sections.append(evaluation_section(evaluation, root))
     sections.append("<h2>Segments</h2><p class='muted'>Click a column title to sort.</p>"
                     + _table(headers, rows, css="sortable"))
     return _write(root / INDEX_FILE, f"detect: {len(segments)} segments", sections, script=SORT_SCRIPT)
@@ -186,23 +188,6 @@ def _classes(knows: Any) -> str:
 def _facts_table(facts: dict[str, Any]) -> str:
     rows = "".join(f"<tr><td>{safe.text(k)}</td><td>{safe.text(v)}</td></tr>" for k, v in facts.items() if v is not None)
     return f"<table class='facts'><tbody>{rows}</tbody></table>"
-
-
-def _evaluation(report: dict[str, Any], directory: Path) -> str:
-    headers = ["type", "level", "labels", "dets", "AP50", "AP", "AR100", "P", "R", "F1"]
-    rows = [[r.get("name"), level, _count_cell(r.get("labels")), _count_cell(r.get("detections")),
-             *[_num(r.get(k), 3) for k in ("ap50", "ap", "ar100", "precision", "recall", "f1")]]
-            for level, level_rows in safe.mapping(report.get("levels")).items() if isinstance(level_rows, list)
-            for r in level_rows if isinstance(r, dict)]
-    curves = _img(PR_CURVES_FILE, "precision-recall curves") if (directory / PR_CURVES_FILE).is_file() else ""
-    library = safe.mapping(report.get("library"))
-    types = safe.items(report.get("types"))
-    dropped = safe.count(report.get("labels_dropped"))
-    note = f" {dropped} unusable label rows were dropped." if dropped else ""
-    return (f"<h2>Against Waymo's labels</h2><p class='muted'>{safe.text(library.get('name'))} "
-            f"{safe.text(library.get('version'))}; types {safe.text(', '.join(str(t) for t in types))}; "
-            f"P, R, F1 at the drawing threshold {_num(report.get('threshold'), 2)} and IoU 0.5.{note}</p>"
-            + _table(headers, rows) + curves)
 
 
 def _json_object(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,75 @@
+"""After `detect segment` / `detect run`: evaluate against the labels (when there are any) and
+write the report, so one command ends with AP per type, the F1-best thresholds and a page to open."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from detect.core.errors import InputError
+from detect.core.matching import PROTOCOLS
+from detect.evaluate.commands import EvalResult, run_eval
+from detect.evaluate.outputs import best_threshold_lines
+from detect.report.build import build_reports
+from detect.report.pages import INDEX_FILE, REPORT_FILE
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE
+
+
+@dataclasses.dataclass(frozen=True)
+class FollowUp:
+    """What the follow-up wrote and has to say."""
+
+    lines: list[str]  # for the summary (stdout)
+    notes: list[str]  # one line each (stderr)
+
+
+def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
+              pooled: bool) -> FollowUp:
+    """`detect eval` on `results` when a segment there has labels, then `detect report`."""
+    lines: list[str] = []
+    notes: list[str] = []
+    if evaluate and _has_labels(results, pooled):
+        try:
+            result = run_eval(results, class_map_path=class_map, protocol=PROTOCOLS[protocol])
+        except InputError as err:
+            notes.append(f"not evaluated: {err}")
+        else:
+            notes += result.notes
+            lines += evaluation_lines(result)
+    if report:
+        try:
+            written = build_reports(results)
+        except InputError as err:
+            notes.append(f"no report: {err}")
+        else:
+            notes += written.notes
+            page = results / (INDEX_FILE if pooled else REPORT_FILE)
+            lines.append(f"report: {page}" if page.is_file() else f"reports: {len(written.written)} page(s) under {results}")
+    return FollowUp(lines, notes)
+
+
+def evaluation_lines(result: EvalResult) -> list[str]:
+    """AP per type with labels (LEVEL_2, both protocols) and the F1-best thresholds."""
+    evaluation = result.evaluation
+    rows = [r for r in evaluation.levels["LEVEL_2"] if r.name != "ALL" and r.labels]
+    if not rows:
+        return []
+    per_type = ", ".join(f"{r.name} {_fmt(r.ap50)} / {_fmt(r.ap_waymo)}" for r in rows)
+    counts = "; ".join(f"{r.name} {_n(r.true_positives, 'hit')}, {_n(r.false_positives, 'false alarm')}, "
+                       f"{r.labels - r.true_positives} missed" for r in rows)
+    return [f"AP50 / AP70/50 (COCO / Waymo, LEVEL_2): {per_type}",
+            f"at threshold {evaluation.threshold:g} ({evaluation.protocol.describe()}): {counts}",
+            *best_threshold_lines(evaluation)]
+
+
+def _has_labels(results: Path, pooled: bool) -> bool:
+    candidates = [results] if not pooled else [p for p in results.iterdir() if p.is_dir()] if results.is_dir() else []
+    return any((p / GROUND_TRUTH_FILE).is_file() for p in candidates)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -1,0 +1,133 @@
+"""The evaluation section of a report page: what the detector got right and wrong against Waymo's
+labels. Numbers from `eval.json` (the library's), counts and galleries from `matches.parquet`
+(the matching the frames are drawn with), so the page, the table and the pictures agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from detect.report import gallery, safe
+from detect.report.html import Markup, count_cell, img, num, table
+from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
+
+SIZES = ("small", "medium", "large")
+LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed vermillion, their label starting "
+          "with FA; <b>missed labels</b> dotted yellow; classes no Waymo type covers thin grey.")
+
+
+def evaluation_section(report: dict[str, Any], directory: Path, segment: str | None = None,
+                       assets: Path | None = None) -> str:
+    """The section for `eval.json` in `directory`; with `segment` and `assets`, the error counts
+    and galleries of that segment too."""
+    protocol = safe.mapping(report.get("protocol"))
+    library = safe.mapping(report.get("library"))
+    threshold = safe.number(report.get("threshold"), 2)
+    dropped = safe.count(report.get("labels_dropped"))
+    level_2 = [r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2")) if isinstance(r, dict)]
+    title = protocol.get("title") or "COCO"
+    ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
+    parts = [f"<h2>Against Waymo's labels</h2><p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
+             f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
+             f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
+             f"{f' {dropped} unusable label rows were dropped.' if dropped else ''}</p>"]
+    matches = gallery.read_matches(directory, segment) if segment is not None else None
+    threshold_value = report.get("threshold")
+    if matches is not None and isinstance(threshold_value, (int, float)):
+        parts.append(_outcomes(gallery.outcomes(matches, float(threshold_value)), level_2))
+    parts.append(_levels(report))
+    parts.append(_by_size_and_camera(level_2, safe.mapping(report.get("cameras_level_2"))))
+    if (directory / PR_CURVES_FILE).is_file():
+        parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
+                     "F1-best threshold.</p>" + img(PR_CURVES_FILE, "precision-recall curves per type"))
+    parts.append(_thresholds(report, directory))
+    if assets is not None:
+        gallery.clear(assets)  # an earlier evaluation's crops
+    if matches is not None and assets is not None and isinstance(threshold_value, (int, float)):
+        parts.append(_galleries(gallery.select(matches, float(threshold_value)), directory, assets))
+    return "".join(parts)
+
+
+def _outcomes(counts: dict[str, gallery.Outcome], level_2: list[dict[str, Any]]) -> str:
+    ap = {str(r.get("name")): r for r in level_2}
+    rows = [[name, c.labels, c.hits, c.false_alarms, c.missed, num(ap.get(name, {}).get("precision"), 3),
+             num(ap.get(name, {}).get("recall"), 3), num(ap.get(name, {}).get("f1"), 3)]
+            for name, c in sorted(counts.items(), key=lambda item: _type_order(item[0], ap))
+            if c.labels or c.false_alarms]
+    if not rows:
+        return ""
+    return (f"<h3>Hits, false alarms, misses</h3><p class='muted'>{LEGEND}</p>"
+            + table(["type", "labels", "hits", "false alarms", "missed", "P", "R", "F1"], rows, css="outcomes"))
+
+
+def _levels(report: dict[str, Any]) -> str:
+    headers = ["type", "level", "labels", "dets", "AP50", "AP70/50", "AP", "AR100"]
+    rows = [[r.get("name"), level, count_cell(r.get("labels")), count_cell(r.get("detections")),
+             *[num(r.get(k), 3) for k in ("ap50", "ap_waymo", "ap", "ar100")]]
+            for level, level_rows in safe.mapping(report.get("levels")).items() if isinstance(level_rows, list)
+            for r in level_rows if isinstance(r, dict)]
+    return ("<h3>Average precision</h3><p class='muted'>AP50: COCO, IoU 0.5; AP70/50: Waymo's 2D protocol, IoU 0.7 "
+            "for VEHICLE and 0.5 for the others; AP: IoU 0.5:0.95; AR100: recall at 100 detections per image.</p>"
+            + table(headers, rows))
+
+
+def _by_size_and_camera(level_2: list[dict[str, Any]], cameras: dict[str, Any]) -> str:
+    size_rows = [[r.get("name"), *[num(safe.mapping(r.get("ap50_by_size")).get(s), 3) for s in SIZES]]
+                 for r in level_2 if safe.count(r.get("labels"))]
+    out = ""
+    if size_rows:
+        out += ("<h3>AP50 by object size</h3><p class='muted'>COCO's sizes: small under 32x32 px, medium under "
+                "96x96, large above (LEVEL_2).</p>" + table(["type", *SIZES], size_rows))
+    camera_rows = [[name, count_cell(c.get("labels")), num(c.get("ap50"), 3), num(c.get("ap_waymo"), 3),
+                    num(c.get("precision"), 3), num(c.get("recall"), 3)]
+                   for name, c in cameras.items() if isinstance(c, dict)]
+    if camera_rows:
+        out += ("<h3>By camera</h3><p class='muted'>Every type together (mean AP over types), LEVEL_2.</p>"
+                + table(["camera", "labels", "AP50", "AP70/50", "P", "R"], camera_rows))
+    return out
+
+
+def _thresholds(report: dict[str, Any], directory: Path) -> str:
+    sweeps = safe.mapping(report.get("thresholds_level_2"))
+    level_2 = {str(r.get("name")): r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2"))
+               if isinstance(r, dict)}
+    rows = []
+    for name, found in sweeps.items():
+        best = safe.mapping(safe.mapping(found).get("best"))
+        now = level_2.get(str(name), {})
+        if best:
+            rows.append([name, safe.text(best.get("suggested")), num(best.get("f1"), 3), num(best.get("precision"), 3),
+                         num(best.get("recall"), 3), num(now.get("f1"), 3)])
+    if not rows and not (directory / THRESHOLDS_FILE).is_file():
+        return ""
+    out = (f"<h3>Which threshold</h3><p class='muted'>The F1-best threshold per type, against F1 at the drawing "
+           f"threshold {safe.number(report.get('threshold'), 2)} (try it with <code>--threshold</code>).</p>")
+    if rows:
+        out += table(["type", "F1-best threshold", "F1", "P", "R", "F1 now"], rows)
+    if (directory / THRESHOLDS_FILE).is_file():
+        out += img(THRESHOLDS_FILE, "precision, recall and F1 against the threshold; scores of hits and false alarms")
+    return out
+
+
+def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path) -> str:
+    out = []
+    for name, kinds in chosen.items():
+        for kind, examples in kinds.items():
+            if not examples:
+                continue
+            prefix = f"{gallery.PREFIX}{name.lower()}_{'fa' if kind == gallery.FALSE_ALARM else 'miss'}"
+            figures = []
+            for example, crop, frame in gallery.crops(examples, directory, assets, prefix):
+                caption = safe.text(example.caption())
+                picture = (Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if crop and frame
+                           else Markup("<p class='muted'>(no frame written)</p>"))
+                figures.append(f"<figure>{picture}<figcaption>{caption}</figcaption></figure>")
+            heading = "highest-scoring false alarms" if kind == gallery.FALSE_ALARM else "largest missed labels"
+            out.append(f"<h3>{safe.text(name)}: {heading}</h3><div class='grid crops'>{''.join(figures)}</div>")
+    return "".join(out)
+
+
+def _type_order(name: str, rows: dict[str, Any]) -> int:
+    """Types in the order eval.json lists them (VEHICLE, PEDESTRIAN, ...)."""
+    names = list(rows)
+    return names.index(name) if name in names else len(names)
