@@ -69,6 +69,7 @@ def test_a_segment_beside_an_empty_camera_box_is_processed_and_eval_says_it_has_
                  "--no-gif"]) == 0
     manifest = json.loads((out / TINY_SEGMENT / "manifest.json").read_text())
     assert manifest["input"]["labels"] == 0 and manifest["input"]["labels_dropped"] == 0
+    assert capsys.readouterr().err == ""  # --quiet: not even the note that its evaluation found no labels
     assert main(["eval", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"detect: error: {out}: no labels for {TINY_SEGMENT} (their labels have no rows for the images processed: "
@@ -169,6 +170,7 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
     out = tmp_path / "run"
     assert main(["run", str(real_frame_path), str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out),
                  "--quiet", "--no-gif", "--no-png"]) == 0
+    capsys.readouterr()  # the run's own evaluation and its notes
     broken = out / TINY_SEGMENT / "detections.parquet"
     broken.write_bytes(b"not parquet")
     assert main(["eval", str(out), "--quiet"]) == 0

@@ -70,7 +70,8 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
 
 def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "v1", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
-    assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
+    assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", "--no-eval", "--no-report",
+               model=stub_dynamic_dir) == 0
     assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
     assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [".detect", "detections.parquet", "manifest.json"]
 
@@ -198,7 +199,7 @@ def _children(pid: int) -> set[int]:
 def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, stub_dynamic_dir, tmp_path):
     frames = repeat_frames(real_camera_frames, 8, segment_context_name="killed")
     path = write_frames_tfrecord(tmp_path / "killed.tfrecord", frames)
-    args = ["segment", str(path), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2"]
+    args = ["segment", str(path), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2"]
     assert main([*args, "--out", str(tmp_path / "clean")]) == 0
 
     out = tmp_path / "killed_run"

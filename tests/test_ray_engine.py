@@ -67,7 +67,9 @@ def test_ray_writes_what_the_local_engine_writes(ray_local, inputs, local_out, s
     captured = capsys.readouterr()
     broken = inputs / "broken.parquet"
     assert f"detect: segment failed: {broken}: {BROKEN_ERROR}" in captured.err.splitlines()
-    assert captured.out.splitlines()[-1].startswith("3 segments: 2 done, 0 with failed frames, 0 skipped, 1 failed; 20 images")
+    assert any(line.startswith("3 segments: 2 done, 0 with failed frames, 0 skipped, 1 failed; 20 images")
+               for line in captured.out.splitlines())
+    assert captured.out.splitlines()[-1] == f"report: {out / 'index.html'}"  # evaluated and reported, as locally
 
     ray_files, local_files = files(out), files(local_out)
     assert ray_files.keys() == local_files.keys()
@@ -173,7 +175,7 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
     write_camera_image_parquet(folder / "c.parquet", frames("/etc", (0, 0, 255)))
     outs = {engine: tmp_path / "work" / engine for engine in ("local", "ray")}
     for engine, out in outs.items():
-        assert run(folder, "--out", out, "--quiet", model=stub_dynamic_dir, engine=engine) == 1
+        assert run(folder, "--out", out, "--quiet", "--no-eval", "--no-report", model=stub_dynamic_dir, engine=engine) == 1
         assert sorted(p.name for p in out.iterdir()) == sorted([".detect", "run.json", segment_dir_name("../../escape"),
                                                                  segment_dir_name("/etc")])  # .detect: the run's lock
         entries = run_entries(out)

@@ -25,7 +25,8 @@ def inputs(tmp_path, real_frame_path, tiny_v2_path) -> Path:
 
 
 def run(*args, model, out=None, err=None):
-    return main(["run", *map(str, args), "--model", str(model)], stdout=out, stderr=err)
+    """`detect run` without its closing evaluation and report (tests of those live in test_errors.py)."""
+    return main(["run", *map(str, args), "--model", str(model), "--no-eval", "--no-report"], stdout=out, stderr=err)
 
 
 def run_file(out: Path, name: str = "run.json") -> dict:

@@ -40,7 +40,7 @@ def segment(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def clean_run(segment, stub_dynamic_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean")
-    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out",
+    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out",
                  str(out)]) == 0
     return out
 
@@ -78,7 +78,7 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int) -> None:
 def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment, clean_run, stub_dynamic_dir,
                                                                           tmp_path, sig, lines):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
             "--workers", "2", "--render", "processes"]
     proc = start(args)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines)
@@ -107,7 +107,7 @@ def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path)
 
 def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(segment, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
             "--workers", "2", "--render", "processes"]
     proc = start(args, start_new_session=True)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6)
@@ -134,7 +134,7 @@ def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
 @pytest.mark.ray
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--batch-size", "2", "--out", str(out),
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
             "--engine", "ray"]
     proc = start(args)
     deadline = time.monotonic() + 180

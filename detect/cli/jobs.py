@@ -31,8 +31,8 @@ def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
     after = _follow_up(args, report.segment_dir, pooled=False)
-    _notes(after.notes, err)
     if not args.quiet:
+        _notes(after.notes, err)
         print(summary_line(report, model.kind, model_label(model.facts)), file=out)
         for line in after.lines:
             print(line, file=out)
@@ -57,8 +57,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         engine = LocalEngine()
     result = run_many(spec, engine, reporter)
     after = _follow_up(args, spec.out, pooled=True)
-    _notes(after.notes, err)
     if not args.quiet:
+        _notes(after.notes, err)
         if result.model is not None:
             print(model_label(result.model), file=out)
         for line in format_table(result.outcomes, result.seconds):

@@ -18,8 +18,8 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 def evaluation_section(report: dict[str, Any], directory: Path, segment: str | None = None,
                        assets: Path | None = None) -> str:
-    """The section for `eval.json` in `directory`; with `segment` and `assets`, the error counts
-    and galleries of that segment too."""
+    """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
+    `segment`, or of the whole run for None); with `assets`, the galleries too."""
     protocol = safe.mapping(report.get("protocol"))
     library = safe.mapping(report.get("library"))
     threshold = safe.number(report.get("threshold"), 2)
@@ -31,7 +31,7 @@ def evaluation_section(report: dict[str, Any], directory: Path, segment: str | N
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
              f"{f' {dropped} unusable label rows were dropped.' if dropped else ''}</p>"]
-    matches = gallery.read_matches(directory, segment) if segment is not None else None
+    matches = gallery.read_matches(directory, segment)
     threshold_value = report.get("threshold")
     if matches is not None and isinstance(threshold_value, (int, float)):
         parts.append(_outcomes(gallery.outcomes(matches, float(threshold_value)), level_2))

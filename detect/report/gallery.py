@@ -62,17 +62,17 @@ class Outcome:
     labels: int
 
 
-def read_matches(directory: Path, segment: str) -> pd.DataFrame | None:
-    """The segment's rows of its own `matches.parquet`, else of its run's (one level up); None when
-    there is none or it cannot be read."""
-    for path in (directory / MATCHES_FILE, directory.parent / MATCHES_FILE):
+def read_matches(directory: Path, segment: str | None) -> pd.DataFrame | None:
+    """The segment's rows of its own `matches.parquet`, else of its run's (one level up); every row
+    of the run's for `segment` None. None when there is none or it cannot be read."""
+    for path in (directory / MATCHES_FILE, *([directory.parent / MATCHES_FILE] if segment is not None else [])):
         if not path.is_file() or path.is_symlink():
             continue
         try:
             table = pq.read_table(path, columns=list(COLUMNS)).to_pandas()
         except (pa.ArrowException, OSError, ValueError, KeyError):
             return None
-        return table[table[SEGMENT] == segment].reset_index(drop=True)
+        return table if segment is None else table[table[SEGMENT] == segment].reset_index(drop=True)
     return None
 
 
