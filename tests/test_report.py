@@ -82,6 +82,9 @@ def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     manifest = json.loads((run_dir / REAL_SEGMENT / "manifest.json").read_text())
     table = pq.read_table(run_dir / REAL_SEGMENT / "detections.parquet").to_pylist()
     drawn = [r for r in table if r["score"] >= 0.5]
+    assert (f"Drawn on the frames: the {len(drawn)} boxes scoring at least 0.5 (the drawing threshold). "
+            f"detections.parquet also keeps {len(table) - len(drawn)} more boxes down to the score floor 0.05, "
+            f"{len(table)} in all, so evaluation can try other thresholds.") in page_path.read_text()
     width = 2 + len({r["label"] for r in drawn})  # camera, one column per class, all
     height = 2 + len({r["key.camera_name"] for r in drawn})  # header, one row per camera, all
     start = page.cells.index("camera")
@@ -100,9 +103,9 @@ def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
     assert f"./{REAL_SEGMENT}/report.html" in page.links and f"./{TINY_SEGMENT}/report.html" in page.links
     for segment in (REAL_SEGMENT, TINY_SEGMENT):
         manifest = json.loads((run_dir / segment / "manifest.json").read_text())
-        row = page.cells[page.cells.index(segment):][:5]
-        assert row == [segment, "complete", str(manifest["counts"]["images_processed"]), "0",
-                       str(manifest["counts"]["detections"])]
+        row = page.cells[page.cells.index(segment):][:7]
+        assert row == [segment, "complete", "stub model (fixed boxes, not a detector), dynamic batch", "0.50",
+                       str(manifest["counts"]["images_processed"]), "0", str(manifest["counts"]["detections"])]
     assert "Inputs that failed (1)" in page.headings
     assert "sortable" in page_path.read_text() and "<script>" in page_path.read_text()
 

@@ -77,10 +77,8 @@ def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
     manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, dict) else None
-    threshold = draw.get("threshold") if isinstance(draw, dict) else None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+    threshold = drawing_threshold(manifest)
+    if threshold is None:
         threshold = DEFAULT_THRESHOLD  # a hand-edited value is not trusted
     evaluation = None
     if (directory / EVAL_FILE).is_file():
@@ -90,6 +88,17 @@ def load(directory: Path) -> SegmentData:
             evaluation = None
     return SegmentData(directory, manifest, detections, float(threshold),
                        evaluation if isinstance(evaluation, dict) else None)
+
+
+def drawing_threshold(manifest: dict[str, Any]) -> float | None:
+    """The score at or above which boxes were drawn (`settings.draw.threshold`), or None when the
+    manifest does not hold a number from 0 to 1 there."""
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, dict) else None
+    threshold = draw.get("threshold") if isinstance(draw, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        return None
+    return float(threshold)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
