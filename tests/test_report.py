@@ -82,6 +82,9 @@ def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     manifest = json.loads((run_dir / REAL_SEGMENT / "manifest.json").read_text())
     table = pq.read_table(run_dir / REAL_SEGMENT / "detections.parquet").to_pylist()
     drawn = [r for r in table if r["score"] >= 0.5]
+    assert "./report/timeline.png" not in page.links
+    assert (f"<p>One frame, so nothing to plot over time: {len(drawn)} boxes drawn on its 5 images "
+            "(per camera and class in the table below).</p>") in page_path.read_text()
     assert (f"Drawn on the frames: the {len(drawn)} boxes scoring at least 0.5 (the drawing threshold). "
             f"detections.parquet also keeps {len(table) - len(drawn)} more boxes down to the score floor 0.05, "
             f"{len(table)} in all, so evaluation can try other thresholds.") in page_path.read_text()

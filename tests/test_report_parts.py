@@ -1,11 +1,79 @@
-"""The report's parts on tiny crafted inputs: the index's model and threshold
-columns."""
+"""The report's parts on tiny crafted inputs: which images a segment processed, boxes per image,
+the timeline plot, and the index's model and threshold columns."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from detect.core.cameras import CameraName
+from detect.core.records import Detections, FrameKey, FrameResult
+from detect.report.data import SegmentData, load
 from detect.report.pages import index_page
+from detect.report.plots import timeline_figure
+from detect.sinks.journal import Journal
+
+SEGMENT = "seg_0000"
+T0 = 1_600_000_000_000_000
+
+
+def detections(rows: list[tuple[str, int, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["camera", "timestamp", "label", "score"])
+
+
+def segment(rows: list[tuple[str, int, str, float]], images: set[tuple[str, int]]) -> SegmentData:
+    return SegmentData(Path("unused"), {}, detections(rows), 0.5, None, frozenset(images))
+
+
+def crafted() -> SegmentData:
+    """FRONT: 3 frames, the middle one with nothing drawn (one box below the threshold); SIDE_LEFT: 1 frame."""
+    rows = [("FRONT", T0, "car", 0.9), ("FRONT", T0, "car", 0.8), ("FRONT", T0, "person", 0.7),
+            ("FRONT", T0 + 100_000, "car", 0.2),
+            ("FRONT", T0 + 200_000, "person", 0.6),
+            ("SIDE_LEFT", T0 + 100_000, "car", 0.95)]
+    images = {("FRONT", T0), ("FRONT", T0 + 100_000), ("FRONT", T0 + 200_000), ("SIDE_LEFT", T0 + 100_000)}
+    return segment(rows, images)
+
+
+def test_every_processed_image_is_a_row_with_zeros_where_nothing_was_drawn():
+    table = crafted().boxes_per_image()
+    assert list(table.columns) == ["car", "person"]  # most drawn boxes first
+    assert table.to_dict("index") == {
+        ("FRONT", T0): {"car": 2, "person": 1},
+        ("FRONT", T0 + 100_000): {"car": 0, "person": 0},
+        ("FRONT", T0 + 200_000): {"car": 0, "person": 1},
+        ("SIDE_LEFT", T0 + 100_000): {"car": 1, "person": 0},
+    }
+
+
+def test_the_journal_knows_the_images_without_boxes(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"segment_context_name": SEGMENT}))
+    empty = Detections.empty()
+    with Journal(tmp_path) as journal:
+        for ts in (T0, T0 + 100_000):
+            journal.append(FrameResult(FrameKey(SEGMENT, ts, CameraName.FRONT), 96, 64, empty))
+    data = load(tmp_path)  # no table, no frames: only the journal says these two images were done
+    assert data.images == {("FRONT", T0), ("FRONT", T0 + 100_000)}
+    assert data.timestamps == [T0, T0 + 100_000]
+
+
+def test_the_timeline_has_a_point_per_frame_integer_ticks_and_its_legend_above_the_data():
+    figure = timeline_figure(crafted().boxes_per_image())
+    front, side = figure.axes
+    totals = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in front.get_lines()}
+    assert totals["all classes"] == ([0.0, 0.1, 0.2], [3, 0, 1])
+    assert totals["car"] == ([0.0, 0.1, 0.2], [2, 0, 0])
+    assert [line.get_label() for line in side.get_lines()] == ["all classes", "car"]  # no flat line for a class it never drew
+    figure.canvas.draw()
+    for axes in (front, side):
+        ticks = [t for t in axes.get_yticks() if axes.get_ylim()[0] <= t <= axes.get_ylim()[1]]
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
+    legend = figure.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["all classes", "car", "person"]
+    assert legend.get_window_extent().y0 >= front.get_window_extent().y1  # above the top panel, not over it
 
 
 def test_the_index_shows_each_segments_model_and_drawing_threshold(tmp_path):
@@ -28,3 +96,13 @@ def test_the_index_shows_each_segments_model_and_drawing_threshold(tmp_path):
     assert "<h1>detect run: 3 segments</h1>" in html and "<title>detect: 3 segments</title>" in html
     one = index_page(tmp_path, segments[:1], []).read_text()
     assert "<h1>detect run: 1 segment</h1>" in one and "<title>detect: 1 segment</title>" in one
+
+
+def test_a_camera_with_images_but_no_boxes_still_has_its_panel():
+    data = segment([("FRONT", T0, "car", 0.9)], {("FRONT", T0), ("FRONT", T0 + 100_000), ("SIDE_RIGHT", T0),
+                                                 ("SIDE_RIGHT", T0 + 100_000)})
+    figure = timeline_figure(data.boxes_per_image())
+    side = figure.axes[1]
+    assert side.get_ylabel() == "SIDE_RIGHT"
+    assert [(line.get_label(), list(line.get_ydata())) for line in side.get_lines()] == [("all classes", [0, 0])]
+    assert np.allclose(side.get_lines()[0].get_xdata(), [0.0, 0.1])

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
+from detect.sinks import journal
 from detect.sinks.frames import FRAMES_DIR, list_frames
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
@@ -33,6 +34,7 @@ class SegmentData:
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
     evaluation: dict[str, Any] | None
+    images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
 
     @property
     def name(self) -> str:
@@ -62,6 +64,22 @@ class SegmentData:
         order = [c.name for c in CameraName if c.name in table.index] + ["all"]
         return table.reindex(order)
 
+    @property
+    def timestamps(self) -> list[int]:
+        """The segment's frames: every timestamp with a processed image, in order."""
+        return sorted({ts for _, ts in self.images})
+
+    def boxes_per_image(self) -> pd.DataFrame:
+        """Drawn boxes per processed image (rows: camera, timestamp, in camera order) and class
+        (columns, most boxes first); 0 where an image has none."""
+        order = {c.name: int(c) for c in CameraName}
+        index = pd.MultiIndex.from_tuples(sorted(self.images, key=lambda k: (order.get(k[0], 0), k[1])),
+                                          names=["camera", "timestamp"])
+        drawn = self.drawn
+        counts = drawn.groupby(["camera", "timestamp", "label"]).size().unstack("label", fill_value=0)
+        labels = list(drawn["label"].value_counts().index)
+        return counts.reindex(index=index, columns=labels, fill_value=0).astype("int64")
+
     def busiest_frames(self, count: int) -> list[tuple[str, int, int, Path]]:
         """(camera, timestamp, drawn boxes, frame path) of the frames with the most drawn boxes."""
         frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(self.directory)}
@@ -86,8 +104,9 @@ def load(directory: Path) -> SegmentData:
             evaluation = json.loads((directory / EVAL_FILE).read_text())
         except (OSError, ValueError):
             evaluation = None
+    name = str(manifest.get("segment_context_name", directory.name))
     return SegmentData(directory, manifest, detections, float(threshold),
-                       evaluation if isinstance(evaluation, dict) else None)
+                       evaluation if isinstance(evaluation, dict) else None, _processed_images(directory, name, detections))
 
 
 def drawing_threshold(manifest: dict[str, Any]) -> float | None:
@@ -114,6 +133,19 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def has_frames(directory: Path) -> bool:
     return (directory / FRAMES_DIR).is_dir()
+
+
+def _processed_images(directory: Path, name: str, detections: pd.DataFrame) -> frozenset[tuple[str, int]]:
+    """Every image the run finished: the journal knows them all, those without boxes too; the frames
+    on disk and the table fill in when it is gone (a folder copied without `.detect/`)."""
+    try:
+        done, _ = journal.load(directory, name)
+    except (OSError, ValueError, ArithmeticError):  # a hand-edited journal is not trusted either
+        done = {}
+    images = {(key.camera_name.name, key.frame_timestamp_micros) for key in done}
+    images |= {(f.camera_name.name, f.frame_timestamp_micros) for f in list_frames(directory)}
+    images |= {(str(c), int(ts)) for c, ts in zip(detections["camera"], detections["timestamp"], strict=True)}
+    return frozenset(images)
 
 
 def _detections(path: Path) -> pd.DataFrame:

@@ -72,10 +72,7 @@ def segment_page(data: SegmentData) -> Path:
         figures = "".join(f"<figure>{_media(path, c, _gif(data, c))}<figcaption>{safe.text(c)}</figcaption></figure>"
                           for c, path in cameras if path)
         sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
-    drawn = data.drawn
-    if not drawn.empty:
-        plots.timeline(drawn, sorted(set(drawn["camera"]), key=data.cameras.index), assets / "timeline.png")
-        sections.append(f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}")
+    sections.append(_timeline(data, assets))
     if not data.detections.empty:
         plots.scores(data.detections, data.threshold, assets / "scores.png")
         sections.append(f"<h2>Scores</h2>{_img(f'{ASSETS}/scores.png', 'score distribution per class')}")
@@ -107,6 +104,20 @@ def segment_page(data: SegmentData) -> Path:
                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
                     f"{_count_of(counts.get('images_processed', 0), 'image')} processed.</p>")
     return _write(directory / REPORT_FILE, f"detect: {data.name}", sections)
+
+
+def _timeline(data: SegmentData, assets: Path) -> str:
+    """The boxes-per-frame plot; one frame has no time to plot, so a sentence says so."""
+    frames = len(data.timestamps)
+    if frames == 0:
+        return ""
+    if frames == 1:
+        drawn = len(data.drawn)
+        return ("<h2>Detections over time</h2><p>One frame, so nothing to plot over time: "
+                f"{_plural(drawn, 'box')} drawn on its {_plural(len(data.images), 'image')}"
+                f"{' (per camera and class in the table below)' if drawn else ''}.</p>")
+    plots.timeline(data.boxes_per_image(), assets / "timeline.png")
+    return f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
 
 
 def _drawn_note(data: SegmentData) -> str:
