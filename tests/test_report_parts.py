@@ -57,7 +57,7 @@ def test_the_journal_knows_the_images_without_boxes(tmp_path):
             journal.append(FrameResult(FrameKey(SEGMENT, ts, CameraName.FRONT), 96, 64, empty))
     data = load(tmp_path)  # no table, no frames: only the journal says these two images were done
     assert data.images == {("FRONT", T0), ("FRONT", T0 + 100_000)}
-    assert data.timestamps == [T0, T0 + 100_000]
+    assert data.timestamps == [T0, T0 + 100_000] and data.frame_count("FRONT") == 2 and data.frame_count("SIDE_LEFT") == 0
 
 
 def test_the_timeline_has_a_point_per_frame_integer_ticks_and_its_legend_above_the_data():

@@ -69,6 +69,10 @@ class SegmentData:
         """The segment's frames: every timestamp with a processed image, in order."""
         return sorted({ts for _, ts in self.images})
 
+    def frame_count(self, camera: str | None = None) -> int:
+        """How many frames an animation of `camera` holds (None: the mosaic, every timestamp)."""
+        return len({ts for c, ts in self.images if camera is None or c == camera})
+
     def boxes_per_image(self) -> pd.DataFrame:
         """Drawn boxes per processed image (rows: camera, timestamp, in camera order) and class
         (columns, most boxes first); 0 where an image has none."""

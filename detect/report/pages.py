@@ -64,13 +64,12 @@ def segment_page(data: SegmentData) -> Path:
     counts = safe.mapping(manifest.get("counts"))
     timings = safe.mapping(manifest.get("timings"))
     sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
-    mosaic = data.animation(MOSAIC)
-    if mosaic:
-        sections.append(f"<h2>All cameras</h2>{_media(mosaic, 'all cameras, tiled as the car sees them', _gif(data, MOSAIC))}")
-    cameras = [(c, data.animation(c)) for c in data.cameras]
-    if any(path for _, path in cameras):
-        figures = "".join(f"<figure>{_media(path, c, _gif(data, c))}<figcaption>{safe.text(c)}</figcaption></figure>"
-                          for c, path in cameras if path)
+    if data.animation(MOSAIC):
+        sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
+    cameras = [c for c in data.cameras if data.animation(c)]
+    if cameras:
+        figures = "".join(f"<figure>{_animation(data, c, c)}<figcaption>{safe.text(c)}</figcaption></figure>"
+                          for c in cameras)
         sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
     sections.append(_timeline(data, assets))
     if not data.detections.empty:
@@ -277,11 +276,29 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
     return "".join(figures)
 
 
+def _animation(data: SegmentData, name: str, alt: str) -> str:
+    """A camera's (or the mosaic's) animation; one frame is a still: an image, no player controls."""
+    path = data.animation(name)
+    gif = _gif(data, name)
+    if path is None:
+        return ""
+    if data.frame_count(None if name == MOSAIC else name) != 1:
+        return _media(path, alt, gif)
+    if gif:
+        return f"<a href='{safe.href(gif)}'>{_img(gif, alt)}</a>"
+    # An MP4 alone (--no-gif): its only frame, with nothing drawn over it.
+    return f"<video src='{safe.href(path)}' muted playsinline preload='auto' title='{safe.text(alt)}'></video>"
+
+
 def _media(path: str, alt: str, poster: str | None = None) -> str:
-    """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>."""
+    """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>.
+
+    The video plays by itself, muted and looped like the GIF: the browser hides its controls while
+    it plays (they come back on hover), so they do not sit over a paused picture.
+    """
     if path.endswith(".mp4"):
         shown = f" poster='{safe.href(poster)}'" if poster else ""
-        return (f"<video src='{safe.href(path)}'{shown} controls loop muted playsinline preload='metadata' "
+        return (f"<video src='{safe.href(path)}'{shown} controls autoplay loop muted playsinline preload='metadata' "
                 f"title='{safe.text(alt)}'></video>")
     return _img(path, alt)
 
