@@ -1,5 +1,5 @@
 """The report's parts on tiny crafted inputs: which images a segment processed, boxes per image,
-the timeline plot, and the index's model and threshold columns."""
+the timeline plot, the spread of the thumbnails, and the index's model and threshold columns."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult
-from detect.report.data import SegmentData, load
+from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
 from detect.report.plots import timeline_figure
 from detect.sinks.journal import Journal
@@ -74,6 +74,28 @@ def test_the_timeline_has_a_point_per_frame_integer_ticks_and_its_legend_above_t
     legend = figure.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == ["all classes", "car", "person"]
     assert legend.get_window_extent().y0 >= front.get_window_extent().y1  # above the top panel, not over it
+
+
+def test_thumbnails_are_spread_over_the_segment_busiest_first():
+    timestamps = [T0 + i * 100_000 for i in range(100)]
+    boxes = {("FRONT", ts): 5 for ts in timestamps}
+    boxes |= {("FRONT", timestamps[i]): n for i, n in ((10, 20), (11, 21), (12, 22), (13, 21), (14, 20), (80, 10))}
+    chosen = spread_busiest(boxes, timestamps, 3)
+    frames = [timestamps.index(ts) for _, ts in chosen]
+    assert frames == [12, 80, 45]  # the peak once, the busy moment far from it, then the first 5-box frame 33 away from both
+    assert spread_busiest(boxes, timestamps, 1) == [("FRONT", timestamps[12])]
+
+
+def test_other_cameras_fill_in_but_never_near_duplicates_of_one_camera():
+    timestamps = [T0 + i * 100_000 for i in range(12)]
+    boxes = {("FRONT", ts): 9 - i % 2 for i, ts in enumerate(timestamps)} | {("SIDE_LEFT", timestamps[3]): 2}
+    chosen = spread_busiest(boxes, timestamps, 8)
+    assert MIN_GAP_FRAMES == 10
+    # FRONT's 12 frames give two picks 10 frames apart; SIDE_LEFT's view of the same moments fills in.
+    assert chosen == [("FRONT", timestamps[0]), ("FRONT", timestamps[10]), ("SIDE_LEFT", timestamps[3])]
+    one_frame = {(camera.name, T0): int(camera) for camera in CameraName}
+    assert [c for c, _ in spread_busiest(one_frame, [T0], 8)] == ["SIDE_RIGHT", "SIDE_LEFT", "FRONT_RIGHT", "FRONT_LEFT", "FRONT"]
+    assert spread_busiest({("FRONT", T0): 0}, [T0], 8) == []  # an image without boxes is no "busiest" frame
 
 
 def test_the_index_shows_each_segments_model_and_drawing_threshold(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"
 DEFAULT_THRESHOLD = 0.5
+MIN_GAP_FRAMES = 10  # thumbnails of one camera at least 1 s apart at Waymo's 10 Hz: frames closer look alike
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -85,14 +87,40 @@ class SegmentData:
         return counts.reindex(index=index, columns=labels, fill_value=0).astype("int64")
 
     def busiest_frames(self, count: int) -> list[tuple[str, int, int, Path]]:
-        """(camera, timestamp, drawn boxes, frame path) of the frames with the most drawn boxes."""
+        """(camera, timestamp, drawn boxes, frame path) of frames with many drawn boxes, spread over
+        the segment (see `spread_busiest`)."""
         frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(self.directory)}
         if not frames:
             return []
-        per_frame = self.drawn.groupby(["camera", "timestamp"]).size().sort_values(ascending=False, kind="stable")
-        chosen = [(camera, int(ts), int(n), frames[(camera, int(ts))]) for (camera, ts), n in per_frame.items()
-                  if (camera, int(ts)) in frames][:count]
-        return chosen
+        per_frame = self.drawn.groupby(["camera", "timestamp"]).size()
+        boxes = {(str(camera), int(ts)): int(n) for (camera, ts), n in per_frame.items() if (camera, int(ts)) in frames}
+        return [(camera, ts, boxes[(camera, ts)], frames[(camera, ts)])
+                for camera, ts in spread_busiest(boxes, self.timestamps, count)]
+
+
+def spread_busiest(boxes: Mapping[tuple[str, int], int], timestamps: Sequence[int], count: int) -> list[tuple[str, int]]:
+    """Up to `count` (camera, timestamp) images with boxes, most boxes first, spread over the segment.
+
+    Consecutive frames (10 Hz) look alike, so the busiest ones would all come from one moment. With
+    `gap` = frames / count (at least `MIN_GAP_FRAMES`): first no two picks within `gap` frames of
+    each other; then other cameras' views fill in, never within `gap` frames of a pick of the same
+    camera. Fewer than `count` is fine: better than near-duplicates.
+    """
+    position = {ts: i for i, ts in enumerate(sorted(timestamps))}
+    gap = max(MIN_GAP_FRAMES, len(position) // max(1, count))
+    order = {c.name: int(c) for c in CameraName}
+
+    def busiest_first(key: tuple[str, int]) -> tuple[int, int, int]:
+        return -boxes[key], key[1], order.get(key[0], 0)
+
+    candidates = sorted((key for key, n in boxes.items() if n > 0 and key[1] in position), key=busiest_first)
+    chosen: list[tuple[str, int]] = []
+    for other_cameras_fill_in in (False, True):
+        for camera, ts in candidates:
+            near = [t for c, t in chosen if c == camera or not other_cameras_fill_in]
+            if len(chosen) < count and (camera, ts) not in chosen and all(abs(position[ts] - position[t]) >= gap for t in near):
+                chosen.append((camera, ts))
+    return sorted(chosen, key=busiest_first)
 
 
 def load(directory: Path) -> SegmentData:
