@@ -121,11 +121,11 @@ def main() -> None:
             for cam, img in images.items()
         }
         tiles = {cam: f.tile for cam, f in small_frames.items()}
-        layout = mosaic_layout(320)
+        layout = mosaic_layout(tiles[CameraName.FRONT].width)
         caption = ("1024360143612057520_3580_000_3600_000", "t = 0.0 s", "1553735853462203")
-        rows.append(("mosaic compose (5 tiles of 320)", median_ms(lambda: compose_mosaic(tiles, layout, caption), r), ""))
+        rows.append((f"mosaic compose (5 tiles of {layout.tile_width})", median_ms(lambda: compose_mosaic(tiles, layout, caption), r), ""))
         mosaic = compose_mosaic(tiles, layout, caption)
-        rows.append(("mosaic GIF quantize + encode (960 wide)", median_ms(lambda: encode_gif_frame(mosaic), r), ""))
+        rows.append((f"mosaic GIF quantize + encode ({layout.size[0]} wide)", median_ms(lambda: encode_gif_frame(mosaic), r), ""))
 
         def add_timestamp(sink: AnimationSet, ts: int) -> None:
             for cam in sorted(small_frames):

@@ -63,7 +63,7 @@ def test_gifs_and_mosaic(tmp_path):
     with Image.open(seg / "SIDE_LEFT.gif") as im:
         assert im.size == (48, 22)
     with Image.open(seg / "mosaic.gif") as im:
-        assert (im.n_frames, im.size) == (4, (72, 16 + 12))
+        assert (im.n_frames, im.size) == (4, (3 * 48, 32 + 23))  # tiles as wide as the camera GIFs
 
 
 def test_single_camera_has_no_mosaic(tmp_path):
@@ -83,7 +83,7 @@ def test_mp4s(tmp_path):
     reader = imageio.get_reader(tmp_path / "mosaic.mp4", format="FFMPEG")
     frames = [f for f in reader]  # list() asks len(), which is inf for ffmpeg readers
     reader.close()
-    assert len(frames) == 4 and frames[0].shape == (28, 72, 3)
+    assert len(frames) == 4 and frames[0].shape == (56, 144, 3)  # 55 rows, padded to even
 
 
 def test_rebuild_gives_the_same_bytes(tmp_path):
@@ -155,5 +155,5 @@ def test_downscale_to_width():
 def test_prepare_accepts_arrays():
     array = np.asarray(annotated(0, CameraName.FRONT))
     frame = prepare_animation_frame(array, FrameKey(SEGMENT, 0, CameraName.FRONT), WIDTH)
-    assert frame.image.size == (48, 32) and frame.tile.size == (24, 16)
+    assert frame.image.size == (48, 32) and frame.tile.size == (48, 32)  # the mosaic tile is the GIF frame
     assert (frame.gif.width, frame.gif.height) == (48, 32)

@@ -3,7 +3,10 @@ import pytest
 from PIL import Image
 
 from detect.core.cameras import CameraName
+from detect.core.records import FrameKey
+from detect.render.draw import chip_height, paint_chip, scaled_font_size
 from detect.render.mosaic import MISSING_FILL, compose_mosaic, mosaic_layout
+from detect.sinks.animations import DEFAULT_WIDTH, prepare_animation_frame
 
 
 def tile(color, size):
@@ -46,3 +49,19 @@ def test_tile_of_another_size_is_fitted():
     out = compose_mosaic({CameraName.FRONT: tile((0, 255, 0), (200, 50))}, layout)
     assert out.size == layout.size
     assert tuple(np.asarray(out)[layout.row_heights[0] // 2, 96]) == (0, 255, 0)
+
+
+def test_a_label_chip_stays_legible_in_the_mosaic():
+    """A chip drawn on a full 1920x1280 frame (50 px tall) is 17 px tall in the default mosaic, as in
+    the camera GIFs; with tiles half the GIF width it was 8 px, its text about 4 px high."""
+    size = scaled_font_size(1920, 1280)
+    frame = np.zeros((1280, 1920, 3), np.uint8)
+    paint_chip(frame, (600, 600, 900, 800), "car 0.87", (255, 0, 0), size)
+    assert chip_height(size) == 50
+    tile = prepare_animation_frame(frame, FrameKey("s", 1, CameraName.FRONT), DEFAULT_WIDTH, gif=False).tile
+    layout = mosaic_layout(tile.width)
+    out = np.asarray(compose_mosaic({CameraName.FRONT: tile}, layout))
+    red = (out[:, :, 0] > 128) & (out[:, :, 1] < 100) & (out[:, :, 2] < 100)
+    rows = np.flatnonzero(red.any(axis=1))
+    assert layout.size == (1920, 427 + 296)
+    assert rows[-1] - rows[0] + 1 == 17

@@ -78,10 +78,19 @@ def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     assert page.headings[:3] == ["All cameras", "Each camera", "Detections over time"]
     assert {"Scores", "Boxes drawn, per camera and class", "Frames with the most boxes", "Against Waymo's labels",
             "Time", "Versions"} <= set(page.headings)
-    assert "video" in page.tags and "./mosaic.mp4" in page.links
+    # One frame: every animation is a still, an image without player controls over it.
+    assert "video" not in page.tags and "./mosaic.gif" in page.links and "./FRONT.gif" in page.links
+    assert (run_dir / REAL_SEGMENT / "mosaic.mp4").is_file()
+    html = page_path.read_text()
     manifest = json.loads((run_dir / REAL_SEGMENT / "manifest.json").read_text())
     table = pq.read_table(run_dir / REAL_SEGMENT / "detections.parquet").to_pylist()
     drawn = [r for r in table if r["score"] >= 0.5]
+    assert "./report/timeline.png" not in page.links
+    assert (f"<p>One frame, so nothing to plot over time: {len(drawn)} boxes drawn on its 5 images "
+            "(per camera and class in the table below).</p>") in html
+    assert (f"Drawn on the frames: the {len(drawn)} boxes scoring at least 0.5 (the drawing threshold). "
+            f"detections.parquet also keeps {len(table) - len(drawn)} more boxes down to the score floor 0.05, "
+            f"{len(table)} in all, so evaluation can try other thresholds.") in html
     width = 2 + len({r["label"] for r in drawn})  # camera, one column per class, all
     height = 2 + len({r["key.camera_name"] for r in drawn})  # header, one row per camera, all
     start = page.cells.index("camera")
@@ -93,6 +102,15 @@ def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     assert f"{pedestrian['ap50']:.3f}" in page.cells
 
 
+def test_a_page_of_several_frames_plays_its_animations_and_plots_them(run_dir):
+    page_path = run_dir / TINY_SEGMENT / "report.html"
+    page = Page(page_path)
+    assert_links_resolve(page_path, page)
+    assert "./mosaic.mp4" in page.links and "./report/timeline.png" in page.links and "Detections over time" in page.headings
+    html = page_path.read_text()
+    assert html.count("<video ") == 6 and html.count(" controls autoplay loop muted playsinline ") == 6
+
+
 def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
     page_path = run_dir / "index.html"
     page = Page(page_path)
@@ -100,9 +118,9 @@ def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
     assert f"./{REAL_SEGMENT}/report.html" in page.links and f"./{TINY_SEGMENT}/report.html" in page.links
     for segment in (REAL_SEGMENT, TINY_SEGMENT):
         manifest = json.loads((run_dir / segment / "manifest.json").read_text())
-        row = page.cells[page.cells.index(segment):][:5]
-        assert row == [segment, "complete", str(manifest["counts"]["images_processed"]), "0",
-                       str(manifest["counts"]["detections"])]
+        row = page.cells[page.cells.index(segment):][:7]
+        assert row == [segment, "complete", "stub model (fixed boxes, not a detector), dynamic batch", "0.50",
+                       str(manifest["counts"]["images_processed"]), "0", str(manifest["counts"]["detections"])]
     assert "Inputs that failed (1)" in page.headings
     assert "sortable" in page_path.read_text() and "<script>" in page_path.read_text()
 
@@ -153,22 +171,29 @@ def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
             "--disable-sync", "--no-first-run"])
         try:
             page = browser.new_page()
-            page.goto((run_dir / REAL_SEGMENT / "report.html").as_uri())
-            duration = page.evaluate("""() => new Promise((resolve) => {
+            page.goto((run_dir / TINY_SEGMENT / "report.html").as_uri())
+            # Three frames: the mosaic's MP4 plays by itself (so its controls hide), looped and muted like the GIF.
+            played = page.evaluate("""() => new Promise((resolve) => {
                 const video = document.querySelector("video");
-                if (video.readyState >= 1) { resolve(video.duration); return; }
-                video.addEventListener("loadedmetadata", () => resolve(video.duration));
+                const check = () => { if (!video.paused && video.currentTime > 0) resolve(video.duration); };
+                video.addEventListener("timeupdate", check);
                 video.addEventListener("error", () => resolve(-1));
-                video.load();
+                setTimeout(() => resolve(-2), 10000);
+                check();
             })""")
-            assert duration > 0
-            sizes = page.evaluate("""async () => {
-                const images = Array.from(document.images);
-                images.forEach((img) => { img.loading = "eager"; });
-                await Promise.all(images.map((img) => img.decode().catch(() => null)));
-                return images.map((img) => [img.getAttribute("src"), img.naturalWidth]);
-            }""")
-            assert sizes and all(width > 0 for _, width in sizes), sizes
+            assert played > 0
+            for html in (run_dir / TINY_SEGMENT / "report.html", run_dir / REAL_SEGMENT / "report.html"):
+                page.goto(html.as_uri())
+                sizes = page.evaluate("""async () => {
+                    const images = Array.from(document.images);
+                    images.forEach((img) => { img.loading = "eager"; });
+                    await Promise.all(images.map((img) => img.decode().catch(() => null)));
+                    return images.map((img) => [img.getAttribute("src"), img.naturalWidth]);
+                }""")
+                assert sizes and all(width > 0 for _, width in sizes), sizes
+            # One frame: stills only, nothing with player controls over a picture.
+            assert page.evaluate("document.querySelectorAll('video').length") == 0
+            assert "./mosaic.gif" in [src for src, _ in sizes]
         finally:
             browser.close()
 
@@ -193,7 +218,7 @@ def test_the_pages_fit_a_phone_without_sideways_scrolling(run_dir):
             page = browser.new_page(viewport={"width": 390, "height": 844})
             errors: list[str] = []
             page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / "index.html"):
+            for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / TINY_SEGMENT / "report.html", run_dir / "index.html"):
                 page.goto(html.as_uri())
                 assert page.evaluate("document.documentElement.scrollWidth") <= 390, html
             assert errors == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
+from detect.sinks import journal
 from detect.sinks.frames import FRAMES_DIR, list_frames
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
@@ -22,6 +24,7 @@ from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"
 DEFAULT_THRESHOLD = 0.5
+MIN_GAP_FRAMES = 10  # thumbnails of one camera at least 1 s apart at Waymo's 10 Hz: frames closer look alike
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -33,6 +36,7 @@ class SegmentData:
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
     evaluation: dict[str, Any] | None
+    images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
 
     @property
     def name(self) -> str:
@@ -62,25 +66,69 @@ class SegmentData:
         order = [c.name for c in CameraName if c.name in table.index] + ["all"]
         return table.reindex(order)
 
+    @property
+    def timestamps(self) -> list[int]:
+        """The segment's frames: every timestamp with a processed image, in order."""
+        return sorted({ts for _, ts in self.images})
+
+    def frame_count(self, camera: str | None = None) -> int:
+        """How many frames an animation of `camera` holds (None: the mosaic, every timestamp)."""
+        return len({ts for c, ts in self.images if camera is None or c == camera})
+
+    def boxes_per_image(self) -> pd.DataFrame:
+        """Drawn boxes per processed image (rows: camera, timestamp, in camera order) and class
+        (columns, most boxes first); 0 where an image has none."""
+        order = {c.name: int(c) for c in CameraName}
+        index = pd.MultiIndex.from_tuples(sorted(self.images, key=lambda k: (order.get(k[0], 0), k[1])),
+                                          names=["camera", "timestamp"])
+        drawn = self.drawn
+        counts = drawn.groupby(["camera", "timestamp", "label"]).size().unstack("label", fill_value=0)
+        labels = list(drawn["label"].value_counts().index)
+        return counts.reindex(index=index, columns=labels, fill_value=0).astype("int64")
+
     def busiest_frames(self, count: int) -> list[tuple[str, int, int, Path]]:
-        """(camera, timestamp, drawn boxes, frame path) of the frames with the most drawn boxes."""
+        """(camera, timestamp, drawn boxes, frame path) of frames with many drawn boxes, spread over
+        the segment (see `spread_busiest`)."""
         frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(self.directory)}
         if not frames:
             return []
-        per_frame = self.drawn.groupby(["camera", "timestamp"]).size().sort_values(ascending=False, kind="stable")
-        chosen = [(camera, int(ts), int(n), frames[(camera, int(ts))]) for (camera, ts), n in per_frame.items()
-                  if (camera, int(ts)) in frames][:count]
-        return chosen
+        per_frame = self.drawn.groupby(["camera", "timestamp"]).size()
+        boxes = {(str(camera), int(ts)): int(n) for (camera, ts), n in per_frame.items() if (camera, int(ts)) in frames}
+        return [(camera, ts, boxes[(camera, ts)], frames[(camera, ts)])
+                for camera, ts in spread_busiest(boxes, self.timestamps, count)]
+
+
+def spread_busiest(boxes: Mapping[tuple[str, int], int], timestamps: Sequence[int], count: int) -> list[tuple[str, int]]:
+    """Up to `count` (camera, timestamp) images with boxes, most boxes first, spread over the segment.
+
+    Consecutive frames (10 Hz) look alike, so the busiest ones would all come from one moment. With
+    `gap` = frames / count (at least `MIN_GAP_FRAMES`): first no two picks within `gap` frames of
+    each other; then other cameras' views fill in, never within `gap` frames of a pick of the same
+    camera. Fewer than `count` is fine: better than near-duplicates.
+    """
+    position = {ts: i for i, ts in enumerate(sorted(timestamps))}
+    gap = max(MIN_GAP_FRAMES, len(position) // max(1, count))
+    order = {c.name: int(c) for c in CameraName}
+
+    def busiest_first(key: tuple[str, int]) -> tuple[int, int, int]:
+        return -boxes[key], key[1], order.get(key[0], 0)
+
+    candidates = sorted((key for key, n in boxes.items() if n > 0 and key[1] in position), key=busiest_first)
+    chosen: list[tuple[str, int]] = []
+    for other_cameras_fill_in in (False, True):
+        for camera, ts in candidates:
+            near = [t for c, t in chosen if c == camera or not other_cameras_fill_in]
+            if len(chosen) < count and (camera, ts) not in chosen and all(abs(position[ts] - position[t]) >= gap for t in near):
+                chosen.append((camera, ts))
+    return sorted(chosen, key=busiest_first)
 
 
 def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
     manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, dict) else None
-    threshold = draw.get("threshold") if isinstance(draw, dict) else None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+    threshold = drawing_threshold(manifest)
+    if threshold is None:
         threshold = DEFAULT_THRESHOLD  # a hand-edited value is not trusted
     evaluation = None
     if (directory / EVAL_FILE).is_file():
@@ -88,8 +136,20 @@ def load(directory: Path) -> SegmentData:
             evaluation = json.loads((directory / EVAL_FILE).read_text())
         except (OSError, ValueError):
             evaluation = None
+    name = str(manifest.get("segment_context_name", directory.name))
     return SegmentData(directory, manifest, detections, float(threshold),
-                       evaluation if isinstance(evaluation, dict) else None)
+                       evaluation if isinstance(evaluation, dict) else None, _processed_images(directory, name, detections))
+
+
+def drawing_threshold(manifest: dict[str, Any]) -> float | None:
+    """The score at or above which boxes were drawn (`settings.draw.threshold`), or None when the
+    manifest does not hold a number from 0 to 1 there."""
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, dict) else None
+    threshold = draw.get("threshold") if isinstance(draw, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        return None
+    return float(threshold)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -105,6 +165,19 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def has_frames(directory: Path) -> bool:
     return (directory / FRAMES_DIR).is_dir()
+
+
+def _processed_images(directory: Path, name: str, detections: pd.DataFrame) -> frozenset[tuple[str, int]]:
+    """Every image the run finished: the journal knows them all, those without boxes too; the frames
+    on disk and the table fill in when it is gone (a folder copied without `.detect/`)."""
+    try:
+        done, _ = journal.load(directory, name)
+    except (OSError, ValueError, ArithmeticError):  # a hand-edited journal is not trusted either
+        done = {}
+    images = {(key.camera_name.name, key.frame_timestamp_micros) for key in done}
+    images |= {(f.camera_name.name, f.frame_timestamp_micros) for f in list_frames(directory)}
+    images |= {(str(c), int(ts)) for c, ts in zip(detections["camera"], detections["timestamp"], strict=True)}
+    return frozenset(images)
 
 
 def _detections(path: Path) -> pd.DataFrame:

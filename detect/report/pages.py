@@ -17,7 +17,7 @@ from PIL import Image
 
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
-from detect.report.data import MOSAIC, SegmentData
+from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
 from detect.sinks.layout import EVAL_FILE, real_file, real_folder
@@ -66,24 +66,19 @@ def segment_page(data: SegmentData) -> Path:
     counts = safe.mapping(manifest.get("counts"))
     timings = safe.mapping(manifest.get("timings"))
     sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
-    mosaic = data.animation(MOSAIC)
-    if mosaic:
-        sections.append(f"<h2>All cameras</h2>{_media(mosaic, 'all cameras, tiled as the car sees them', _gif(data, MOSAIC))}")
-    cameras = [(c, data.animation(c)) for c in data.cameras]
-    if any(path for _, path in cameras):
-        figures = "".join(f"<figure>{_media(path, c, _gif(data, c))}<figcaption>{safe.text(c)}</figcaption></figure>"
-                          for c, path in cameras if path)
+    if data.animation(MOSAIC):
+        sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
+    cameras = [c for c in data.cameras if data.animation(c)]
+    if cameras:
+        figures = "".join(f"<figure>{_animation(data, c, c)}<figcaption>{safe.text(c)}</figcaption></figure>"
+                          for c in cameras)
         sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
-    drawn = data.drawn
-    if not drawn.empty:
-        plots.timeline(drawn, sorted(set(drawn["camera"]), key=data.cameras.index), assets / "timeline.png")
-        sections.append(f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}")
+    sections.append(_timeline(data, assets))
     if not data.detections.empty:
         plots.scores(data.detections, data.threshold, assets / "scores.png")
         sections.append(f"<h2>Scores</h2>{_img(f'{ASSETS}/scores.png', 'score distribution per class')}")
         table = data.counts()
-        sections.append(f"<h2>Boxes drawn, per camera and class</h2><p class='muted'>score &ge; {data.threshold:g}; "
-                        f"the table keeps {len(data.detections)} boxes down to the score floor.</p>"
+        sections.append("<h2>Boxes drawn, per camera and class</h2>" + _drawn_note(data)
                         + _table(["camera", *table.columns], [[i, *row] for i, row in zip(table.index, table.values.tolist(), strict=True)],
                                  css="counts"))
     else:
@@ -108,8 +103,33 @@ def segment_page(data: SegmentData) -> Path:
     sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
                     f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
-                    f"{safe.count_text(counts.get('images_processed', 0))} images processed.</p>")
+                    f"{_count_of(counts.get('images_processed', 0), 'image')} processed.</p>")
     return _write(directory / REPORT_FILE, f"detect: {data.name}", sections)
+
+
+def _timeline(data: SegmentData, assets: Path) -> str:
+    """The boxes-per-frame plot; one frame has no time to plot, so a sentence says so."""
+    frames = len(data.timestamps)
+    if frames == 0:
+        return ""
+    if frames == 1:
+        drawn = len(data.drawn)
+        return ("<h2>Detections over time</h2><p>One frame, so nothing to plot over time: "
+                f"{_plural(drawn, 'box')} drawn on its {_plural(len(data.images), 'image')}"
+                f"{' (per camera and class in the table below)' if drawn else ''}.</p>")
+    plots.timeline(data.boxes_per_image(), assets / "timeline.png")
+    return f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
+
+
+def _drawn_note(data: SegmentData) -> str:
+    """What the frames show and what the table keeps, in plain words."""
+    drawn, kept = len(data.drawn), len(data.detections)
+    floor = safe.number(safe.mapping(data.manifest.get("model")).get("score_floor"), 2)
+    below = (f"{_plural(kept - drawn, 'more box', 'more boxes')} down to the score floor {safe.text(floor)}"
+             if floor != "-" else f"{_plural(kept - drawn, 'more box', 'more boxes')} below it")
+    return (f"<p class='muted'>Drawn on the frames: the {_plural(drawn, 'box', 'boxes')} scoring at least "
+            f"{data.threshold:g} (the drawing threshold). detections.parquet also keeps {below}, "
+            f"{kept} in all, so evaluation can try other thresholds.</p>")
 
 
 def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
@@ -120,7 +140,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
 
     labels = sorted({str(label) for _, m in segments for label in by_label(m)},
                     key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
-    headers = ["segment", "status", "images", "failed", "boxes", *labels, "AP50", "images/s"]
+    headers = ["segment", "status", "model", "threshold", "images", "failed", "boxes", *labels, "AP50", "images/s"]
     rows = []
     for directory, manifest in segments:
         counts = safe.mapping(manifest.get("counts"))
@@ -131,10 +151,11 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
         css = status if status.replace("_", "").isalpha() else "unknown"
         rows.append([Markup(f"<a href='{safe.href(page)}'>{safe.text(name)}</a>"),
                      Markup(f"<span class='status-{safe.text(css)}'>{safe.text(status)}</span>"),
+                     _model_cell(manifest), _num(drawing_threshold(manifest), 2),
                      *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
                      *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
                      _num(safe.mapping(manifest.get("timings")).get("images_per_second"))])
-    sections = [f"<h1>detect run: {len(segments)} segment{'s' if len(segments) != 1 else ''}</h1>"]
+    sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
     for name, one in runs:
         this = safe.mapping(one.get("this_run"))
         tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
@@ -149,9 +170,21 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
     evaluation = _json_object(root / EVAL_FILE)
     if evaluation:
         sections.append(evaluation_section(evaluation, root))
-    sections.append("<h2>Segments</h2><p class='muted'>Click a column title to sort.</p>"
-                    + _table(headers, rows, css="sortable"))
-    return _write(root / INDEX_FILE, f"detect: {len(segments)} segments", sections, script=SORT_SCRIPT)
+    sections.append("<h2>Segments</h2><p class='muted'>Threshold: boxes scoring at least this are drawn. "
+                    "Boxes and the per-class counts are every box in the table, down to the score floor. "
+                    "Click a column title to sort.</p>" + _table(headers, rows, css="sortable"))
+    return _write(root / INDEX_FILE, f"detect: {_plural(len(segments), 'segment')}", sections, script=SORT_SCRIPT)
+
+
+def _model_cell(manifest: dict[str, Any]) -> Any:
+    """The model's short name (its full description on hover), else its description, else "-"."""
+    model = safe.mapping(manifest.get("model"))
+    short, description = model.get("short_name"), model.get("description")
+    name = next((v for v in (short, description) if isinstance(v, str) and v), None)
+    if name is None:
+        return "-"
+    hover = description if isinstance(description, str) and description else name
+    return Markup(f"<span title='{safe.text(hover)}'>{safe.text(name)}</span>")
 
 
 def _facts(data: SegmentData) -> str:
@@ -166,8 +199,9 @@ def _facts(data: SegmentData) -> str:
                   f"{safe.count_text(counts.get('images_failed', 0))} failed",
         "model": model.get("description"),
         "model knows": _classes(knows),
-        "threshold": f"{data.threshold:g} drawn, {safe.number(model.get('score_floor'), 2)} kept",
-        "labels": (source.get("ground_truth") or "none") + (f" ({dropped} unusable rows dropped)" if dropped else ""),
+        "drawn": f"boxes scoring at least {data.threshold:g} (the drawing threshold)",
+        "in the table": f"boxes scoring at least {safe.number(model.get('score_floor'), 2)} (the score floor, for evaluation)",
+        "labels": (source.get("ground_truth") or "none") + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
         "engine": safe.mapping(m.get("engine")).get("name"),
         "finished": m.get("finished_at"),
     }
@@ -223,17 +257,46 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
             small.save(tmp, "JPEG", quality=85)
         link = frame.relative_to(data.directory).as_posix()
         figures.append(f"<figure><a href='{safe.href(link)}'>{_img(f'{ASSETS}/{thumb.name}', f'{camera} at {ts}')}</a>"
-                       f"<figcaption>{safe.text(camera)} {ts}: {boxes} box{'es' if boxes != 1 else ''}</figcaption></figure>")
+                       f"<figcaption>{safe.text(camera)} {ts}: {_plural(boxes, 'box')}</figcaption></figure>")
     return "".join(figures)
 
 
+def _animation(data: SegmentData, name: str, alt: str) -> str:
+    """A camera's (or the mosaic's) animation; one frame is a still: an image, no player controls."""
+    path = data.animation(name)
+    gif = _gif(data, name)
+    if path is None:
+        return ""
+    if data.frame_count(None if name == MOSAIC else name) != 1:
+        return _media(path, alt, gif)
+    if gif:
+        return f"<a href='{safe.href(gif)}'>{_img(gif, alt)}</a>"
+    # An MP4 alone (--no-gif): its only frame, with nothing drawn over it.
+    return f"<video src='{safe.href(path)}' muted playsinline preload='auto' title='{safe.text(alt)}'></video>"
+
+
 def _media(path: str, alt: str, poster: str | None = None) -> str:
-    """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>."""
+    """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>.
+
+    The video plays by itself, muted and looped like the GIF: the browser hides its controls while
+    it plays (they come back on hover), so they do not sit over a paused picture.
+    """
     if path.endswith(".mp4"):
         shown = f" poster='{safe.href(poster)}'" if poster else ""
-        return (f"<video src='{safe.href(path)}'{shown} controls loop muted playsinline preload='metadata' "
+        return (f"<video src='{safe.href(path)}'{shown} controls autoplay loop muted playsinline preload='metadata' "
                 f"title='{safe.text(alt)}'></video>")
     return _img(path, alt)
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    """"1 box", "3 boxes", "1 segment", "2 segments"."""
+    return f"{count} {word if count == 1 else plural or (word + 'es' if word.endswith(('s', 'x')) else word + 's')}"
+
+
+def _count_of(value: Any, word: str) -> str:
+    """A count from a results file with its noun, or "-" and the plural when it is not a count."""
+    checked = safe.count(value)
+    return f"- {word}s" if checked is None else _plural(checked, word)
 
 
 def _gif(data: SegmentData, name: str) -> str | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from detect.sinks.atomic import atomic_path
 
@@ -20,34 +21,54 @@ def _classes(drawn: pd.DataFrame) -> list[str]:
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    figure.tight_layout()
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
     with atomic_path(path) as tmp:
         figure.savefig(tmp, format="png")
     return path
 
 
-def timeline(drawn: pd.DataFrame, cameras: list[str], path: Path) -> Path:
-    """Drawn boxes per frame and class over time, one panel per camera."""
-    classes = _classes(drawn)
-    figure = Figure(figsize=(9, 1.6 + 1.5 * len(cameras)), dpi=100)
+def timeline_figure(per_image: pd.DataFrame) -> Figure:
+    """Drawn boxes per frame over time, one panel per camera: every processed image is a point (0
+    when nothing was drawn on it), the total in gray and each class in its color; the legend sits
+    above the panels, off the data. `per_image`: rows (camera, timestamp), a column per class."""
+    cameras = list(dict.fromkeys(per_image.index.get_level_values("camera")))
+    if len(cameras) == 0:
+        raise ValueError("no processed images to plot")
+    classes = list(per_image.sum().sort_values(ascending=False, kind="stable").index[:MAX_CLASSES])
+    if len(per_image.columns) > MAX_CLASSES:
+        per_image = per_image[classes].assign(other=per_image.drop(columns=classes).sum(axis=1))
+        classes.append("other")
+    figure = Figure(figsize=(9, 1.4 + 1.5 * len(cameras)), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
-    start = drawn["timestamp"].min() if not drawn.empty else 0
+    start = per_image.index.get_level_values("timestamp").min()
     axes_list = figure.subplots(len(cameras), 1, sharex=True, squeeze=False)[:, 0]
     for axes, camera in zip(axes_list, cameras, strict=True):
-        rows = drawn[drawn["camera"] == camera]
+        rows = per_image.xs(camera, level="camera").sort_index()
+        seconds = (rows.index - start) / 1e6
+        axes.plot(seconds, rows.sum(axis=1).to_numpy(), color="black", linestyle="--", linewidth=1, marker="o", markersize=2.5,
+                  label="all classes", zorder=1)
         for n, label in enumerate(classes):
-            per_frame = rows[rows["label"] == label].groupby("timestamp").size()
-            if not per_frame.empty:
-                axes.plot((per_frame.index - start) / 1e6, per_frame.values, marker="o", markersize=3, linewidth=1.5,
-                          color=COLORS[n % len(COLORS)], label=label)
+            if rows[label].any():  # a class this camera never drew would be a flat line hiding the others
+                axes.plot(seconds, rows[label].to_numpy(), marker="o", markersize=3, linewidth=1.5,
+                          color=COLORS[n % len(COLORS)], label=label, zorder=2)
         axes.set_ylabel(camera, rotation=0, ha="right", va="center", fontsize=9)
         axes.grid(True, alpha=0.3)
-        axes.set_ylim(bottom=0)
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=2))
+        axes.set_ylim(0, max(1, int(rows.sum(axis=1).max())) * 1.08)
     axes_list[-1].set_xlabel("seconds from the segment's first frame")
-    if classes:
-        axes_list[0].legend(loc="upper right", fontsize=8, ncols=min(4, len(classes)))
-    axes_list[0].set_title("Boxes drawn per frame, by class")
-    return _save(figure, path)
+    lines = {str(line.get_label()): line for axes in axes_list for line in axes.get_lines()}
+    handles = {label: lines[label] for label in ["all classes", *classes] if label in lines}
+    # The title heads the legend: a suptitle and an outside legend overlap under constrained layout.
+    figure.legend(list(handles.values()), list(handles), loc="outside upper center", fontsize=8,
+                  ncols=min(5, len(handles)), frameon=False, title="Boxes drawn per frame, by class",
+                  title_fontproperties={"size": 11})
+    return figure
+
+
+def timeline(per_image: pd.DataFrame, path: Path) -> Path:
+    """`timeline_figure` as a PNG at `path`."""
+    return _save(timeline_figure(per_image), path)
 
 
 def scores(detections: pd.DataFrame, threshold: float, path: Path) -> Path:

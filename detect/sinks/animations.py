@@ -46,7 +46,10 @@ def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
 
 
 def mosaic_tile_width(width: int) -> int:
-    return max(MIN_TILE_WIDTH, width // 2)
+    """The mosaic's tiles are the camera animations' frames, not shrunk again: a label chip (50 px
+    tall on a 1920-wide frame) stays 17 px tall at the default 640, as in the camera GIFs; at half
+    that width (the mosaic was 960 wide) it was 8 px, with text too small to read."""
+    return max(MIN_TILE_WIDTH, width)
 
 
 @dataclasses.dataclass(frozen=True)
