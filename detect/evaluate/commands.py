@@ -95,8 +95,9 @@ class _Stream:
 
     def __init__(self, results: Path, gt: str | None, class_map: ClassMap, custom_map: bool) -> None:
         self.results, self.gt, self.class_map, self.custom_map = results, gt, class_map, custom_map
-        self.directories = find_segments(results)
-        self.notes: list[str] = []
+        found = find_segments(results)
+        self.directories = found.with_manifest()
+        self.notes: list[str] = list(found.skipped)
         self.unlabeled: list[tuple[str, Path]] = []
         self.stand_ins: set[str] = set()
         self.class_counts: dict[int, int] = {}

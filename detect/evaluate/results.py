@@ -20,6 +20,7 @@ from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.labels import labels_from_camera_box
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
@@ -81,16 +82,12 @@ def model_classes(manifest: dict[str, Any]) -> list[int] | None:
     return list(known)
 
 
-def find_segments(results: Path) -> list[Path]:
-    """Segment directories at or under `results` (each with a manifest and a detections table)."""
-    results = Path(results)
-    if not results.is_dir():
-        raise InputError(f"{results}: no such results directory")
-    if (results / MANIFEST_FILE).is_file():
-        return [results]
-    found = sorted(p.parent for p in results.glob(f"*/{MANIFEST_FILE}") if (p.parent / DETECTIONS_FILE).is_file())
-    if not found:
-        raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE} with a {DETECTIONS_FILE})")
+def find_segments(results: Path) -> SegmentFolders:
+    """Segment directories at or under `results` that hold a manifest (the finder every results
+    command shares), and what was left out on the way; InputError when there are none."""
+    found = find_segment_folders(results)
+    if not found.with_manifest():
+        raise InputError(found.nothing_found(results))
     return found
 
 

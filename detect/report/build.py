@@ -17,6 +17,7 @@ from detect.report.data import load, read_manifest
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 
 RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
@@ -32,20 +33,13 @@ def build_reports(results: Path) -> Reports:
     """`report.html` in every segment directory at or under `results`; `index.html` at the top of
     a run directory (one that holds segment directories rather than being one)."""
     results = Path(results)
-    if not results.is_dir():
-        raise InputError(f"{results}: no such results directory")
-    if (results / MANIFEST_FILE).is_file():
+    found = find_segment_folders(results)
+    if found.folders == [results]:
         return Reports([segment_page(load(results))], [])
-    notes: list[str] = []
-    directories = []
-    for manifest_file in sorted(results.glob(f"*/{MANIFEST_FILE}")):
-        directory = manifest_file.parent
-        if directory.is_symlink() or manifest_file.is_symlink():
-            notes.append(f"{directory}: a symlink, not followed; left out")
-        else:
-            directories.append(directory)
+    notes = list(found.skipped)
+    directories = found.with_manifest()
     if not directories:
-        raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE})")
+        raise InputError(found.nothing_found(results))
     written: list[Path] = []
     indexed: list[tuple[Path, dict[str, Any]]] = []
     for directory in directories:
