@@ -4,7 +4,6 @@ pooled) to numbers and files."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import numpy as np
 
 from detect.core.errors import InputError
 from detect.core.names import printable
-from detect.evaluate import coco
+from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
 from detect.evaluate.results import (
@@ -26,11 +25,8 @@ from detect.evaluate.results import (
 )
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.labels import label_for
-from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.manifest import MANIFEST_FILE, read_manifest
-
-INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -67,16 +63,12 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
-                class_map_path: Path | None = None) -> list[Path]:
-    """`instances.json` (labels, LEVEL_2) and `detections.json` (mapped to Waymo types)."""
-    segments, class_map, types, _ = _prepare(results, gt, class_map_path)
-    target = Path(out or results)
-    instances = coco.ground_truth(segments, types)
-    dets = coco.detections(segments, class_map, types)
-    # allow_nan=False: JSON has no NaN or Infinity; the rows are checked on the way in, and a value
-    # that still slipped through must fail here rather than write a file other tools cannot parse.
-    return [atomic_write_bytes(target / INSTANCES_FILE, json.dumps(instances, allow_nan=False).encode()),
-            atomic_write_bytes(target / DETECTIONS_JSON, json.dumps(dets, allow_nan=False).encode())]
+                class_map_path: Path | None = None, images: bool = False) -> Exported:
+    """`instances.json` (every label, LEVEL_2) and `detections.json` (mapped to Waymo types); with
+    `images`, the source JPEGs they name (see `detect.evaluate.export`)."""
+    segments, class_map, types, notes = _prepare(results, gt, class_map_path)
+    exported = write_coco(segments, class_map, types, Path(out or results), images)
+    return dataclasses.replace(exported, notes=notes + exported.notes)
 
 
 def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
