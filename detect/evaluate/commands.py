@@ -25,6 +25,7 @@ from detect.evaluate.results import (
 )
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.labels import label_for
+from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.manifest import MANIFEST_FILE, read_manifest
 
@@ -50,14 +51,14 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     def segment_pages(segment: SegmentResults, own: Evaluation) -> None:
         """In a run, each segment gets its own eval.json and curves too (its page shows them)."""
         if pooled_run and out is None:
-            write_outputs(segment.directory, own, to_json(own, class_map))
+            write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory))
 
     with MatchesWriter(target / MATCHES_FILE) as matches:
         evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
                               on_segment=segment_pages)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
-    report = to_json(evaluation, class_map)
+    report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
     written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE]
     return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped))
 
@@ -95,6 +96,7 @@ class _Stream:
         self.class_counts: dict[int, int] = {}
         self.thresholds: set[float] = set()
         self.read = 0
+        self.evaluated: list[tuple[Path, Sources]] = []  # what eval.json records it was computed from
 
     def plan(self) -> tuple[list[int], float]:
         """Types and threshold from the first readable manifest (no detections read yet)."""
@@ -131,6 +133,7 @@ class _Stream:
                 for class_id, count in zip(ids.tolist(), counts.tolist(), strict=True):
                     if self.class_map.waymo_type(class_id) is None:
                         self.class_counts[class_id] = self.class_counts.get(class_id, 0) + count
+            self.evaluated.append(segment.source)
             yield segment
 
     def nothing_message(self) -> str:

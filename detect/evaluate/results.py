@@ -18,6 +18,7 @@ from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
+from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
@@ -53,6 +54,8 @@ class SegmentResults:
     labels_dropped: int = 0  # unusable label rows (NaN, negative, unknown type or camera), when run and here
     # (width, height) of each image as the run decoded it (its journal); empty for results without one
     sizes: Mapping[FrameKey, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    # fingerprints of detections.parquet and ground_truth.parquet, taken before reading them
+    sources: Sources = dataclasses.field(default_factory=dict)
 
     @property
     def threshold(self) -> float:
@@ -61,6 +64,11 @@ class SegmentResults:
     @property
     def model_classes(self) -> list[int] | None:
         return model_classes(self.manifest)
+
+    @property
+    def source(self) -> tuple[Path, Sources]:
+        """Where the segment's results are and their fingerprints (what an eval.json records)."""
+        return self.directory, self.sources
 
     @property
     def input_path(self) -> str | None:
@@ -103,6 +111,7 @@ def find_segments(results: Path) -> SegmentFolders:
 
 def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
+    sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
     try:
         manifest = json.loads((directory / MANIFEST_FILE).read_text())
     except (OSError, ValueError) as err:
@@ -124,7 +133,7 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     done, _ = journal.load(directory, name)
     processed = _processed_images(done, detections, written)
     sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes)
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources)
 
 
 def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:

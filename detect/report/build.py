@@ -15,6 +15,8 @@ from detect.core.errors import DetectError, InputError
 from detect.core.names import printable
 from detect.report.data import load, read_manifest
 from detect.report.pages import REPORT_FILE, index_page, segment_page
+from detect.report.staleness import changed_since, refresh_note, stale_segments
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.run_folder import find_segment_folders
@@ -35,7 +37,9 @@ def build_reports(results: Path) -> Reports:
     results = Path(results)
     found = find_segment_folders(results)
     if found.folders == [results]:
-        return Reports([segment_page(load(results))], [])
+        data = load(results)
+        changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
+        return Reports([segment_page(data)], [refresh_note(results, [data.name])] if changed else [])
     notes = list(found.skipped)
     directories = found.with_manifest()
     if not directories:
@@ -55,7 +59,15 @@ def build_reports(results: Path) -> Reports:
             continue
         indexed.append((directory, manifest))
     written.append(index_page(results, indexed, _run_files(results)))
-    return Reports(written, notes)
+    stale = _stale(results, dict(indexed))
+    return Reports(written, notes + ([refresh_note(results, stale)] if stale else []))
+
+
+def _stale(results: Path, manifests: dict[Path, dict[str, Any]]) -> list[str]:
+    """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
+    folders = {results / folder for folder in stale_segments(changed_since(_json_object(results / EVAL_FILE), results))}
+    folders |= {d for d in manifests if changed_since(_json_object(d / EVAL_FILE), d)}
+    return sorted(str(manifests.get(d, {}).get("segment_context_name", d.relative_to(results).as_posix())) for d in folders)
 
 
 def _up_to_date(directory: Path) -> bool:
@@ -63,8 +75,17 @@ def _up_to_date(directory: Path) -> bool:
     page = directory / REPORT_FILE
     if not page.is_file() or page.is_symlink():
         return False
-    sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE)]
+    sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE, GROUND_TRUTH_FILE)]
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A results file holding a JSON object; empty when missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:

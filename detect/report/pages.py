@@ -18,6 +18,7 @@ from PIL import Image
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData
+from detect.report.staleness import evaluation_notice
 from detect.sinks.atomic import atomic_path, atomic_write_bytes
 from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, real_file, real_folder
 
@@ -199,7 +200,9 @@ def _evaluation(report: dict[str, Any], directory: Path) -> str:
     types = safe.items(report.get("types"))
     dropped = safe.count(report.get("labels_dropped"))
     note = f" {dropped} unusable label rows were dropped." if dropped else ""
-    return (f"<h2>Against Waymo's labels</h2><p class='muted'>{safe.text(library.get('name'))} "
+    stale = evaluation_notice(report, directory)
+    return (f"<h2>Against Waymo's labels</h2>{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
+            f"<p class='muted'>{safe.text(library.get('name'))} "
             f"{safe.text(library.get('version'))}; types {safe.text(', '.join(str(t) for t in types))}; "
             f"P, R, F1 at the drawing threshold {_num(report.get('threshold'), 2)} and IoU 0.5.{note}</p>"
             + _table(headers, rows) + curves)
