@@ -171,6 +171,9 @@ def test_pedestrian_ap_equals_the_library_on_the_exported_coco_json(real_frame_p
     truth = COCO(str(tmp_path / "coco" / "instances.json"))
     detections = truth.loadRes(json.loads((tmp_path / "coco" / "detections.json").read_text()))
     direct = COCOeval_faster(truth, detections, "bbox", print_function=lambda *a: None)
+    # instances.json holds every labeled type (vehicles, cyclists too); detect eval evaluates the model's
+    assert truth.dataset["info"]["evaluated_category_ids"] == [2] and set(truth.getCatIds()) == {1, 2, 4}
+    direct.params.catIds = truth.dataset["info"]["evaluated_category_ids"]
     direct.evaluate()
     direct.accumulate()
     direct.summarize()

@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("format", choices=("coco",), help="coco")
     export.add_argument("results", metavar="RESULTS", type=Path)
     export.add_argument("--out", type=Path, help="where to write (default: RESULTS)")
+    export.add_argument("--images", action="store_true",
+                        help="also copy each image's original JPEG out of the input file its manifest names, to the "
+                        "images/ path its file_name gives (for FiftyOne, CVAT, ...)")
     _eval_options(export)
     export.set_defaults(handler=cmd_export)
 

@@ -29,7 +29,10 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    for path in export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map):
+    exported = export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map, images=args.images)
+    for note in exported.notes:
+        print(f"detect: note: {note}", file=err)
+    for path in exported.written:
         print(path, file=out)
     return EXIT_OK
 

@@ -2,7 +2,9 @@
 coco` writes so any COCO tool can check our numbers.
 
 Image ids are stable: the first 48 bits of the SHA-256 of `segment/timestamp/camera`, the same in
-every run and on every machine. Categories are Waymo's types. A LEVEL_1 evaluation marks LEVEL_2
+every run and on every machine. Each image names its source camera frame (`image_file_name`, where
+`detect export coco --images` copies the original JPEG), its size and the input file. Categories are
+Waymo's types. A LEVEL_1 evaluation marks LEVEL_2
 labels `iscrowd` (COCO's ignore mechanism: a detection on them is neither a hit nor a false
 positive); LEVEL_2 counts every label.
 """
@@ -15,9 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
 from detect.evaluate.results import SegmentResults
 from detect.model.classmap import ClassMap
+
+IMAGES_DIR = "images"
 
 
 def image_id(key: FrameKey) -> int:
@@ -32,8 +37,7 @@ def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: in
     annotations: list[dict[str, Any]] = []
     for segment in segments:
         for key in sorted(segment.images, key=lambda k: k.order):
-            images.append({"id": image_id(key), "file_name": _file_name(key), "segment_context_name": key.segment_context_name,
-                           "frame_timestamp_micros": key.frame_timestamp_micros, "camera_name": int(key.camera_name)})
+            images.append(image_entry(key, segment))
             labels = segment.labels.get(key)
             if labels is None:
                 continue
@@ -76,5 +80,23 @@ def categories(types: list[int]) -> list[dict[str, Any]]:
     return [{"id": t, "name": WaymoType(t).name, "supercategory": "waymo"} for t in types]
 
 
-def _file_name(key: FrameKey) -> str:
-    return f"{key.segment_context_name}/frames/{key.camera_name.name}/{key.frame_timestamp_micros}.png"
+def label_types(segments: Iterable[SegmentResults]) -> list[int]:
+    """Every Waymo type the segments' labels hold, sorted."""
+    return sorted({int(t) for segment in segments for labels in segment.labels.values() for t in labels.types})
+
+
+def image_entry(key: FrameKey, segment: SegmentResults) -> dict[str, Any]:
+    """A COCO image: its id, the source frame's path (see `image_file_name`), its size when the run
+    recorded it, Waymo's key, and the segment file it comes from."""
+    size = segment.sizes.get(key)
+    return {"id": image_id(key), "file_name": image_file_name(key),
+            **({"width": size[0], "height": size[1]} if size else {}),
+            "segment_context_name": key.segment_context_name, "frame_timestamp_micros": key.frame_timestamp_micros,
+            "camera_name": int(key.camera_name), **({"input_path": segment.input_path} if segment.input_path else {})}
+
+
+def image_file_name(key: FrameKey) -> str:
+    """Where the original camera JPEG goes, relative to the exported JSON (`--images` writes it
+    there): `images/<segment folder>/<CAMERA>/<timestamp>.jpg`, the folder named by the one rule
+    that turns untrusted segment names into paths."""
+    return f"{IMAGES_DIR}/{segment_dir_name(key.segment_context_name)}/{key.camera_name.name}/{key.frame_timestamp_micros}.jpg"

@@ -4,7 +4,6 @@ pooled) to numbers and files."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import numpy as np
 from detect.core.errors import InputError
 from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.names import printable
-from detect.evaluate import coco
+from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
 from detect.evaluate.results import (
@@ -27,11 +26,9 @@ from detect.evaluate.results import (
 )
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.labels import label_for
-from detect.sinks.atomic import atomic_write_bytes
+from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.manifest import MANIFEST_FILE, read_manifest
-
-INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -55,29 +52,25 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     def segment_pages(segment: SegmentResults, own: Evaluation) -> None:
         """In a run, each segment gets its own eval.json and curves too (its page shows them)."""
         if pooled_run and out is None:
-            write_outputs(segment.directory, own, to_json(own, class_map))
+            write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory))
 
     with MatchesWriter(target / MATCHES_FILE) as matches:
         evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
                               on_segment=segment_pages, protocol=protocol)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
-    report = to_json(evaluation, class_map)
+    report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
     written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE]
     return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped))
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
-                class_map_path: Path | None = None) -> list[Path]:
-    """`instances.json` (labels, LEVEL_2) and `detections.json` (mapped to Waymo types)."""
-    segments, class_map, types, _ = _prepare(results, gt, class_map_path)
-    target = Path(out or results)
-    instances = coco.ground_truth(segments, types)
-    dets = coco.detections(segments, class_map, types)
-    # allow_nan=False: JSON has no NaN or Infinity; the rows are checked on the way in, and a value
-    # that still slipped through must fail here rather than write a file other tools cannot parse.
-    return [atomic_write_bytes(target / INSTANCES_FILE, json.dumps(instances, allow_nan=False).encode()),
-            atomic_write_bytes(target / DETECTIONS_JSON, json.dumps(dets, allow_nan=False).encode())]
+                class_map_path: Path | None = None, images: bool = False) -> Exported:
+    """`instances.json` (every label, LEVEL_2) and `detections.json` (mapped to Waymo types); with
+    `images`, the source JPEGs they name (see `detect.evaluate.export`)."""
+    segments, class_map, types, notes = _prepare(results, gt, class_map_path)
+    exported = write_coco(segments, class_map, types, Path(out or results), images)
+    return dataclasses.replace(exported, notes=notes + exported.notes)
 
 
 def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
@@ -96,13 +89,15 @@ class _Stream:
 
     def __init__(self, results: Path, gt: str | None, class_map: ClassMap, custom_map: bool) -> None:
         self.results, self.gt, self.class_map, self.custom_map = results, gt, class_map, custom_map
-        self.directories = find_segments(results)
-        self.notes: list[str] = []
+        found = find_segments(results)
+        self.directories = found.with_manifest()
+        self.notes: list[str] = list(found.skipped)
         self.unlabeled: list[tuple[str, Path]] = []
         self.stand_ins: set[str] = set()
         self.class_counts: dict[int, int] = {}
         self.thresholds: set[float] = set()
         self.read = 0
+        self.evaluated: list[tuple[Path, Sources]] = []  # what eval.json records it was computed from
 
     def plan(self) -> tuple[list[int], float]:
         """Types and threshold from the first readable manifest (no detections read yet)."""
@@ -139,6 +134,7 @@ class _Stream:
                 for class_id, count in zip(ids.tolist(), counts.tolist(), strict=True):
                     if self.class_map.waymo_type(class_id) is None:
                         self.class_counts[class_id] = self.class_counts.get(class_id, 0) + count
+            self.evaluated.append(segment.source)
             yield segment
 
     def nothing_message(self) -> str:

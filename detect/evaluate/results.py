@@ -18,9 +18,12 @@ from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
+from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
+from detect.waymo.images import MAX_SIDE, check_size
 from detect.waymo.labels import labels_from_camera_box
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
@@ -49,6 +52,10 @@ class SegmentResults:
     labels: Mapping[FrameKey, Labels]
     images: frozenset[FrameKey]  # every image the run processed, labeled or not
     labels_dropped: int = 0  # unusable label rows (NaN, negative, unknown type or camera), when run and here
+    # (width, height) of each image as the run decoded it (its journal); empty for results without one
+    sizes: Mapping[FrameKey, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    # fingerprints of detections.parquet and ground_truth.parquet, taken before reading them
+    sources: Sources = dataclasses.field(default_factory=dict)
 
     @property
     def threshold(self) -> float:
@@ -57,6 +64,18 @@ class SegmentResults:
     @property
     def model_classes(self) -> list[int] | None:
         return model_classes(self.manifest)
+
+    @property
+    def source(self) -> tuple[Path, Sources]:
+        """Where the segment's results are and their fingerprints (what an eval.json records)."""
+        return self.directory, self.sources
+
+    @property
+    def input_path(self) -> str | None:
+        """The segment file the run read, as its manifest names it (None when it names none)."""
+        source = self.manifest.get("input")
+        path = source.get("path") if isinstance(source, dict) else None
+        return path if isinstance(path, str) and path else None
 
 
 DEFAULT_THRESHOLD = 0.5
@@ -81,21 +100,18 @@ def model_classes(manifest: dict[str, Any]) -> list[int] | None:
     return list(known)
 
 
-def find_segments(results: Path) -> list[Path]:
-    """Segment directories at or under `results` (each with a manifest and a detections table)."""
-    results = Path(results)
-    if not results.is_dir():
-        raise InputError(f"{results}: no such results directory")
-    if (results / MANIFEST_FILE).is_file():
-        return [results]
-    found = sorted(p.parent for p in results.glob(f"*/{MANIFEST_FILE}") if (p.parent / DETECTIONS_FILE).is_file())
-    if not found:
-        raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE} with a {DETECTIONS_FILE})")
+def find_segments(results: Path) -> SegmentFolders:
+    """Segment directories at or under `results` that hold a manifest (the finder every results
+    command shares), and what was left out on the way; InputError when there are none."""
+    found = find_segment_folders(results)
+    if not found.with_manifest():
+        raise InputError(found.nothing_found(results))
     return found
 
 
 def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
+    sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
     try:
         manifest = json.loads((directory / MANIFEST_FILE).read_text())
     except (OSError, ValueError) as err:
@@ -114,8 +130,10 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         labels = written
         at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
         dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
-    processed = _processed_images(directory, name, detections, written)
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped)
+    done, _ = journal.load(directory, name)
+    processed = _processed_images(done, detections, written)
+    sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources)
 
 
 def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
@@ -154,10 +172,9 @@ def _read_detections(path: Path) -> DetectionRows:
     return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy)
 
 
-def _processed_images(directory: Path, name: str, detections: DetectionRows,
+def _processed_images(done: Mapping[FrameKey, object], detections: DetectionRows,
                       written: Mapping[FrameKey, Labels]) -> frozenset[FrameKey]:
     """The images the run finished: its journal knows them all, those without boxes too (without a
     journal: the images with boxes or with labels in ground_truth.parquet)."""
-    done, _ = journal.load(directory, name)
     images = set(done) | set(detections.keys)
     return frozenset(images if done else images | set(written))

@@ -15,8 +15,11 @@ from detect.core.errors import DetectError, InputError
 from detect.core.names import printable
 from detect.report.data import load, read_manifest
 from detect.report.pages import REPORT_FILE, index_page, segment_page
+from detect.report.staleness import changed_since, refresh_note, stale_segments
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 
 RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
@@ -32,20 +35,15 @@ def build_reports(results: Path) -> Reports:
     """`report.html` in every segment directory at or under `results`; `index.html` at the top of
     a run directory (one that holds segment directories rather than being one)."""
     results = Path(results)
-    if not results.is_dir():
-        raise InputError(f"{results}: no such results directory")
-    if (results / MANIFEST_FILE).is_file():
-        return Reports([segment_page(load(results))], [])
-    notes: list[str] = []
-    directories = []
-    for manifest_file in sorted(results.glob(f"*/{MANIFEST_FILE}")):
-        directory = manifest_file.parent
-        if directory.is_symlink() or manifest_file.is_symlink():
-            notes.append(f"{directory}: a symlink, not followed; left out")
-        else:
-            directories.append(directory)
+    found = find_segment_folders(results)
+    if found.folders == [results]:
+        data = load(results)
+        changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
+        return Reports([segment_page(data)], [refresh_note(results, [data.name])] if changed else [])
+    notes = list(found.skipped)
+    directories = found.with_manifest()
     if not directories:
-        raise InputError(f"{results}: no segment results here (no */{MANIFEST_FILE})")
+        raise InputError(found.nothing_found(results))
     written: list[Path] = []
     indexed: list[tuple[Path, dict[str, Any]]] = []
     for directory in directories:
@@ -61,7 +59,15 @@ def build_reports(results: Path) -> Reports:
             continue
         indexed.append((directory, manifest))
     written.append(index_page(results, indexed, _run_files(results)))
-    return Reports(written, notes)
+    stale = _stale(results, dict(indexed))
+    return Reports(written, notes + ([refresh_note(results, stale)] if stale else []))
+
+
+def _stale(results: Path, manifests: dict[Path, dict[str, Any]]) -> list[str]:
+    """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
+    folders = {results / folder for folder in stale_segments(changed_since(_json_object(results / EVAL_FILE), results))}
+    folders |= {d for d in manifests if changed_since(_json_object(d / EVAL_FILE), d)}
+    return sorted(str(manifests.get(d, {}).get("segment_context_name", d.relative_to(results).as_posix())) for d in folders)
 
 
 def _up_to_date(directory: Path) -> bool:
@@ -69,8 +75,17 @@ def _up_to_date(directory: Path) -> bool:
     page = directory / REPORT_FILE
     if not page.is_file() or page.is_symlink():
         return False
-    sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE)]
+    sources = [directory / name for name in (MANIFEST_FILE, EVAL_FILE, DETECTIONS_FILE, GROUND_TRUTH_FILE)]
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A results file holding a JSON object; empty when missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from detect.report import gallery, safe
 from detect.report.html import Markup, count_cell, img, num, table
+from detect.report.staleness import evaluation_notice
 from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
 
 SIZES = ("small", "medium", "large")
@@ -27,7 +28,9 @@ def evaluation_section(report: dict[str, Any], directory: Path, segment: str | N
     level_2 = [r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2")) if isinstance(r, dict)]
     title = protocol.get("title") or "COCO"
     ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
-    parts = [f"<h2>Against Waymo's labels</h2><p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
+    stale = evaluation_notice(report, directory)
+    parts = [f"<h2>Against Waymo's labels</h2>{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
+             f"<p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
              f"{f' {dropped} unusable label rows were dropped.' if dropped else ''}</p>"]

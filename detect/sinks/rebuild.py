@@ -18,6 +18,7 @@ from detect.sinks.animations import DEFAULT_WIDTH, rebuild_animations
 from detect.sinks.frames import FRAMES_DIR
 from detect.sinks.layout import SegmentLock, is_marked
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import find_segment_folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,18 +28,9 @@ class Rebuilt:
 
 
 def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
-    """Every directory at or under `results_dir` that holds a `frames/` directory, sorted."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise InputError(f"results directory not found: {root}")
-    found = []
-    for dirpath, dirnames, _ in os.walk(root):
-        if FRAMES_DIR in dirnames:
-            found.append(Path(dirpath))
-            dirnames.clear()  # a segment's own subdirectories hold no further segments
-        else:
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-    return sorted(found)
+    """Every segment directory at or under `results_dir` that holds a `frames/` directory, sorted
+    (found as `detect eval` and `detect report` find segments: `find_segment_folders`)."""
+    return find_segment_folders(Path(results_dir)).with_frames()
 
 
 def recorded_name(segment_dir: Path) -> str | None:
@@ -60,11 +52,12 @@ def rebuild_all(
     workers: int | None = None,
 ) -> Rebuilt:
     """Rebuild every segment's animations under `results_dir`; busy segments are left out."""
-    segments = find_segment_dirs(results_dir)
+    found = find_segment_folders(Path(results_dir))
+    segments = found.with_frames()
     if not segments:
-        raise InputError(f"no segment with a {FRAMES_DIR}/ directory under {results_dir}")
+        raise InputError(found.nothing_found(Path(results_dir), f"{FRAMES_DIR}/ folder"))
     written: list[Path] = []
-    notes: list[str] = []
+    notes: list[str] = list(found.skipped)
     for segment_dir in segments:
         try:
             lock = SegmentLock(segment_dir) if is_marked(segment_dir) else None
