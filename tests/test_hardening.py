@@ -476,7 +476,9 @@ def test_detect_gif_never_follows_a_symlink_out_of_the_results(stub_dynamic_dir,
     (outside / "frames" / "FRONT").mkdir(parents=True)
     (outside / "frames" / "FRONT" / f"{T0}.png").write_bytes((out / "seg_a" / "frames" / "FRONT" / f"{T0}.png").read_bytes())
     (out / "elsewhere").symlink_to(outside)
-    assert main(["gif", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["gif", str(out)]) == 1  # the link is named and left out; the real segment is rebuilt
+    assert f"{out / 'elsewhere'}: a symlink, not followed; left out" in capsys.readouterr().err
     assert sorted(p.name for p in outside.rglob("*")) == sorted(["FRONT", f"{T0}.png", "frames"])
     assert (out / "seg_a" / "FRONT.gif").is_file()
 

@@ -52,8 +52,7 @@ def process_segment(
     """
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
-    known = model_facts.get("knows_classes")  # a list of ids, or a sentence for the whole COCO label map
-    settings = settings.with_errors(labels is not None, known if isinstance(known, list) else None)
+    settings = settings.with_errors(labels is not None, model_facts.get("knows_classes"))
     opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)
     if isinstance(opened, SegmentReport):
         return opened

@@ -58,6 +58,7 @@ from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE
 from detect.sinks import journal
 from detect.sinks.animations import rebuild_animations
+from detect.sinks.ground_truth import RENDER_LABELS_FILE, write_ground_truth
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.sources import SegmentSource
 
@@ -101,9 +102,6 @@ def check_spec(spec: RunSpec) -> None:
     """What the Ray engine cannot do, refused before anything starts."""
     if spec.settings.animations and not spec.settings.write_frames:
         raise UsageError("--engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
-    if spec.settings.draw_labels:
-        raise UsageError("--gt draws errors with the local engine only; with --engine ray the labels are still "
-                         "written to ground_truth.parquet and evaluated: drop --gt (or --draw errors)")
     if spec.model.strategy != "none":
         raise UsageError("--strategy mirrored is for one machine; with --engine ray every GPU gets its own detector actor")
 
@@ -214,8 +212,13 @@ class _Job:
                 raise _PlanError(planned)
             names, index, note, labels = planned
             keys = SegmentKeys(source, names, index, note)
-            opened = SegmentLifecycle.open(keys, self.spec.out, self.spec.settings, self.facts, claims=self.claims,
+            settings = self.spec.settings.with_errors(labels is not None, self.facts.get("knows_classes"))
+            opened = SegmentLifecycle.open(keys, self.spec.out, settings, self.facts, claims=self.claims,
                                            labels=labels)
+            if isinstance(opened, SegmentLifecycle) and settings.errors is not None and labels is not None:
+                # The render tasks draw errors: they read the labels beside the journal.
+                write_ground_truth(opened.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE, labels.by_key,
+                                   opened.pending)
         except Exception as error:  # this segment cannot start; the others go on
             self._failed(source, error_text(error))
             return None
@@ -267,6 +270,8 @@ class _Job:
         except Exception as error:  # this segment's files could not be finished; the others go on
             self._failed(lifecycle.keys.source, error_text(error), time.perf_counter() - lifecycle.started)
             return
+        # The labels written for the render tasks: ground_truth.parquet holds them now.
+        (lifecycle.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE).unlink(missing_ok=True)
         warning = invalid_boxes_warning(report)
         if warning:
             self.reporter.message(warning)
@@ -298,7 +303,8 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
                                           {k.order for k in s.lifecycle.done}).to_json()} for s in segments]
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors = engine["detector_actors"]
-    render_settings = dataclasses.replace(settings, gif=False, mp4=False)  # animations come from the frames
+    # Animations come from the frames; errors are drawn where a segment's labels were written for it.
+    render_settings = dataclasses.replace(settings, gif=False, mp4=False).with_errors(True, facts.get("knows_classes"))
     # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
     # warns that this goes away in Ray 2.64 (our pin stops before it): the warning is not the user's.
     with warnings.catch_warnings():

@@ -17,6 +17,7 @@ travels, and the render task decodes the full frame again (~11 ms) right where i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Collection, Iterator
@@ -28,7 +29,7 @@ import pyarrow.fs as pafs
 
 from detect.core.cameras import CameraName
 from detect.core.errors import error_text
-from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult
+from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult, Labels
 from detect.core.tf_env import import_tensorflow
 from detect.engine.spec import SegmentSettings
 from detect.engine.stages import DECODE, DETECT, READ, RENDER, StageTimings, detect_images, render_frame
@@ -36,6 +37,7 @@ from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import Detector
 from detect.model.inputs import DecodedImage, decode_error, decode_stream
 from detect.sinks import journal
+from detect.sinks.ground_truth import RENDER_LABELS_FILE, read_ground_truth
 from detect.sinks.layout import segment_dir
 from detect.waymo.labels import SegmentLabels, read_labels
 from detect.waymo.readers import iter_frames, read_keys
@@ -243,7 +245,10 @@ def render_frames(batch: Batch, *, root: str, settings: SegmentSettings) -> Batc
             timings = StageTimings()
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
-                render_frame(decoded, result.key, result.detections, segment_dir(Path(root), segment), settings, timings)
+                directory = segment_dir(Path(root), segment)
+                labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if settings.errors else None
+                render_frame(decoded, result.key, result.detections, directory, settings, timings,
+                             None if labels is None else labels.get(result.key, Labels.empty()))
             except Exception as err:  # one frame's drawing or writing failed: skip it
                 stage[i], error[i] = RENDER, error_text(err)
             t_draw[i] = timings.values.get("draw", 0.0)
@@ -254,6 +259,21 @@ def render_frames(batch: Batch, *, root: str, settings: SegmentSettings) -> Batc
                 stage[i], error[i] = RENDER, decode_error(bytes(batch["jpeg"][i]), settings.max_pixels)
     out.update(stage=stage, error=error, t_decode=t_decode, t_draw=t_draw, t_write=t_write)
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _labels_file(path: Path, stamp: tuple[int, int]) -> dict[FrameKey, Labels]:
+    return read_ground_truth(path)[0]
+
+
+def _render_labels(path: Path) -> dict[FrameKey, Labels] | None:
+    """A segment's labels for drawing its errors (read once per task process and file version);
+    None when the driver wrote none (no labels: the detections are drawn alone)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _labels_file(path, (stat.st_size, stat.st_mtime_ns))
 
 
 def failure_of(row: dict[str, Any]) -> FrameFailure:

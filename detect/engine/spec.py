@@ -94,10 +94,13 @@ class SegmentSettings:
         """Errors drawn on request: the segment must have labels."""
         return self.draw == "errors"
 
-    def with_errors(self, has_labels: bool, model_classes: list[int] | None) -> SegmentSettings:
+    def with_errors(self, has_labels: bool, model_classes: Any) -> SegmentSettings:
         """These settings with the rules that judge a segment's frames, when its frames show errors:
-        it has labels, the drawing asks for errors, and the model outputs a Waymo type."""
-        types = tuple(self.class_map.types_for(model_classes))
+        it has labels, the drawing asks for errors, and the model outputs a Waymo type.
+        `model_classes`: the model facts' `knows_classes` (a list of ids; anything else: the whole
+        COCO label map)."""
+        known = model_classes if isinstance(model_classes, list) else None
+        types = tuple(self.class_map.types_for(known))
         if self.draw == "detections" or not has_labels or not types:
             return dataclasses.replace(self, errors=None)
         return dataclasses.replace(self, errors=ErrorRules(self.class_map, types, PROTOCOLS[self.protocol]))

@@ -52,6 +52,10 @@ def to_table(labels: Mapping[FrameKey, Labels], keys: Iterable[FrameKey]) -> pa.
     return pa.table(columns, schema=SCHEMA)
 
 
+# All of a segment's labels, for render workers that draw errors away from the driver (Ray).
+RENDER_LABELS_FILE = "labels.parquet"
+
+
 def write_ground_truth(path: Path, labels: Mapping[FrameKey, Labels], keys: Iterable[FrameKey]) -> int:
     """Write atomically; returns the number of rows."""
     table = to_table(labels, keys)
