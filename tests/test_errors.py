@@ -122,7 +122,7 @@ def test_the_galleries_pick_the_highest_false_alarms_and_the_largest_misses():
     assert [e.score for e in chosen[gallery.FALSE_ALARM]] == [0.8, 0.6]  # 0.9 is a hit, 0.3 below the threshold
     assert [e.what for e in chosen[gallery.MISSED]] == ["v80", "v40"]  # v80: matched only at 0.3, below the threshold
     assert chosen[gallery.FALSE_ALARM][0].caption() == "FA car 0.80, FRONT 1"
-    assert chosen[gallery.MISSED][0].caption() == "missed VEHICLE 80x80 px, FRONT 1; found at 0.30, below the threshold"
+    assert chosen[gallery.MISSED][0].caption() == "missed VEHICLE 80x80 px, FRONT 1; found at 0.300, below the threshold"
     assert gallery.outcomes(matches_frame(rows), 0.5)["VEHICLE"] == gallery.Outcome(hits=1, false_alarms=3, missed=3,
                                                                                      labels=4)
 

@@ -47,7 +47,7 @@ class Example:
         if self.kind == FALSE_ALARM:
             return f"FA {self.what} {self.score:.2f}, {where}"
         overlap = f" (IoU {self.iou:.2f})" if self.iou is not None else ""
-        below = f"; found at {self.score:.2f}{overlap}, below the threshold" if self.score is not None else ""
+        below = f"; found at {self.score:.3f}{overlap}, below the threshold" if self.score is not None else ""
         width, height = self.xyxy[2] - self.xyxy[0], self.xyxy[3] - self.xyxy[1]
         return f"missed {self.type_name} {width:.0f}x{height:.0f} px, {where}{below}"
 
