@@ -243,3 +243,18 @@ def test_a_quiet_ray_run_prints_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path
                            "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path, stub_dynamic_dir, tmp_path):
+    """--tile with both engines: the same merged boxes, the same frames (96x64 images, 64-px tiles)."""
+    outs = {engine: tmp_path / engine for engine in ("local", "ray")}
+    for engine, out in outs.items():
+        assert run(tiny_v2_path, "--out", out, "--quiet", "--tile", "64", "--no-gif", "--no-report", model=stub_dynamic_dir,
+                   engine=engine) == 0
+    local, ray = (pq.read_table(out / TINY_SEGMENT / "detections.parquet") for out in outs.values())
+    assert local.num_rows > 0 and ray.equals(local)
+    untiled = tmp_path / "untiled"
+    assert run(tiny_v2_path, "--out", untiled, "--quiet", "--no-gif", "--no-report", model=stub_dynamic_dir) == 0
+    assert not pq.read_table(untiled / TINY_SEGMENT / "detections.parquet").equals(local)  # the tiles did something
+    frames = sorted((outs["local"] / TINY_SEGMENT / "frames").rglob("*.png"))
+    assert frames and all(f.read_bytes() == (outs["ray"] / f.relative_to(outs["local"])).read_bytes() for f in frames)

@@ -23,6 +23,7 @@ from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSett
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.model.classmap import load_class_map
 from detect.model.inputs import parse_input_size
+from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.waymo.selection import FrameFilter
 
@@ -101,6 +102,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         draw=args.draw or ("errors" if args.gt is not None else "auto"),
         ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
         class_map=load_class_map(args.class_map),
+        tile=None if args.tile is None else TileSpec(args.tile, args.tile_overlap),
         protocol=args.protocol,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
         render=args.render,

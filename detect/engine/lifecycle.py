@@ -277,6 +277,7 @@ class SegmentLifecycle:
                 "workers": settings.workers, "decode_threads": settings.decode_threads,
                 "max_pixels": settings.max_pixels,
                 "score_floor": self.model_facts.get("score_floor"),
+                "tile": None if settings.tile is None else settings.tile.to_json(),
                 "draw_mode": settings.draw,
                 "errors": settings.errors_json(),
             },

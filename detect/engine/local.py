@@ -25,7 +25,8 @@ from detect.engine.render_pool import Renderer, open_renderer
 from detect.engine.spec import SegmentSettings
 from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageTimings, detect_images
 from detect.engine.tuning import lower_thread_priority
-from detect.model.inputs import DecodedImage, decode_error, decode_stream
+from detect.model.inputs import DecodedImage, decode_error, decode_stream, resize_images
+from detect.model.tiles import TiledDetector
 from detect.sinks.animations import AnimationSet, rebuild_animations
 from detect.waymo.labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
@@ -53,6 +54,8 @@ def process_segment(
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
     settings = settings.with_errors(labels is not None, model_facts.get("knows_classes"))
+    if settings.tile is not None:  # full frames in, each also cut into tiles for the model
+        detector = TiledDetector(detector, settings.tile, settings.input_size, resize_images)
     opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)
     if isinstance(opened, SegmentReport):
         return opened
@@ -143,7 +146,7 @@ class _OverlappedStages:
                                    max_pending=2 * self.detector.batch_size + 2 * settings.workers,
                                    initializer=lower_thread_priority)
         try:
-            stream = decode_stream(self._numbered(frames), input_size=settings.input_size,
+            stream = decode_stream(self._numbered(frames), input_size=settings.decode_size,
                                    max_pixels=settings.max_pixels, keep_full=settings.needs_full_frames,
                                    parallel=settings.decode_threads)
             wait_start = self.clock()

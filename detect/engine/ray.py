@@ -314,12 +314,13 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
             .map_batches(read_frames, batch_size=1, batch_format="numpy", num_cpus=READ_CPUS,
                          compute=TaskPoolStrategy(size=min(len(items), READS_PER_ACTOR * actors)))
             .map_batches(decode_images, batch_size=None, batch_format="numpy", num_cpus=DECODE_CPUS,
-                         fn_kwargs={"input_size": settings.input_size, "max_pixels": settings.max_pixels})
+                         fn_kwargs={"input_size": settings.decode_size, "max_pixels": settings.max_pixels})
             .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                          compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
                          fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
                                                 "classes": spec.model.classes, "batch_size": batch_size,
-                                                "nms_iou": spec.model.nms_iou},
+                                                "nms_iou": spec.model.nms_iou, "tile": settings.tile,
+                                                "input_size": settings.input_size},
                          **_actor_restarts(spec))
             .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
                          fn_kwargs={"root": str(spec.out), "settings": render_settings})

@@ -35,7 +35,8 @@ from detect.engine.spec import SegmentSettings
 from detect.engine.stages import DECODE, DETECT, READ, RENDER, StageTimings, detect_images, render_frame
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import Detector
-from detect.model.inputs import DecodedImage, decode_error, decode_stream
+from detect.model.inputs import DecodedImage, InputSize, decode_error, decode_stream, resize_images
+from detect.model.tiles import TiledDetector, TileSpec
 from detect.sinks import journal
 from detect.sinks.ground_truth import RENDER_LABELS_FILE, read_ground_truth
 from detect.sinks.layout import segment_dir
@@ -182,8 +183,10 @@ class DetectorActor:
     """The detector as a Ray Data callable class: loaded once per actor, then called per batch."""
 
     def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int,
-                 nms_iou: float | None = None) -> None:
-        self.detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size, nms_iou=nms_iou)
+                 nms_iou: float | None = None, tile: TileSpec | None = None, input_size: InputSize = None) -> None:
+        detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size, nms_iou=nms_iou)
+        # With tiles, the rows hold full frames: the whole frame and its tiles are resized here.
+        self.detector: Any = detector if tile is None else TiledDetector(detector, tile, input_size, resize_images)
 
     def __call__(self, batch: Batch) -> Batch:
         return detect_batch(self.detector, batch)

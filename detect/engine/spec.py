@@ -17,6 +17,7 @@ from detect.core.matching import PROTOCOLS
 from detect.core.records import WaymoType
 from detect.model.classmap import ClassMap, default_class_map
 from detect.model.inputs import InputSize
+from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.render.errors import ErrorRules
 from detect.waymo.images import DEFAULT_MAX_PIXELS
@@ -59,6 +60,7 @@ class SegmentSettings:
     ground_truth: str | None = None  # where the labels are when not beside the input (`--gt PATH`)
     class_map: ClassMap = dataclasses.field(default_factory=default_class_map)  # model class -> Waymo type
     protocol: str = "coco"  # the IoU a match needs per type (detect.core.matching.PROTOCOLS)
+    tile: TileSpec | None = None  # `--tile SIZE`: the model over full-resolution tiles too (detect.model.tiles)
     # How this segment's frames are judged: set by the engine once it knows the labels and the
     # model's classes (None: the detections alone are drawn).
     errors: ErrorRules | None = None
@@ -88,6 +90,11 @@ class SegmentSettings:
         if self.render == "auto":
             return "processes" if self.workers >= 2 else "threads"
         return self.render
+
+    @property
+    def decode_size(self) -> InputSize:
+        """What the decoder resizes frames to: full frames when tiles are cut from them."""
+        return None if self.tile is not None else self.input_size
 
     @property
     def draw_labels(self) -> bool:
@@ -128,6 +135,7 @@ class SegmentSettings:
             **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
             "draw": self.draw,
+            "tile": None if self.tile is None else self.tile.to_json(),
             "errors": None if self.errors is None else f"{self.errors.protocol.name} protocol, {self.errors.class_map.source}",
         }
 

@@ -138,3 +138,13 @@ def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
     except (tf.errors.OpError, ValueError) as err:
         return f"cannot decode JPEG: {tf_error_text(err)}"
     return "cannot decode JPEG"
+
+
+def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """uint8 `[B, H, W, 3]` resized to `size` (width, height) exactly as `decode_stream` resizes a
+    frame for the model (bilinear, no antialiasing, rounded): tiles and whole frames cut out of a
+    full frame reach the model as a resized frame would."""
+    tf = import_tensorflow()
+    width, height = size
+    resized = tf.image.resize(tf.convert_to_tensor(images), (height, width), method="bilinear", antialias=False)
+    return tf.saturate_cast(tf.round(resized), tf.uint8).numpy()

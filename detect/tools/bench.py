@@ -44,12 +44,14 @@ from detect.tools.bench_predict import (
     steady_state,
 )
 from detect.tools.bench_scaling import as_json, scaling, scaling_lines
+from detect.tools.bench_tiles import tile_lines, tile_rates
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
 from detect.waymo.readers import iter_frames
 from detect.waymo.sources import resolve_one
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+TILE_IMAGES = 20  # --tile costs 10-20x: a shorter segment for its rates
 BENCH_MODEL = "ssd_mobilenet_v2_random"
 # Default outputs: efficiency against the "best possible" bound this run prints (issue 15).
 TARGETS = {"efficiency_no_outputs": 0.90, "default_share_of_bound": 0.90, "speedup_vs_blog": 8.0, "rss_ratio": 1.3}
@@ -206,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         coco_rates = rates(args, segments, args.coco_model, blog=False)
         for line in rate_lines(coco_rates):
             print(line)
+        coco_rates["tiles"] = tile_rates(args.coco_model, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
+                                         args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
+        for line in tile_lines(coco_rates["tiles"]):
+            print(line)
         (args.out / "bench_coco.json").write_text(json.dumps(coco_rates, indent=2))
         return 0
     stages = scaling(args.frame, SCALING_REPEATS)
@@ -233,9 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.only_rss and coco is not None and coco.exists():
         # The offline default: full frames letterboxed inside the model, class-aware NMS after it.
         results["coco_model"] = rates(args, segments, coco, blog=False)
+        results["tiles"] = tile_rates(coco, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
+                                      args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
     if not args.skip_rss:
         results |= memory(args, segments, model)
-    for line in [*report_lines(results), *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
+    tiles = tile_lines(results["tiles"]) if "tiles" in results else []
+    for line in [*report_lines(results), *tiles, *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
         print(line)
     (args.out / "bench.json").write_text(json.dumps(results, indent=2))
     return 0
