@@ -4,9 +4,12 @@ unless it is `Markup` this package built itself from escaped parts."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from detect.report import safe
+from detect.sinks.atomic import atomic_write_bytes
+from detect.sinks.layout import real_file
 
 
 class Markup(str):
@@ -39,3 +42,14 @@ def count_cell(value: Any) -> Any:
     """A count from a results file: the number when it is one, else "-" (escaped as text)."""
     checked = safe.count(value)
     return "-" if checked is None else checked
+
+
+def write_page(path: Path, title: str, sections: list[str], style: str, script: str = "") -> Path:
+    """A whole static page, written atomically (never through a symlink): its own style and script
+    only, allowed by hash in its Content-Security-Policy."""
+    policy = safe.content_security_policy(script, style)
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\"><meta name='viewport' "
+            f"content='width=device-width, initial-scale=1'><title>{safe.text(title)}</title><style>{style}</style></head>"
+            f"<body>{''.join(sections)}{f'<script>{script}</script>' if script else ''}</body></html>\n")
+    return atomic_write_bytes(real_file(path), page.encode())

@@ -9,7 +9,7 @@ lines of plain JavaScript, and the page reads the same without it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,13 @@ from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section
-from detect.sinks.atomic import atomic_path, atomic_write_bytes
-from detect.sinks.layout import EVAL_FILE, real_file, real_folder
+from detect.report.html import Markup, write_page
+from detect.report.html import count_cell as _count_cell
+from detect.report.html import img as _img
+from detect.report.html import num as _num
+from detect.report.html import table as _table
+from detect.sinks.atomic import atomic_path
+from detect.sinks.layout import EVAL_FILE, real_folder
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -240,12 +245,6 @@ def _segment_ap(directory: Path) -> str:
     return _num(overall.get("ap50") if isinstance(overall, dict) else None, 3)
 
 
-def _count_cell(value: Any) -> Any:
-    """A count from a results file: the number when it is one, else "-" (escaped as text)."""
-    checked = safe.count(value)
-    return "-" if checked is None else checked
-
-
 def _thumbnails(data: SegmentData, assets: Path) -> str:
     figures = []
     for camera, ts, boxes, frame in data.busiest_frames(THUMBNAILS):
@@ -303,40 +302,9 @@ def _gif(data: SegmentData, name: str) -> str | None:
     return f"{name}.gif" if (data.directory / f"{name}.gif").is_file() else None
 
 
-def _img(path: str, alt: str) -> str:
-    return f"<img src='{safe.href(path)}' alt='{safe.text(alt)}'>"
-
-
 def _if_file(directory: Path, name: str) -> str:
     return f", <a href='{safe.href(name)}'>{safe.text(name)}</a>" if (directory / name).is_file() else ""
 
 
-class Markup(str):
-    """HTML this module built itself from escaped parts; every other cell value is escaped."""
-
-
-def _table(headers: Iterable[str], rows: Iterable[Sequence[Any]], css: str = "") -> str:
-    head = "".join(f"<th>{safe.text(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
-    return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, Markup):
-        return f"<td>{value}</td>"
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and safe.number(value) != "-":
-        return f"<td data-value='{safe.text(value)}'>{safe.text(value)}</td>"
-    return f"<td>{safe.text(value)}</td>"
-
-
-def _num(value: Any, digits: int = 1) -> str:
-    return safe.number(value, digits)
-
-
 def _write(path: Path, title: str, sections: list[str], script: str = "") -> Path:
-    policy = safe.content_security_policy(script, STYLE)
-    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\"><meta name='viewport' "
-            f"content='width=device-width, initial-scale=1'><title>{safe.text(title)}</title><style>{STYLE}</style></head>"
-            f"<body>{''.join(sections)}{f'<script>{script}</script>' if script else ''}</body></html>\n")
-    return atomic_write_bytes(real_file(path), page.encode())
+    return write_page(path, title, sections, STYLE, script)
