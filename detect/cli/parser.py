@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from detect import __version__
+from detect.cli.comparing import cmd_compare
 from detect.cli.facts import cmd_info, cmd_model
 from detect.cli.jobs import cmd_run, cmd_segment
 from detect.cli.results import cmd_eval, cmd_export, cmd_gif, cmd_report
@@ -107,6 +108,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
     _common(report)
     report.set_defaults(handler=cmd_report)
+
+    compare = commands.add_parser(
+        "compare", help="two results folders over the same frames, side by side",
+        description="Compare two detectors, or one detector with two settings, on the frames both results folders "
+        "hold (a segment's or a run's): AP per Waymo type for each with a paired bootstrap interval of the difference, "
+        "the objects one found and the other missed, box-for-box agreement, an A | B animation per camera and the "
+        "frames where they disagree most. Writes OUT/compare.html and compare.json.")
+    compare.add_argument("a", metavar="A", type=Path, help="the first results folder")
+    compare.add_argument("b", metavar="B", type=Path, help="the second results folder")
+    compare.add_argument("--out", type=Path, required=True, help="where to write compare.html and its pictures")
+    compare.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N",
+                         help="resamples of the frames for the interval of each difference (default 1000; 0: none)")
+    compare.add_argument("--seed", type=non_negative_int, default=0, help="the resampling's seed (default 0)")
+    compare.add_argument("--quiet", action="store_true", help="no table")
+    compare.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder")
+    _matching(compare)
+    _common(compare)
+    compare.set_defaults(handler=cmd_compare)
 
     gif = commands.add_parser(
         "gif", help="rebuild animations from annotated frames on disk",

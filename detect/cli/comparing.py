@@ -1,0 +1,21 @@
+"""`detect compare A B --out DIR`: two detectors (or two settings) on the same frames."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from detect.cli.values import EXIT_OK
+from detect.compare.command import run_compare
+from detect.core.matching import PROTOCOLS
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    result = run_compare(args.a, args.b, args.out, class_map_path=args.class_map, protocol=PROTOCOLS[args.protocol],
+                         replicates=args.bootstrap, seed=args.seed, gt=args.gt)
+    for note in result.notes:
+        print(f"detect: note: {note}", file=err)
+    if not args.quiet:
+        for line in result.lines:
+            print(line, file=out)
+    return EXIT_OK

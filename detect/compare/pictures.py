@@ -1,0 +1,84 @@
+"""A comparison's pictures: for each camera an A | B animation of the same frames, and the frames
+where the two disagree most, side by side. Made from the annotated frames each run wrote (with
+labels, both runs drew the same hits/false-alarms/misses overlay), downscaled to `SIDE_WIDTH`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from detect.core.cameras import CameraName
+from detect.core.records import FrameKey
+from detect.render.draw import font
+from detect.sinks.animations import downscale_to_width
+from detect.sinks.atomic import atomic_path
+from detect.sinks.frames import list_frames
+from detect.sinks.gif import GifWriter
+
+SIDE_WIDTH = 480  # each side of an A | B picture: the pair is 960 wide, readable on a laptop
+MAX_ANIMATION_FRAMES = 120  # per camera, spread over the segment: a 1,000-image run stays a few MB
+GALLERY = 8
+BAR = 26  # pixels: the strip naming each side
+
+
+def frame_files(segment_dirs: Mapping[str, Path]) -> dict[FrameKey, Path]:
+    """The annotated frames of these segments (name -> folder), by image key."""
+    out: dict[FrameKey, Path] = {}
+    for name, directory in segment_dirs.items():
+        for f in list_frames(directory):
+            out[FrameKey(name, f.frame_timestamp_micros, f.camera_name)] = f.path
+    return out
+
+
+def side_by_side(a: Path, b: Path, names: tuple[str, str]) -> Image.Image:
+    """A's frame left, B's right, each `SIDE_WIDTH` wide under a strip with its name."""
+    with Image.open(a) as left_file, Image.open(b) as right_file:
+        left = downscale_to_width(left_file.convert("RGB"), SIDE_WIDTH)
+        right = downscale_to_width(right_file.convert("RGB"), SIDE_WIDTH)
+    height = max(left.height, right.height)
+    canvas = Image.new("RGB", (2 * SIDE_WIDTH + 4, height + BAR), (24, 24, 24))
+    canvas.paste(left, (0, BAR))
+    canvas.paste(right, (SIDE_WIDTH + 4, BAR))
+    draw = ImageDraw.Draw(canvas)
+    face = font(15)
+    for x, name in ((6, names[0]), (SIDE_WIDTH + 10, names[1])):
+        draw.text((x, 4), name, font=face, fill=(255, 255, 255))
+    return canvas
+
+
+def animations(common: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
+               names: tuple[str, str], out: Path) -> list[Path]:
+    """`out/compare_<CAMERA>.gif` per camera both sides wrote frames for (at most
+    `MAX_ANIMATION_FRAMES`, evenly spread), timed by the frames' timestamps."""
+    written = []
+    for camera in CameraName:
+        keys = [k for k in common if k.camera_name == camera and k in frames_a and k in frames_b]
+        if not keys:
+            continue
+        if len(keys) > MAX_ANIMATION_FRAMES:
+            step = len(keys) / MAX_ANIMATION_FRAMES
+            keys = [keys[int(i * step)] for i in range(MAX_ANIMATION_FRAMES)]
+        path = out / f"compare_{camera.name}.gif"
+        with GifWriter(path) as gif:
+            for key in keys:
+                gif.append(side_by_side(frames_a[key], frames_b[key], names), key.frame_timestamp_micros)
+        written.append(path)
+    return written
+
+
+def gallery(images: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
+            names: tuple[str, str], out: Path) -> dict[FrameKey, Path]:
+    """The first `GALLERY` images both sides drew, side by side, as JPEGs in `out`."""
+    written: dict[FrameKey, Path] = {}
+    for key in images:
+        if len(written) == GALLERY:
+            break
+        if key not in frames_a or key not in frames_b:
+            continue
+        path = out / f"disagree_{len(written)}.jpg"
+        with atomic_path(path) as tmp:
+            side_by_side(frames_a[key], frames_b[key], names).save(tmp, "JPEG", quality=85)
+        written[key] = path
+    return written

@@ -1,0 +1,146 @@
+"""`detect compare`: crafted results folders with known answers, the real frame with two real
+models, and the page in a browser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REAL_SEGMENT
+from test_coco_model import coco_model  # noqa: F401  (the fixture)
+from test_eval import PERSON, dets, key, labels, results_dir
+from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
+from test_report import CHROMIUM
+
+from detect.cli import main
+from detect.compare.stats import Records, average_precision
+
+PED = 2  # Waymo's PEDESTRIAN
+BOX, ELSEWHERE = (100, 100, 200, 300), (1000, 100, 1100, 300)
+FRAMES = 20
+
+
+def folder(tmp_path: Path, name: str, found: list[bool], first: int = 0) -> Path:
+    """One segment, `len(found)` frames with one pedestrian each; found[i]: the model boxed it."""
+    images = {key(first + i): (labels((BOX, PED, 1)), dets((BOX, 0.9, PERSON)) if hit else dets((ELSEWHERE, 0.2, PERSON)))
+              for i, hit in enumerate(found)}
+    return results_dir(tmp_path / name, images, knows=[PERSON]).parent
+
+
+def compare(a: Path, b: Path, out: Path, *extra: str) -> dict:
+    assert main(["compare", str(a), str(b), "--out", str(out), "--quiet", *extra]) == 0
+    return json.loads((out / "compare.json").read_text())
+
+
+def pedestrian(report: dict) -> dict:
+    return next(t for t in report["types"] if t["name"] == "PEDESTRIAN")
+
+
+def test_identical_folders_differ_by_nothing(tmp_path):
+    a = folder(tmp_path, "a", [True] * FRAMES)
+    report = compare(a, a, tmp_path / "out")
+    row = pedestrian(report)
+    assert row["ap_a"] == row["ap_b"] == pytest.approx(1.0) and row["difference"] == 0.0
+    assert row["low"] == row["high"] == 0.0 and row["verdict"] == "within noise"
+    assert (row["found_by_both"], row["only_a"], row["only_b"], row["neither"]) == (FRAMES, 0, 0, 0)
+    assert report["agreement"]["PEDESTRIAN"] == {"pairs": FRAMES, "only_a": 0, "only_b": 0, "score_correlation": None}
+    assert report["differs"] == [] and report["images"] == FRAMES and report["frames"] == FRAMES
+    assert [t["name"] for t in report["types"]] == ["PEDESTRIAN"]  # a person model: no VEHICLE row is made up
+
+
+def test_b_missing_half_of_as_hits_is_counted_and_outside_the_noise(tmp_path):
+    a = folder(tmp_path, "a", [True] * FRAMES)
+    b = folder(tmp_path, "b", [i % 2 == 0 for i in range(FRAMES)])
+    report = compare(a, b, tmp_path / "out")
+    row = pedestrian(report)
+    assert (row["found_by_both"], row["only_a"], row["only_b"], row["neither"]) == (FRAMES // 2, FRAMES // 2, 0, 0)
+    assert row["ap_a"] == pytest.approx(1.0) and row["ap_b"] == pytest.approx(51 / 101)  # recall 0.5 at precision 1
+    assert row["high"] < 0 and row["verdict"] == "A better"
+    assert report["agreement"]["PEDESTRIAN"]["pairs"] == FRAMES // 2 and report["agreement"]["PEDESTRIAN"]["only_a"] == 10
+    # The most disagreeing frames are the ones B missed, side by side.
+    printed = tmp_path / "printed.txt"
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "out2")], stdout=printed.open("w")) == 0
+    assert "PEDESTRIAN      20      1.000      0.505  -0.495  [" in printed.read_text()
+
+
+def test_frames_only_one_side_has_are_named_and_left_out(tmp_path, capsys):
+    a = folder(tmp_path, "a", [True] * 10)
+    b = folder(tmp_path, "b", [True] * 10, first=5)
+    report = compare(a, b, tmp_path / "out")
+    assert report["images"] == 5 and pedestrian(report)["labels"] == 5
+    err = capsys.readouterr().err
+    assert "detect: note: 5 image(s) only in A (segment(s) seg_eval): left out" in err
+    assert "detect: note: 5 image(s) only in B (segment(s) seg_eval): left out" in err
+    c = folder(tmp_path, "c", [True] * 3, first=50)
+    assert main(["compare", str(a), str(c), "--out", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip().endswith("have no image in common (same segment, timestamp and camera): "
+                                                     "nothing to compare")
+
+
+def test_without_labels_the_two_are_compared_box_for_box(tmp_path):
+    images = {key(i): (labels(), dets((BOX, 0.5 + i / 100, PERSON), (ELSEWHERE, 0.6, PERSON))) for i in range(6)}
+    a = results_dir(tmp_path / "a", images, knows=[PERSON]).parent
+    moved = {key(i): (labels(), dets((BOX, 0.55 + i / 90, PERSON))) for i in range(6)}
+    b = results_dir(tmp_path / "b", moved, knows=[PERSON]).parent
+    report = compare(a, b, tmp_path / "out")
+    assert report["labels"] is None and report["types"] == []
+    agree = report["agreement"]["PEDESTRIAN"]
+    assert (agree["pairs"], agree["only_a"], agree["only_b"]) == (6, 6, 0)
+    assert agree["score_correlation"] == pytest.approx(1.0)
+
+
+def test_ap_over_frames_is_cocos_accumulation():
+    """Two frames: a hit at 0.9 and a miss at 0.8 in one, a hit at 0.7 in the other, 3 labels."""
+    records = Records.build([(0, 0, 0.9, True), (0, 0, 0.8, False), (1, 1, 0.7, True)], np.array([2.0, 1.0]))
+    # recall 1/3 at precision 1, 2/3 at 2/3, never 1: 34 points at 1, 33 at 2/3.
+    assert average_precision(records) == pytest.approx((34 + 33 * 2 / 3) / 101)
+    assert average_precision(records, np.array([0.0, 2.0])) == pytest.approx(1.0)  # frame 1 twice: all found, no miss
+    assert average_precision(records, np.array([2.0, 0.0])) == pytest.approx(51 / 101)  # frame 0 twice: half found
+
+
+@pytest.fixture(scope="module")
+def two_models(coco_model, person_saved_model, real_frame_path, tmp_path_factory) -> Path:  # noqa: F811
+    out = tmp_path_factory.mktemp("two_models")
+    for name, model in (("coco", coco_model), ("person", person_saved_model)):
+        assert main(["segment", str(real_frame_path), "--model", str(model), "--out", str(out / name), "--quiet",
+                     "--no-gif", "--no-report"]) == 0
+    assert main(["compare", str(out / "coco"), str(out / "person"), "--out", str(out / "cmp"), "--quiet"]) == 0
+    return out
+
+
+def test_the_coco_model_against_the_person_model_on_the_real_frame(two_models):
+    report = json.loads((two_models / "cmp" / "compare.json").read_text())
+    rows = {t["name"]: t for t in report["types"]}
+    assert rows["PEDESTRIAN"]["ap_a"] is not None and rows["PEDESTRIAN"]["ap_b"] is not None  # both output persons
+    assert rows["VEHICLE"]["outputs_a"] and not rows["VEHICLE"]["outputs_b"] and rows["VEHICLE"]["ap_b"] is None
+    ours = {r["name"]: r for r in json.loads((two_models / "coco" / REAL_SEGMENT / "eval.json").read_text())
+            ["levels"]["LEVEL_2"]}
+    assert rows["PEDESTRIAN"]["ap_a"] == pytest.approx(ours["PEDESTRIAN"]["ap50"], abs=1e-9)  # the same AP as detect eval
+    assert rows["VEHICLE"]["ap_a"] == pytest.approx(ours["VEHICLE"]["ap50"], abs=1e-9)
+    assert report["animations"] == [f"compare_{c}.gif" for c in ("FRONT", "FRONT_LEFT", "FRONT_RIGHT", "SIDE_LEFT",
+                                                                  "SIDE_RIGHT")]
+    page = (two_models / "cmp" / "compare.html").read_text()
+    assert "not output" in page and "Where they disagree most" in page
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_the_page_opens_in_a_browser_without_errors_and_fits_a_phone(two_models):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            page.goto((two_models / "cmp" / "compare.html").as_uri())
+            widths = page.evaluate("""async () => {
+                const images = Array.from(document.images);
+                await Promise.all(images.map((img) => img.decode().catch(() => null)));
+                return images.map((img) => img.naturalWidth);
+            }""")
+            assert widths and all(w > 0 for w in widths)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390 and errors == []
+        finally:
+            browser.close()
