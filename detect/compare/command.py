@@ -80,7 +80,7 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     types = _types(a, b, pairing, collected, replicates, seed)
     comparison = _comparison(a, b, pairing, collected, types, protocol, replicates, seed)
     target = real_folder(Path(out))
-    names = (f"A: {a.facts()['model']}", f"B: {b.facts()['model']}")
+    names = (_short(f"A: {a.facts()['model']}"), _short(f"B: {b.facts()['model']}"))
     frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
     frames_b = pictures.frame_files({n: s.directory for n, s in b.segments.items()})
     notes = [*a.notes, *b.notes, *pairing.left_out_lines()]
@@ -141,7 +141,7 @@ def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types:
         "left_out": pairing.left_out_lines(),
         "labels": pairing.labels_from,
         "protocol": {"name": protocol.name, "title": protocol.describe(), "ap_name": protocol.ap_name},
-        "bootstrap": {"replicates": replicates, "seed": seed, "unit": "frame (every camera of one timestamp)",
+        "bootstrap": {"replicates": replicates, "seed": seed, "unit": "frames (every camera of one timestamp)",
                       "min_frames": MIN_FRAMES,
                       "interval": "2.5th-97.5th percentile of AP(B) - AP(A)"},
         "types": [dataclasses.asdict(t) | {"verdict": t.verdict} for t in types],
@@ -194,3 +194,8 @@ def _fmt(value: float | None, sign: str = "") -> str:
 
 def _ap(value: float | None, outputs: bool) -> str:
     return "not output" if not outputs else _fmt(value)
+
+
+def _short(name: str, limit: int = 52) -> str:
+    """A side's name as it fits above a 480-px picture."""
+    return name if len(name) <= limit else name[: limit - 3] + "..."

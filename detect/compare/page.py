@@ -69,7 +69,7 @@ def _types(comparison: dict[str, Any]) -> str:
                        else ["-"] * 4)])
     return (f"<h2>Against the labels</h2><p class='muted'>AP per Waymo type on the common images "
             f"({safe.text(comparison['protocol']['title'])}, every label). The interval: a paired bootstrap over "
-            f"{safe.text(bootstrap['unit'])}s, {bootstrap['replicates']} resamples (none for fewer than "
+            f"{safe.text(bootstrap['unit'])}, {bootstrap['replicates']} resamples (none for fewer than "
             f"{bootstrap['min_frames']} frames); a difference whose interval excludes "
             f"0 is larger than the frame-to-frame noise. 'not output': the model has no class of that type (no AP is "
             f"made up for it). Found: labeled objects each run found at its own drawing threshold.</p>"
