@@ -20,7 +20,7 @@ from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
 from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.images import MAX_SIDE, check_size
@@ -83,12 +83,8 @@ DEFAULT_THRESHOLD = 0.5
 
 def drawing_threshold(manifest: dict[str, Any]) -> float:
     """The run's drawing threshold; 0.5 when the manifest's value is missing or not a score."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, dict) else None
-    value = draw.get("threshold") if isinstance(draw, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        return DEFAULT_THRESHOLD
-    return float(value)
+    value = recorded_threshold(manifest)
+    return DEFAULT_THRESHOLD if value is None else value
 
 
 def model_classes(manifest: dict[str, Any]) -> list[int] | None:

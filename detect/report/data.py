@@ -18,7 +18,7 @@ from detect.core.errors import InputError, first_line
 from detect.sinks import journal
 from detect.sinks.frames import FRAMES_DIR, list_frames
 from detect.sinks.layout import EVAL_FILE
-from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
@@ -142,14 +142,8 @@ def load(directory: Path) -> SegmentData:
 
 
 def drawing_threshold(manifest: dict[str, Any]) -> float | None:
-    """The score at or above which boxes were drawn (`settings.draw.threshold`), or None when the
-    manifest does not hold a number from 0 to 1 there."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, dict) else None
-    threshold = draw.get("threshold") if isinstance(draw, dict) else None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-        return None
-    return float(threshold)
+    """The score at or above which boxes were drawn, or None when the manifest does not say."""
+    return recorded_threshold(manifest)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:

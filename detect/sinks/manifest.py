@@ -75,3 +75,14 @@ def _default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
     return str(value)
+
+
+def recorded_threshold(manifest: dict[str, Any]) -> float | None:
+    """The drawing threshold a manifest records (`settings.draw.threshold`), or None when it does
+    not hold a number from 0 to 1 there (a results folder is shared and may be edited)."""
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, dict) else None
+    value = draw.get("threshold") if isinstance(draw, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        return None
+    return float(value)
