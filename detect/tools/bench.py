@@ -28,9 +28,6 @@ from PIL import Image
 
 from detect.core.tf_env import import_tensorflow
 from detect.engine.loading import choose_settings, model_facts
-from detect.engine.local import process_segment
-from detect.engine.render_pool import worker_cpu_seconds
-from detect.engine.spec import SegmentSettings
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import decode_stream, parse_input_size
@@ -43,30 +40,20 @@ from detect.tools.bench_predict import (
     steady_lines,
     steady_state,
 )
+from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments, pipeline
 from detect.tools.bench_scaling import as_json, scaling, scaling_lines
 from detect.tools.bench_tiles import tile_lines, tile_rates
-from detect.tools.synthetic import repeat_frames, write_camera_image_parquet
 from detect.waymo.readers import iter_frames
-from detect.waymo.sources import resolve_one
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
-TILE_IMAGES = 20  # --tile costs 10-20x: a shorter segment for its rates
-BENCH_MODEL = "ssd_mobilenet_v2_random"
-# Default outputs: efficiency against the "best possible" bound this run prints (issue 15).
-TARGETS = {"efficiency_no_outputs": 0.90, "default_share_of_bound": 0.90, "speedup_vs_blog": 8.0, "rss_ratio": 1.3}
-
-
-def cpu_seconds() -> float:
-    """This process and its live render processes."""
-    t = os.times()
-    return t.user + t.system + worker_cpu_seconds()
-
-
 STEADY_IMAGES = 200
 # Stage ratios drift with the host from round to round; 7 short rounds (~2 minutes) steady the median.
 SCALING_REPEATS = 7
 STEADY_START = 40
+TILE_IMAGES = 20  # --tile costs 10-20x: a shorter segment for its rates
+BENCH_MODEL = "ssd_mobilenet_v2_random"
+# Default outputs: efficiency against the "best possible" bound this run prints (issue 15).
+TARGETS = {"efficiency_no_outputs": 0.90, "default_share_of_bound": 0.90, "speedup_vs_blog": 8.0, "rss_ratio": 1.3}
 
 
 def stub_model(args: argparse.Namespace) -> Path:
@@ -98,18 +85,6 @@ def ensure_model(models: Path) -> Path:
     return path
 
 
-def make_segments(frame_path: Path, out: Path, sizes: list[int]) -> dict[int, Path]:
-    templates = list(iter_frames(str(frame_path)))
-    paths = {}
-    for images in sizes:
-        path = out / "inputs" / f"synthetic_{images}.parquet"
-        if not path.exists():
-            frames = repeat_frames(templates, images // len(templates), segment_context_name=f"synthetic_{images}")
-            write_camera_image_parquet(path, frames)
-        paths[images] = path
-    return paths
-
-
 def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
     """Every image decoded and resized exactly as the pipeline feeds the model, and the CPU cost."""
     items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
@@ -134,18 +109,6 @@ def detector_alone(detector, decoded) -> tuple[float, float]:
         detector(images, sizes)
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
     return len(decoded) / wall, cpu / len(decoded)
-
-
-def pipeline(detector, facts, segment: Path, out: Path, **overrides) -> tuple[float, float, dict]:
-
-    settings = SegmentSettings(mode="overwrite", **overrides)
-    cpu, wall = cpu_seconds(), time.perf_counter()
-    report = process_segment(resolve_one(str(segment)), out, detector, settings, model_facts=facts)
-    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    manifest = json.loads((report.segment_dir / "manifest.json").read_text())
-    if report.failures:
-        raise RuntimeError(f"benchmark run had failures: {report.failures[:3]}")
-    return report.images_processed / wall, cpu / report.images_processed, manifest["timings"]["stage_totals_s"]
 
 
 def blog_loop(detector, segment: Path, out: Path, count: int) -> float:

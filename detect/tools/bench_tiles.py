@@ -18,6 +18,7 @@ from detect.engine.loading import choose_settings, model_facts
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import parse_input_size
 from detect.model.tiles import TileSpec, tile_layout
+from detect.tools.bench_runs import SHARED_FRAME, make_segments, pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeats: int = 3,
                batch_size: int | None = None) -> dict[str, Any]:
     """Untiled and tiled pipeline rates (no outputs), each repeat one of each, back to back."""
-    from detect.tools.bench import pipeline  # the benchmark's own pipeline run (bench imports this module)
-
     chosen = choose_settings(model)
     input_size = parse_input_size(chosen.input_size)
     detector = Detector(model, batch_size=batch_size or DEFAULT_BATCH_SIZE, nms_iou=chosen.nms_iou)
@@ -54,8 +53,6 @@ def tile_lines(r: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from detect.tools.bench import SHARED_FRAME, make_segments
-
     parser = argparse.ArgumentParser(prog="python -m detect.tools.bench_tiles", description=__doc__.splitlines()[0])
     parser.add_argument("--coco-model", type=Path, default=ROOT / "models" / "centernet_mobilenetv3_coco")
     parser.add_argument("--frame", type=Path, default=SHARED_FRAME)
