@@ -4,7 +4,8 @@ Upstream: github RangiLyu/nanodet, `config/legacy_v0.x_configs/nanodet-g.yml` (C
 416; Apache-2.0), exported through ONNX and onnx-tf to TF.js by vladmandic (MIT package).
 - Input `input_1` float32 NCHW `[1, 3, 416, 416]`: BGR, `(x - [103.53, 116.28, 123.675]) /
   [57.375, 57.12, 58.395]` (upstream's `normalize`; Human's `nanodet.ts` feeds RGB / 255, which cut
-  VEHICLE AP50 on the real Waymo frame from 0.27 to 0.09). Upstream letterboxes (`keep_ratio: True`).
+  VEHICLE AP50 on the real Waymo frame from 0.27 to 0.09). Upstream letterboxes (`keep_ratio: True`),
+  and so does `serve`; the default `--input-size 416` has the frame stretched before (DEFAULTS).
   The PAN's upsampling sizes are constants: the network only runs at 416 x 416.
 - Per stride 8, 16, 32 (52, 26, 13 cells a side) one conv gives 80 + 44 channels, split in two:
   80 sigmoid class scores (`..._Sigmoid_N`) and 44 box logits (`..._Split_N:1`): for each side
@@ -14,6 +15,8 @@ Upstream: github RangiLyu/nanodet, `config/legacy_v0.x_configs/nanodet-g.yml` (C
   does it batched (a test checks it equals the graph's own reshapes on a batch of one).
 - After the head, upstream's `multiclass_nms`: scores > 0.05, class-aware NMS at IoU 0.6, the best
   100. It is part of the model here (`tf.image.combined_non_max_suppression`), so no NMS after it.
+  Upstream's v0.x head first keeps each stride's 1,000 best positions; left out: on the real frame at
+  most 631 positions of stride 8 score above 0.05, so it would keep every one that counts.
 """
 
 from __future__ import annotations
