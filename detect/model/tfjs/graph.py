@@ -236,6 +236,16 @@ def _split_fused_ops(graph_def: Any, json_path: Path) -> int:
     return count
 
 
+def tensor_name(name: str) -> str:
+    """`node` -> `node:0`; `node:k` as it is."""
+    return name if ":" in name else f"{name}:0"
+
+
+def node_name(name: str) -> str:
+    """`node:k` -> `node`."""
+    return name.split(":")[0]
+
+
 def _tensor_name(key: str, value: Any) -> str:
     name = value.get("name", key) if isinstance(value, dict) else key
     return str(name).split(":")[0]
@@ -258,6 +268,7 @@ def as_function(graph: TfjsGraph, input_name: str, output_names: tuple[str, ...]
 
     TF.js exports pin batch 1 on the placeholder; convolutional networks do not depend on it.
     Nodes past `output_names` (a decode with batch 1 folded into its constants) are pruned away.
+    An output is a node name (its first output) or `name:k` (its k-th, e.g. a split's second half).
     """
     from detect.core.tf_env import import_tensorflow, tf_error_text
 
@@ -278,6 +289,6 @@ def as_function(graph: TfjsGraph, input_name: str, output_names: tuple[str, ...]
         wrapped = tf.compat.v1.wrap_function(imported, [])
         g = wrapped.graph
         return wrapped.prune(feeds=g.get_tensor_by_name(f"{input_name}:0"),
-                             fetches=[g.get_tensor_by_name(f"{name}:0") for name in output_names])
+                             fetches=[g.get_tensor_by_name(tensor_name(name)) for name in output_names])
     except (KeyError, ValueError, tf.errors.OpError) as err:
         raise ModelError(f"model {path}: TensorFlow cannot import this graph: {tf_error_text(err)}") from None

@@ -38,8 +38,12 @@ def letterbox(tf: Any, images: Any, size: int) -> tuple[Any, Letterbox]:
     return padded, place
 
 
-def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: Letterbox) -> dict[str, Any]:
-    """Boxes `[B, N, 4]` as x1, y1, x2, y2 in network-input pixels -> our contract's four outputs."""
+def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: Letterbox,
+                     count: Any = None) -> dict[str, Any]:
+    """Boxes `[B, N, 4]` as x1, y1, x2, y2 in network-input pixels -> our contract's four outputs.
+
+    `count` `[B]`: how many rows of each image are detections (None: all N; rows past it are padding).
+    """
     x1, y1, x2, y2 = tf.unstack(xyxy, axis=-1)
     boxes = tf.stack([
         (y1 - place.top) / place.content_height,
@@ -48,10 +52,11 @@ def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: L
         (x2 - place.left) / place.content_width,
     ], axis=-1)
     coco = tf.gather(tf.constant(COCO80_IDS, tf.float32), tf.cast(class_index, tf.int32))
-    count = tf.fill([tf.shape(scores)[0]], tf.cast(tf.shape(scores)[1], tf.float32))
+    if count is None:
+        count = tf.fill([tf.shape(scores)[0]], tf.shape(scores)[1])
     return {
         "detection_boxes": tf.clip_by_value(boxes, 0.0, 1.0),
         "detection_scores": scores,
         "detection_classes": coco,
-        "num_detections": count,
+        "num_detections": tf.cast(count, tf.float32),
     }
