@@ -61,7 +61,8 @@ def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]
         "defaults": head.DEFAULTS,
         "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
                    "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
-                   "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops},
+                   "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops,
+                   **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})},
     }
     return write_saved_model(module, out, sidecar)
 

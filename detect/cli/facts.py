@@ -52,5 +52,7 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = {"input_size": "input size", "threshold": "threshold", "nms_iou": "NMS IoU"}
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
     print(f"defaults: {shown}", file=out)
+    if origin.get("built_in"):
+        print(printable(f"inside the model: {origin['built_in']}", limit=300), file=out)
     print(f"classes ({len(classes)}): " + ", ".join(f"{c} {label_for(c)}" for c in classes), file=out)
     return EXIT_OK

@@ -61,5 +61,6 @@ def describe(json_path: Path) -> dict[str, Any]:
     return {"description": f"{head.DESCRIPTION} (TF.js graph model {Path(json_path).name})",
             "short_name": head.SHORT_NAME, "defaults": dict(head.DEFAULTS),
             "source": {"file": str(json_path), "format": "TF.js graph model", "head": head.NAME,
-                       "upstream": head.UPSTREAM, "license": head.LICENSE}}
+                       "upstream": head.UPSTREAM, "license": head.LICENSE,
+                       **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})}}
 

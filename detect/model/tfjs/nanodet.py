@@ -58,6 +58,9 @@ MEAN_BGR = (103.53, 116.28, 123.675)
 STD_BGR = (57.375, 57.12, 58.395)
 SCORE_MIN = 0.05
 NMS_IOU = 0.6
+# What the model does after its network, said by `detect model` and recorded in the manifest (its
+# `nms_iou` default is None: no second NMS after it).
+BUILT_IN = "upstream's class-aware NMS at IoU 0.6, scores above 0.05, the best 100"
 TOP_K = 100
 
 
