@@ -168,6 +168,8 @@ def summary_lines(comparison: dict[str, Any], types: list[TypeComparison]) -> li
     else:
         lines.append("no labels: agreement only")
     for name, agree in comparison["agreement"].items():
+        if not (agree["pairs"] or agree["only_a"] or agree["only_b"]):
+            continue  # neither drew a box of this type
         corr = agree["score_correlation"]
         lines.append(f"{name}: {agree['pairs']} boxes in both, {agree['only_a']} only in A, {agree['only_b']} only in B"
                      + ("" if corr is None else f"; score correlation {corr:.2f}"))

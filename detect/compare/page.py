@@ -80,7 +80,8 @@ def _types(comparison: dict[str, Any]) -> str:
 def _agreement(comparison: dict[str, Any]) -> str:
     agreement = comparison.get("agreement", {})
     per_image = comparison.get("boxes_per_image", {})
-    rows = [[name, v["pairs"], v["only_a"], v["only_b"], num(v["score_correlation"], 2)] for name, v in agreement.items()]
+    rows = [[name, v["pairs"], v["only_a"], v["only_b"], num(v["score_correlation"], 2)] for name, v in agreement.items()
+            if v["pairs"] or v["only_a"] or v["only_b"]]  # types neither drew are left out
     return ("<h2>Box for box</h2><p class='muted'>Boxes each run drew (at its own threshold) of the types both output, "
             f"matched A to B at IoU 0.5. Boxes drawn per image: A {num(per_image.get('A'), 1)}, "
             f"B {num(per_image.get('B'), 1)}.</p>"
