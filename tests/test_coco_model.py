@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL_SEGMENT, ROOT
-from conftest_models import load_models_script
+from conftest_models import load_models_script, tfjs_saved_model
 
 from detect.cli import main
 from detect.core.errors import ModelError
@@ -44,11 +44,7 @@ def npm_files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def coco_model(tmp_path_factory) -> Path:
-    if (REPO_MODEL / "saved_model.pb").is_file():
-        return REPO_MODEL
-    convert = load_models_script("convert_tfjs")
-    npm = load_models_script("npm_package")
-    return convert.from_package(npm.HUMAN_MODELS, centernet, tmp_path_factory.mktemp("coco") / "centernet")
+    return tfjs_saved_model(centernet, REPO_MODEL, tmp_path_factory.mktemp("coco"))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from conftest import REAL_SEGMENT
 from test_coco_model import coco_model  # noqa: F401  (the fixture)
 from test_eval import PERSON, dets, key, labels, results_dir
 from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
-from test_report import CHROMIUM
+from test_report import CHROMIUM, phone_page
 
 from detect.cli import main
 from detect.compare.stats import Records, average_precision
@@ -127,20 +127,12 @@ def test_the_coco_model_against_the_person_model_on_the_real_frame(two_models):
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_the_page_opens_in_a_browser_without_errors_and_fits_a_phone(two_models):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            errors: list[str] = []
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.goto((two_models / "cmp" / "compare.html").as_uri())
-            widths = page.evaluate("""async () => {
-                const images = Array.from(document.images);
-                await Promise.all(images.map((img) => img.decode().catch(() => null)));
-                return images.map((img) => img.naturalWidth);
-            }""")
-            assert widths and all(w > 0 for w in widths)
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390 and errors == []
-        finally:
-            browser.close()
+    with phone_page() as (page, errors):
+        page.goto((two_models / "cmp" / "compare.html").as_uri())
+        widths = page.evaluate("""async () => {
+            const images = Array.from(document.images);
+            await Promise.all(images.map((img) => img.decode().catch(() => null)));
+            return images.map((img) => img.naturalWidth);
+        }""")
+        assert widths and all(w > 0 for w in widths)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390 and errors == []

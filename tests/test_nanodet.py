@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL_SEGMENT, ROOT
-from conftest_models import load_models_script
+from conftest_models import load_models_script, tfjs_saved_model
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
@@ -46,11 +46,7 @@ def nanodet_files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def nanodet_model(nanodet_files, tmp_path_factory) -> Path:
-    if (REPO_MODEL / "saved_model.pb").is_file():
-        return REPO_MODEL
-    convert = load_models_script("convert_tfjs")
-    npm = load_models_script("npm_package")
-    return convert.from_package(npm.HUMAN_MODELS, nanodet, tmp_path_factory.mktemp("nanodet") / "nanodet")
+    return tfjs_saved_model(nanodet, REPO_MODEL, tmp_path_factory.mktemp("nanodet"))
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,14 @@ real browser renders (video plays, plots load)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,6 +20,21 @@ from detect.cli import main
 from detect.report.pages import index_page
 
 CHROMIUM = Path("/usr/bin/chromium")
+
+
+@contextlib.contextmanager
+def phone_page() -> Iterator[tuple[Any, list[str]]]:
+    """A Chromium page 390 px wide, and the console errors it logs."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            yield page, errors
+        finally:
+            browser.close()
 
 
 class Page(HTMLParser):
@@ -211,19 +229,11 @@ def test_the_index_escapes_what_manifests_hold(tmp_path):
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_the_pages_fit_a_phone_without_sideways_scrolling(run_dir):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            errors: list[str] = []
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / TINY_SEGMENT / "report.html", run_dir / "index.html"):
-                page.goto(html.as_uri())
-                assert page.evaluate("document.documentElement.scrollWidth") <= 390, html
-            assert errors == []
-            # The run evaluated itself: the errors' sections were among what had to fit.
-            real = (run_dir / REAL_SEGMENT / "report.html").read_text()
-            assert "Hits, false alarms, misses" in real and "largest missed labels" in real and "Which threshold" in real
-        finally:
-            browser.close()
+    with phone_page() as (page, errors):
+        for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / TINY_SEGMENT / "report.html", run_dir / "index.html"):
+            page.goto(html.as_uri())
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, html
+        assert errors == []
+    # The run evaluated itself: the errors' sections were among what had to fit.
+    real = (run_dir / REAL_SEGMENT / "report.html").read_text()
+    assert "Hits, false alarms, misses" in real and "largest missed labels" in real and "Which threshold" in real
