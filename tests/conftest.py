@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
+# means it (and checks it finds the same boxes), so the rest does not convert every model it builds.
+os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
 
 pytest_plugins = ["conftest_models"]
 

@@ -213,14 +213,16 @@ def test_ray_and_local_give_the_same_detections_with_the_real_person_model(ray_l
 
 
 def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, real_frame_path, tmp_path):
-    """The 80-class CenterNet (converted from npm), its sidecar defaults and NMS, on both engines."""
+    """The 80-class CenterNet (converted from npm), its sidecar defaults and NMS, on both engines,
+    with the network in OpenVINO (the Ray actors read the network the driver converted)."""
     model = Path(__file__).resolve().parents[1] / "models" / "centernet_mobilenetv3_coco"
     if not (model / "saved_model.pb").is_file():
         pytest.fail("models/centernet_mobilenetv3_coco is missing: `make coco-model` (run by `make test`) sets it up")
     tables, manifests = {}, {}
     for engine in ("local", "ray"):
         out = tmp_path / engine
-        assert run(real_frame_path, "--out", out, "--quiet", "--no-gif", model=model, engine=engine) == 0
+        assert run(real_frame_path, "--out", out, "--quiet", "--no-gif", "--runtime", "openvino", model=model,
+                   engine=engine) == 0
         tables[engine] = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
         manifests[engine] = json.loads((out / REAL_SEGMENT / "manifest.json").read_text())
     assert tables["local"].num_rows >= 100 and len(set(tables["local"].column("class_id").to_pylist())) >= 5
@@ -229,6 +231,7 @@ def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, r
         assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-3)
     for m in manifests.values():
         assert (m["model"]["nms_iou"], m["settings"]["input_size"]) == (0.7, "native")
+        assert m["model"]["runtime"]["name"] == "openvino"
 
 
 @pytest.mark.ray

@@ -129,7 +129,7 @@ def test_the_converted_model_says_what_it_is(person_saved_model, tf1_zoo_saved_m
     facts = model.facts
     assert (facts["format"], facts["knows_classes"], facts["kind"]) == ("saved_model", [1], "real")
     assert len(facts["sha256"]) == 64 and facts["source"]["version"] == "0.2"
-    assert model.notice is None
+    assert model.notices == ()
     assert Detector(tf1_zoo_saved_model).info.input_name == "inputs"
     frozen = Detector(person_pb, batch_size=3)
     assert (frozen.info.format, frozen.info.call_style, frozen.batch_size) == ("frozen_graph", "object", 3)

@@ -23,6 +23,7 @@ from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSett
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.model.classmap import load_class_map
 from detect.model.inputs import parse_input_size
+from detect.model.runtimes import default_runtime
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.waymo.selection import FrameFilter
@@ -109,7 +110,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
     )
     model = ModelSpec(path=args.model, threshold=chosen.threshold, score_floor=min(args.score_floor, chosen.threshold),
                       classes=tuple(args.classes) if args.classes else None, strategy=args.strategy,
-                      batch_size=args.batch_size, nms_iou=chosen.nms_iou)
+                      batch_size=args.batch_size, nms_iou=chosen.nms_iou, runtime=args.runtime or default_runtime())
     return RunSpec(
         inputs=tuple(inputs), out=args.out, model=model, settings=settings,
         engine=getattr(args, "engine", "local"), shard=parse_shard(getattr(args, "shard", None)),

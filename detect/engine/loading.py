@@ -100,12 +100,12 @@ class LoadedModel:
         return self.detector.info.kind
 
     @property
-    def notice(self) -> str | None:
-        """One line for the terminal when the model is a stand-in, never for a real one."""
+    def notices(self) -> tuple[str, ...]:
+        """Lines for the terminal: the model is a stand-in; the fastest runtime could not take it."""
         info = self.detector.info
-        if info.kind == "real":
-            return None
-        return f"note: using a {info.description} from {info.path}; its boxes are not real detections"
+        lines = [] if info.kind == "real" else [
+            f"note: using a {info.description} from {info.path}; its boxes are not real detections"]
+        return (*lines, *([self.detector.runtime_note] if self.detector.runtime_note else []))
 
 
 def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
@@ -115,7 +115,7 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     try:
         detector = Detector(model_path(spec), threshold=min(spec.score_floor, spec.threshold), classes=spec.classes,
                             strategy=spec.strategy, batch_size=spec.batch_size or DEFAULT_BATCH_SIZE,
-                            nms_iou=spec.nms_iou)
+                            nms_iou=spec.nms_iou, runtime=spec.runtime)
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
     return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
@@ -160,5 +160,7 @@ def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
         "short_name": detector.source.short_name,
         "strategy": detector.strategy_name,
         "replicas": detector.num_replicas,
+        "runtime": {**detector.runtime.describe(), "requested": detector.runtime_requested,
+                    **({"fallback": detector.runtime_note} if detector.runtime_note else {})},
         "load_seconds": round(load_seconds, 2),
     }

@@ -180,6 +180,9 @@ class _Job:
         self.progress_bars = progress_bars
         self._lock = threading.Lock()  # finishers record from their threads
         self.engine = _engine_facts(ray, spec)
+        # GPU actors run TensorFlow; CPU actors take what was asked (auto: OpenVINO where the model converts).
+        self.actor_runtime = "tensorflow" if self.engine["gpus_per_actor"] and spec.model.runtime == "auto" \
+            else spec.model.runtime
         # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the
         # driver only waits, so it keeps up with many segments finishing at once.
         self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
@@ -188,10 +191,12 @@ class _Job:
         plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
         pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local, self.spec.settings.ground_truth) for s in todo]
         tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
-        model = load_model(self.spec.model)  # while the cluster reads the keys; a bad model fails before any work
+        # The driver loads what the actors will run: a model OpenVINO takes is converted (and cached
+        # beside it) once here, and the actors read the cache; GPU actors run TensorFlow.
+        model = load_model(dataclasses.replace(self.spec.model, runtime=self.actor_runtime))  # a bad model fails before any work
         self.facts = model.facts
-        if model.notice:
-            self.reporter.message(model.notice)
+        for line in model.notices:
+            self.reporter.message(line)
         del model
         segments: dict[str, _InFlight] = {}
         try:
@@ -320,6 +325,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
                          fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
                                                 "classes": spec.model.classes, "batch_size": batch_size,
                                                 "nms_iou": spec.model.nms_iou, "tile": settings.tile,
+                                                "runtime": facts["runtime"]["name"],  # what the driver settled on
                                                 "input_size": settings.input_size},
                          **_actor_restarts(spec))
             .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,

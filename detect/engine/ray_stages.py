@@ -183,8 +183,10 @@ class DetectorActor:
     """The detector as a Ray Data callable class: loaded once per actor, then called per batch."""
 
     def __init__(self, model: str, threshold: float, classes: list[str] | None, batch_size: int,
-                 nms_iou: float | None = None, tile: TileSpec | None = None, input_size: InputSize = None) -> None:
-        detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size, nms_iou=nms_iou)
+                 nms_iou: float | None = None, tile: TileSpec | None = None, input_size: InputSize = None,
+                 runtime: str = "auto") -> None:
+        detector = Detector(model, threshold=threshold, classes=classes, batch_size=batch_size, nms_iou=nms_iou,
+                            runtime=runtime)
         # With tiles, the rows hold full frames: the whole frame and its tiles are resized here.
         self.detector: Any = detector if tile is None else TiledDetector(detector, tile, input_size, resize_images)
 

@@ -64,8 +64,8 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel |
     (path,) = spec.inputs
     source = resolve_one(path)
     model = model or load_model(spec.model)
-    if model.notice:
-        reporter.message(model.notice)
+    for line in model.notices:
+        reporter.message(line)
     report = process_segment(source, spec.out, model.detector, marked_for(spec.settings, model.kind), model_facts=model.facts,
                              progress=reporter.progress("detect"))
     return report, model
@@ -132,8 +132,8 @@ class LocalEngine:
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
             reporter: Reporter) -> dict[str, Any]:
         model = self._model or load_model(spec.model)  # loaded once, only when some segment needs work
-        if model.notice:
-            reporter.message(model.notice)
+        for line in model.notices:
+            reporter.message(line)
         for number, source in enumerate(todo, 1):
             started = time.perf_counter()
             try:

@@ -160,6 +160,7 @@ class ModelSpec:
     strategy: str = "none"
     batch_size: int | None = None  # None: the detector's measured default
     nms_iou: float | None = None  # class-aware NMS after the model at this IoU; None: off
+    runtime: str = "auto"  # what runs the model: auto, tensorflow or openvino (detect.model.runtimes)
 
 
 @dataclasses.dataclass(frozen=True)

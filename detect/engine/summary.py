@@ -13,16 +13,22 @@ from detect.model.labels import describe_classes
 FAILURES_SHOWN = 5
 
 
+RUNTIME_NAMES = {"openvino": "OpenVINO", "tensorflow": "TensorFlow"}
+
+
 def model_label(facts: dict[str, Any]) -> str:
     """The model in a few words: what it is, which classes it knows (briefly: "80 COCO classes"; the
-    manifest and `detect model` list them), the start of its checksum."""
+    manifest and `detect model` list them), the start of its checksum, what ran it."""
     known = facts.get("knows_classes")
     try:
         classes = describe_classes([int(c) for c in known] if isinstance(known, list) else None)
     except (TypeError, ValueError):
         classes = "unknown classes"
     sha = str(facts.get("sha256") or "")[:12]
-    return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "")
+    runtime = facts.get("runtime")
+    ran = f"; on {RUNTIME_NAMES.get(runtime.get('name'), runtime.get('name'))} {runtime.get('version')}" \
+        if isinstance(runtime, dict) and runtime.get("name") else ""
+    return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
 
 
 def summary_line(report: SegmentReport, kind: str = "real", model: str | None = None) -> str:

@@ -2,7 +2,9 @@
 
 Load and validate once, warm up once, then `detector(images, sizes)` -> one `Detections` per image.
 Batch-1 models (zoo exports) are called once per image; dynamic-batch models get real batches.
-With `strategy="mirrored"` each replica (GPU, or CPU slice, see `detect.model.devices`) gets its share.
+What executes the model is a runtime (`detect.model.runtimes`): TensorFlow, or OpenVINO for the
+network on a CPU; `runtime="auto"` picks. With `strategy="mirrored"` (TensorFlow) each replica
+(GPU, or CPU slice, see `detect.model.devices`) gets its share.
 """
 
 from __future__ import annotations
@@ -11,21 +13,19 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from detect.core.errors import ModelError, UsageError
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
-from detect.model import contract, formats
+from detect.model import contract, formats, runtimes
 from detect.model.contract import ModelInfo
 from detect.model.devices import mirrored_strategy, prepare_devices
 from detect.model.labels import parse_classes
 from detect.model.nms import suppress
-
-if TYPE_CHECKING:
-    import tensorflow as tf
+from detect.model.runtimes import RUNTIMES, Runtime
+from detect.model.runtimes.tensorflow import TensorFlowRuntime
 
 # models/measure_detector.py, benchmark model, 2 CPU cores, 2 runs: batch 1 was 78-124 ms/image,
 # batches 4, 8, 16 all 45-104 ms/image within the machine's noise. 4 takes the batching gain at
@@ -41,6 +41,9 @@ class Detector:
     `threshold` keeps boxes with `score >= threshold`; `classes` (COCO names or ids) keeps only
     those classes; `nms_iou` runs class-aware NMS at that IoU (None: the model's boxes as they are).
     `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy` over visible GPUs, or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
+    `runtime` is "auto", "tensorflow" or "openvino" (`detect.model.runtimes.choose`; None: $DETECT_RUNTIME
+    or auto); `runtime_note`
+    is one line when auto fell back to TensorFlow, for the caller to show.
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class Detector:
         strategy: str = "none",
         batch_size: int = DEFAULT_BATCH_SIZE,
         nms_iou: float | None = None,
+        runtime: str | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise UsageError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
@@ -59,6 +63,9 @@ class Detector:
             raise UsageError(f"batch size must be >= 1, got {batch_size}")
         if not 0.0 <= threshold <= 1.0:
             raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
+        runtime = runtime or runtimes.default_runtime()
+        if runtime not in RUNTIMES:
+            raise UsageError(f"unknown runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
         if nms_iou is not None and not 0.0 < nms_iou <= 1.0:
             raise UsageError(f"NMS IoU must be between 0 (excluded) and 1, got {nms_iou}")
         path = Path(model_dir)
@@ -83,21 +90,28 @@ class Detector:
             raise ModelError(f"model {path}: input batch is fixed at {fixed_batch}, expected 1 or None")
         if keys is not None:
             contract.check_outputs(keys, path)
-        self._fn = self._model.signatures["serving_default"] if call_style == "signature" else None
-        self._input_name = input_name or contract.INPUT_NAMES[0]
+        signature = self._model.signatures["serving_default"] if call_style == "signature" else None
         self._height, self._width = height, width
         if fixed_batch == 1:
             self._per_replica = 1
         else:
             self._per_replica = max(1, math.ceil(batch_size / self.num_replicas))
         self.batch_size = self._per_replica * self.num_replicas
-        self._step = self._make_step()
+        tensorflow = TensorFlowRuntime(self._model, signature, input_name or contract.INPUT_NAMES[0],
+                                       per_replica=self._per_replica, strategy=self._strategy)
 
         warm_h, warm_w = (height or _WARMUP_SIZE[0], width or _WARMUP_SIZE[1])
         warm = np.zeros((self.batch_size, warm_h, warm_w, 3), np.uint8)
-        outs = self._run_chunk(warm)
+        outs = tensorflow.call_raw(warm)
         if keys is None:  # object calls reveal their outputs only when called
             keys = contract.check_outputs(outs[0].keys(), path)
+        chosen = runtimes.choose(
+            runtime, tensorflow, loaded=self._model, model_path=path, kind=source.kind,
+            warm=warm[: self._per_replica], mirrored=self._strategy is not None,
+            has_gpu=bool(self._tf.config.list_physical_devices("GPU")), checksum=lambda: formats.checksum(source.path))
+        self.runtime: Runtime = chosen.runtime
+        self.runtime_note = chosen.note
+        self.runtime_requested = runtime
         self.info = ModelInfo(
             path=path,
             format=source.format,
@@ -117,7 +131,8 @@ class Detector:
     def __repr__(self) -> str:
         return (
             f"Detector({str(self.info.path)!r}, {self.info.kind}, batch_size={self.batch_size}, "
-            f"strategy={self.strategy_name!r}, replicas={self.num_replicas}, nms_iou={self.nms_iou})"
+            f"runtime={self.runtime.name!r}, strategy={self.strategy_name!r}, replicas={self.num_replicas}, "
+            f"nms_iou={self.nms_iou})"
         )
 
     def __call__(
@@ -147,7 +162,7 @@ class Detector:
         for start in range(0, count, self.batch_size):
             chunk = images[start : start + self.batch_size]
             outs = self._run_chunk(chunk)
-            boxes, scores, classes, nums = self._required_arrays(outs, len(chunk))
+            boxes, scores, classes, nums = (outs[key] for key in contract.REQUIRED_OUTPUTS)
             for i in range(len(chunk)):
                 w, h = sizes[start + i]
                 found = contract.to_detections(
@@ -157,58 +172,9 @@ class Detector:
                 results.append(suppress(found, self.nms_iou))
         return results
 
-    def _call_model(self, batch: tf.Tensor) -> dict[str, tf.Tensor]:
-        out = self._fn(**{self._input_name: batch}) if self._fn is not None else self._model(batch)
-        return dict(out)
-
-    def _make_step(self):
-        if self._strategy is None:
-            return None
-        strategy = self._strategy
-
-        def replica_fn(batch: tf.Tensor) -> dict[str, tf.Tensor]:
-            return self._call_model(batch)
-
-        @self._tf.function(reduce_retracing=True)
-        def step(dist_batch):
-            return strategy.run(replica_fn, args=(dist_batch,))
-
-        return step
-
-    def _run_chunk(self, chunk: np.ndarray) -> list[dict[str, tf.Tensor]]:
-        """Run up to `batch_size` images; model outputs whose batch rows follow `chunk`."""
-        if self._strategy is not None:
-            return self._run_mirrored(chunk)
-        if self._per_replica == 1:
-            return [self._call_model(self._tf.constant(chunk[i : i + 1])) for i in range(len(chunk))]
-        return [self._call_model(self._tf.constant(chunk))]
-
-    @staticmethod
-    def _required_arrays(outs: list[dict[str, tf.Tensor]], count: int) -> list[np.ndarray]:
-        """`[boxes, scores, classes, num_detections]` as numpy, padding rows dropped."""
-        return [
-            np.concatenate([o[k].numpy() for o in outs])[:count] for k in contract.REQUIRED_OUTPUTS
-        ]
-
-    def _run_mirrored(self, chunk: np.ndarray) -> list[dict[str, tf.Tensor]]:
-        """Give each replica an equal share; uneven splits are padded with the last image."""
-        replicas = self.num_replicas
-        share = math.ceil(len(chunk) / replicas)
-        pad = share * replicas - len(chunk)
-        if pad:
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
-        shards = [chunk[r * share : (r + 1) * share] for r in range(replicas)]
-        outs = []
-        strategy = self._strategy
-        if strategy is None:
-            raise ValueError("no tf.distribute strategy: call _run_chunk")
-        # A batch-1 model takes one image per replica per step.
-        for offset in range(0, share, self._per_replica):
-            dist = strategy.experimental_distribute_values_from_function(
-                lambda ctx, o=offset: self._tf.constant(
-                    shards[ctx.replica_id_in_sync_group][o : o + self._per_replica]
-                )
-            )
-            outs.append(strategy.experimental_local_results(self._step(dist)))
-        # Reorder per step and replica back into image order: replica r holds shard r.
-        return [step_outs[r] for r in range(replicas) for step_outs in outs]
+    def _run_chunk(self, chunk: np.ndarray) -> dict[str, np.ndarray]:
+        """The four outputs for up to `batch_size` images; batch-1 models take them one by one."""
+        if self._per_replica == 1 and self._strategy is None and len(chunk) > 1:
+            parts = [self.runtime.run(chunk[i : i + 1]) for i in range(len(chunk))]
+            return {key: np.concatenate([p[key] for p in parts]) for key in contract.REQUIRED_OUTPUTS}
+        return self.runtime.run(chunk)

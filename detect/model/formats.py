@@ -25,6 +25,7 @@ from detect.core.errors import ModelError
 from detect.core.tf_env import import_tensorflow, tf_error_text
 
 SIDECAR = "detect_model.json"
+CACHE_NAME = ".detect_cache"  # converted forms of a model, beside it (detect.model.runtimes.cache)
 KINDS = ("real", "stub", "benchmark")
 FROZEN_GRAPH_NAME = "frozen_inference_graph.pb"
 FROZEN_INPUT = "image_tensor"
@@ -101,9 +102,10 @@ def load(source: ModelSource) -> Any:
 
 
 def checksum(path: Path) -> str:
-    """SHA-256 of a model's files (names and bytes, sorted; the sidecar left out)."""
+    """SHA-256 of a model's files (names and bytes, sorted; the sidecar and the runtimes' cache left out)."""
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR)
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR and CACHE_NAME not in p.relative_to(path).parts)
     if path.is_file() and path.suffix == ".json":  # a TF.js model: its weight files too
         from detect.model.tfjs.graph import weight_paths
 
@@ -131,6 +133,8 @@ class FrozenGraph:
             graph_def.ParseFromString(Path(path).read_bytes())
         except Exception as err:  # protobuf's DecodeError, or a file that is not a GraphDef at all
             raise ModelError(f"model {path} is not a TensorFlow frozen graph (GraphDef): {tf_error_text(err)}") from None
+        self.graph_def = graph_def  # what other runtimes convert (detect.model.runtimes)
+        self.input_name = FROZEN_INPUT
         nodes = {node.name: node for node in graph_def.node}
         if FROZEN_INPUT not in nodes:
             raise ModelError(f"model {path}: the graph has no {FROZEN_INPUT} input, so it is not a TF1 Object "

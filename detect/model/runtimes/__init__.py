@@ -1,0 +1,81 @@
+"""Runtimes: what executes a loaded detector. Each loads once, runs a batch, describes itself.
+
+- `tensorflow`: the whole model in TensorFlow; GPUs, `tf.distribute`, every model.
+- `openvino`: the network in OpenVINO on the CPU, pre- and post-processing in TensorFlow
+  (`openvino.py`), about twice TensorFlow's speed for MobileNet-class networks.
+
+`--runtime auto` (the default) picks OpenVINO on a machine without a GPU when the model converts,
+TensorFlow otherwise; a model that does not convert runs on TensorFlow with one line saying why.
+The choice is made once per run and recorded in the manifest; the engine never asks which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from detect.core.errors import DependencyError, ModelError, UsageError
+
+RUNTIMES = ("auto", "tensorflow", "openvino")
+RUNTIME_ENV = "DETECT_RUNTIME"  # the default of --runtime (and of `Detector(runtime=None)`)
+
+
+def default_runtime() -> str:
+    """`$DETECT_RUNTIME` when set, else "auto"."""
+    value = os.environ.get(RUNTIME_ENV, "").strip() or "auto"
+    if value not in RUNTIMES:
+        raise UsageError(f"{RUNTIME_ENV}={value!r}: expected one of {', '.join(RUNTIMES)}")
+    return value
+
+
+class Runtime(Protocol):
+    name: str
+
+    def run(self, images: np.ndarray) -> dict[str, np.ndarray]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Chosen:
+    """The runtime a detector runs on, and one line for the person when `auto` could not take the fastest."""
+
+    runtime: Runtime
+    note: str | None = None
+
+
+def choose(requested: str, tensorflow: Runtime, *, loaded: Any, model_path: Path, kind: str, warm: np.ndarray,
+           mirrored: bool, has_gpu: bool, checksum: Callable[[], str]) -> Chosen:
+    """The runtime for `requested` ("auto", "tensorflow" or "openvino"); see the module docstring.
+
+    `warm` is a batch of the detector's size: OpenVINO converts (or reads from its cache) and
+    compiles the network on it, so that a model it cannot take is known before any frame is read.
+    """
+    if requested not in RUNTIMES:
+        raise UsageError(f"unknown runtime {requested!r}: expected one of {', '.join(RUNTIMES)}")
+    if requested == "tensorflow":
+        return Chosen(tensorflow)
+    if requested == "openvino" and mirrored:
+        raise UsageError("--runtime openvino runs one CPU process; --strategy mirrored needs --runtime tensorflow")
+    if requested == "auto" and (mirrored or has_gpu or kind == "stub"):
+        return Chosen(tensorflow)  # GPUs and tf.distribute are TensorFlow's; a stub has no network to speed up
+    from detect.model.runtimes import openvino
+
+    try:
+        runtime = openvino.OpenVinoRuntime(loaded, model_path, checksum(), batch_size=len(warm))
+        runtime.run(warm)
+    except DependencyError as err:
+        if requested == "openvino":
+            raise
+        return Chosen(tensorflow, f"note: {err}; running on TensorFlow")
+    except (ModelError, OSError) as err:
+        reason = str(err) if isinstance(err, ModelError) else f"its converted form cannot be cached: {err}"
+        if requested == "openvino":
+            raise ModelError(f"model {model_path} cannot run on OpenVINO: {reason} (--runtime tensorflow runs it)") from None
+        return Chosen(tensorflow, f"note: model {model_path} cannot run on OpenVINO ({reason}); running on TensorFlow")
+    return Chosen(runtime)

@@ -1,0 +1,77 @@
+"""Where a converted model is kept, so that only the first run with a model pays for converting it.
+
+Beside the model: `<model dir>/.detect_cache/` (for a `.pb` or `model.json` file, in its folder,
+under the file's name), or under `$DETECT_CACHE_DIR` / `~/.cache/detect` when the model's folder
+cannot be written. Inside, one folder per runtime version and model checksum:
+
+    .detect_cache/openvino-2026.4.1/<sha256 of the model, 16 hex>/
+        frozen.pb, split.json          the flat graph and where it splits (any input size)
+        network-4x512x512x3-f32.xml/.bin   the network for one input shape and precision
+        compiled/                      the runtime's own compiled blobs (its CACHE_DIR)
+
+A changed model has another checksum, so it gets a new folder; the folders of its earlier
+checksums are removed then. Files are written under a temporary name and renamed into place, so
+two processes (Ray actors) converting at once never read half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from detect.model.formats import CACHE_NAME
+
+CACHE_ENV = "DETECT_CACHE_DIR"
+
+
+def cache_root(model_path: Path) -> Path:
+    """The writable folder converted forms of `model_path` go under (see the module docstring)."""
+    model_path = Path(model_path)
+    beside = model_path / CACHE_NAME if model_path.is_dir() else model_path.parent / CACHE_NAME / model_path.name
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]) / _flat_name(model_path)
+    if _writable(beside):
+        return beside
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "detect"
+    return base / _flat_name(model_path)
+
+
+def model_cache(model_path: Path, runtime: str, checksum: str) -> Path:
+    """This model version's folder for `runtime` (e.g. "openvino-2026.4.1"); older versions removed."""
+    root = cache_root(model_path) / runtime
+    folder = root / checksum[:16]
+    if not folder.is_dir():
+        if root.is_dir():
+            for stale in root.iterdir():
+                if stale.is_dir() and stale.name != folder.name:
+                    shutil.rmtree(stale, ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` entirely or is left as it was."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _flat_name(model_path: Path) -> str:
+    resolved = str(Path(model_path).resolve()).strip(os.sep)
+    return resolved.replace(os.sep, "__") or "model"
+
+
+def _writable(folder: Path) -> bool:
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)

@@ -1,0 +1,211 @@
+"""OpenVINO runs the network; TensorFlow keeps the pre- and post-processing it wrote.
+
+The detector graph is frozen and split (`split.py`); the network part becomes an OpenVINO model
+with a static input shape (`openvino.convert_model` reads the TF GraphDef itself), compiled for the
+CPU with the LATENCY hint: one synchronous request then uses every core (THROUGHPUT gives one
+request one of two streams: 17.7 ms/image against 9.4 for the bench network at batch 4).
+`INFERENCE_PRECISION_HINT` is f32: on CPUs with bf16 units OpenVINO's default is bf16, whose
+0.4% rounding moves CenterNet's heatmap peaks and scores (see the README's performance section).
+
+A batch: `pre(images)` in TF -> the network in OpenVINO -> `post(handoff, network outputs)` in TF.
+Batches are padded to the batch size so each input shape is compiled once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from detect.core.errors import DependencyError, ModelError
+from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.model.contract import REQUIRED_OUTPUTS
+from detect.model.runtimes.cache import model_cache, write_atomically
+from detect.model.runtimes.freeze import FrozenModel, freeze
+from detect.model.runtimes.split import (
+    NETWORK_OUTPUT_PREFIX,
+    Split,
+    SplitError,
+    find_split,
+    network_graph,
+    without_control_edges_from,
+)
+
+NAME = "openvino"
+PRECISIONS = ("f32", "bf16")
+HINT = "LATENCY"
+DEVICE = "CPU"
+
+
+def version() -> str | None:
+    """The installed OpenVINO's version (e.g. "2026.4.1"), or None when it is not installed."""
+    try:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as package_version
+
+        return package_version("openvino")
+    except PackageNotFoundError:
+        return None
+
+
+def _core() -> Any:
+    try:
+        import openvino
+    except ImportError:
+        raise DependencyError("OpenVINO is not installed: pip install openvino==2026.4.1 (or use --runtime "
+                              "tensorflow)") from None
+    return openvino.Core()
+
+
+class OpenVinoRuntime:
+    """The detector's network in OpenVINO between TensorFlow pre- and post-processing.
+
+    `loaded` is what `formats.load` returned, `checksum` the model files' SHA-256 (the cache key),
+    `batch_size` the images per call. Raises `SplitError` when the graph has no network to take
+    out, `ModelError` when OpenVINO cannot convert or compile it.
+    """
+
+    name = NAME
+
+    def __init__(self, loaded: Any, model_path: Path, checksum: str, *, batch_size: int,
+                 precision: str = "f32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self._ov_version = version()
+        self._core = _core()
+        self._tf = import_tensorflow()
+        self.batch_size = batch_size
+        self.precision = precision
+        self.folder = model_cache(model_path, f"{NAME}-{self._ov_version}", checksum)
+        self.reused = (self.folder / "split.json").is_file() and (self.folder / "frozen.pb").is_file()
+        frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
+        self._pre, self._post = self._tf_parts(frozen, self.split)
+        self._graph_def = frozen.graph_def
+        self._compiled: dict[tuple[tuple[int, ...], str], Any] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": NAME, "version": self._ov_version, "device": DEVICE, "hint": HINT,
+                "precision": self.precision, "cache": str(self.folder), "reused_cache": self.reused,
+                "network_nodes": self.split.network_nodes, "postprocess_in_tensorflow": list(self.split.postprocess_ops)}
+
+    def run(self, images: np.ndarray) -> dict[str, np.ndarray]:
+        """uint8 `[n, H, W, 3]`, n <= batch size -> the four contract outputs for those n images."""
+        count = len(images)
+        if count < self.batch_size:
+            images = np.concatenate([images, np.repeat(images[-1:], self.batch_size - count, axis=0)])
+        tf = self._tf
+        pre = self._pre(tf.constant(images))
+        network_input = pre[0].numpy()
+        request = self._request(network_input)
+        result = request.infer([network_input])
+        network_outputs = [tf.constant(result[k]) for k in range(len(self.split.network_outputs))]
+        post = self._post(*pre[1:], *network_outputs)
+        return {key: np.asarray(value)[:count] for key, value in zip(REQUIRED_OUTPUTS, post, strict=True)}
+
+    def _request(self, network_input: np.ndarray) -> Any:
+        key = (tuple(network_input.shape), network_input.dtype.str)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(network_input).create_infer_request()
+        return self._compiled[key]
+
+    def _compile(self, network_input: np.ndarray) -> Any:
+        """The network for this input shape: read from the cache, else converted and cached."""
+        import openvino
+
+        shape = "x".join(str(d) for d in network_input.shape)
+        xml = self.folder / f"network-{shape}-{network_input.dtype.name}.xml"
+        try:
+            if xml.is_file() and xml.with_suffix(".bin").is_file():
+                model = self._core.read_model(str(xml))
+            else:
+                self.reused = False
+                model = self._convert(network_input)
+                self._save(openvino, model, xml)
+            order = [self._output_index(model, k) for k in range(len(self.split.network_outputs))]
+            if order != list(range(len(order))):
+                raise ModelError(f"OpenVINO reordered the network's outputs ({order})")
+            config = {"PERFORMANCE_HINT": HINT, "INFERENCE_PRECISION_HINT": self.precision,
+                      "CACHE_DIR": str(self.folder / "compiled")}
+            return self._core.compile_model(model, DEVICE, config)
+        except ModelError:
+            raise
+        except Exception as err:  # OpenVINO raises RuntimeError/OpConversionFailure with long texts
+            raise ModelError(f"OpenVINO cannot convert or compile the network: {_first_line(err)}") from None
+
+    def _convert(self, network_input: np.ndarray) -> Any:
+        import openvino
+
+        tf = self._tf
+        probe = self._network_dtypes()
+        graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum, probe)
+        return openvino.convert_model(graph, input=[openvino.PartialShape(list(network_input.shape))])
+
+    def _network_dtypes(self) -> list[int]:
+        graph = self._imported_graph
+        return [graph.get_tensor_by_name(t).dtype.as_datatype_enum for t in self.split.network_outputs]
+
+    @staticmethod
+    def _output_index(model: Any, k: int) -> int:
+        name = f"{NETWORK_OUTPUT_PREFIX}{k}"
+        for index, output in enumerate(model.outputs):
+            if any(n == name or n.startswith(f"{name}:") for n in output.get_names()):
+                return index
+        return k  # OpenVINO gave the Identity's name to the tensor it forwards: outputs keep their order
+
+    @staticmethod
+    def _save(openvino: Any, model: Any, xml: Path) -> None:
+        temporary = xml.with_name(f".{xml.stem}.tmp.xml")
+        openvino.save_model(model, str(temporary), compress_to_fp16=False)
+        write_atomically(xml.with_suffix(".bin"), temporary.with_suffix(".bin").read_bytes())
+        write_atomically(xml, temporary.read_bytes())
+        temporary.unlink(missing_ok=True)
+        temporary.with_suffix(".bin").unlink(missing_ok=True)
+
+    def _make_split(self, loaded: Any) -> tuple[FrozenModel, Split]:
+        frozen = freeze(loaded)
+        split = find_split(frozen.graph_def, frozen.model_input, [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
+        write_atomically(self.folder / "frozen.pb", frozen.graph_def.SerializeToString())
+        facts = {"split": split.to_json(), "model_input": frozen.model_input, "outputs": frozen.outputs}
+        write_atomically(self.folder / "split.json", json.dumps(facts, indent=1).encode())
+        return frozen, split
+
+    def _load_split(self) -> tuple[FrozenModel, Split]:
+        tf = self._tf
+        try:
+            facts = json.loads((self.folder / "split.json").read_text())
+            graph_def = tf.compat.v1.GraphDef()
+            graph_def.ParseFromString((self.folder / "frozen.pb").read_bytes())
+            return (FrozenModel(graph_def, str(facts["model_input"]), dict(facts["outputs"])),
+                    Split.from_json(facts["split"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise SplitError(f"the cache {self.folder} is unreadable ({err}); remove it to convert again") from None
+
+    def _tf_parts(self, frozen: FrozenModel, split: Split) -> tuple[Any, Any]:
+        """The pre-processing and the post-processing as TF functions of the one imported graph."""
+        tf = self._tf
+        graph_def = without_control_edges_from(frozen.graph_def, frozen.model_input,
+                                              [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
+
+        def imported() -> None:
+            tf.compat.v1.import_graph_def(graph_def, name="")
+
+        try:
+            wrapped = tf.compat.v1.wrap_function(imported, [])
+            graph = wrapped.graph
+            tensor = graph.get_tensor_by_name
+            pre = wrapped.prune(feeds=[tensor(frozen.model_input)],
+                                fetches=[tensor(t) for t in (split.network_input, *split.handoff)])
+            post = wrapped.prune(feeds=[tensor(t) for t in (*split.handoff, *split.network_outputs)],
+                                 fetches=[tensor(frozen.outputs[k]) for k in REQUIRED_OUTPUTS])
+        except Exception as err:  # a split TF cannot prune (it would be our bug, said in one line)
+            raise SplitError(f"TensorFlow cannot run the parts around the network: {tf_error_text(err)}") from None
+        self._imported_graph = graph
+        return pre, post
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Check ", "Traceback", "File "))]
+    return (useful or lines or [type(err).__name__])[0][:300]

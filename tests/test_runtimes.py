@@ -1,0 +1,281 @@
+"""Runtimes: the split of each model kind, OpenVINO's detections against TensorFlow's, the cache,
+the choice and its fallback line.
+
+The rest of the suite runs on TensorFlow (tests/conftest.py sets DETECT_RUNTIME); here each test
+names its runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REAL_SEGMENT, ROOT
+from conftest_models import tfjs_saved_model
+from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
+
+from detect.cli import main
+from detect.core.errors import DependencyError, ModelError, UsageError
+from detect.core.records import Detections
+from detect.core.tf_env import import_tensorflow
+from detect.model import formats
+from detect.model.detector import Detector
+from detect.model.nms import iou_matrix
+from detect.model.runtimes import RUNTIME_ENV, default_runtime
+from detect.model.runtimes.freeze import freeze
+from detect.model.runtimes.split import CONTROL_FLOW_OPS, POSTPROCESS_OPS, SplitError, find_split, network_graph
+from detect.model.tfjs import centernet
+from detect.waymo.readers import iter_frames
+
+pytest.importorskip("openvino", reason="OpenVINO is not installed: pip install openvino==2026.4.1")
+
+COCO_REPO_MODEL = ROOT / "models" / "centernet_mobilenetv3_coco"
+
+
+def build_conv_nms_model(out: Path, seed: int = 0) -> Path:
+    """A tiny TF2 SavedModel shaped like the Keras detection exports: variables, resize inside,
+    a convolution, box decode, `CombinedNonMaxSuppression`; our four outputs."""
+    tf = import_tensorflow()
+
+    class Tiny(tf.Module):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(seed)
+            self.kernel = tf.Variable(rng.normal(0, 0.05, (3, 3, 3, 8)).astype(np.float32))
+            self.head = tf.Variable(rng.normal(0, 0.05, (1, 1, 8, 4 + 3)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
+        def serve(self, input_tensor):
+            images = tf.image.resize(tf.cast(input_tensor, tf.float32), [32, 32]) / 127.5 - 1.0
+            features = tf.nn.relu(tf.nn.conv2d(images, self.kernel, 2, "SAME"))
+            raw = tf.nn.conv2d(features, self.head, 1, "SAME")  # [B, 16, 16, 7]
+            batch = tf.shape(raw)[0]
+            raw = tf.reshape(raw, [batch, 256, 7])
+            grid = tf.stack(tf.meshgrid(tf.range(16.0), tf.range(16.0), indexing="ij"), -1)
+            centre = (tf.reshape(grid, [1, 256, 2]) + 0.5) / 16.0 + 0.05 * tf.tanh(raw[..., :2])
+            half = 0.05 + 0.1 * tf.sigmoid(raw[..., 2:4])
+            boxes = tf.concat([centre - half, centre + half], -1)[:, :, None, :]
+            scores = tf.sigmoid(raw[..., 4:])
+            nms = tf.image.combined_non_max_suppression(boxes, scores, 20, 20, 0.5, 0.05, clip_boxes=True)
+            return {"detection_boxes": nms.nmsed_boxes, "detection_scores": nms.nmsed_scores,
+                    "detection_classes": nms.nmsed_classes + 1.0,
+                    "num_detections": tf.cast(nms.valid_detections, tf.float32)}
+
+    module = Tiny()
+    tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve})
+    (out / formats.SIDECAR).write_text(json.dumps({"kind": "real", "description": "tiny conv + NMS (test)"}))
+    return out
+
+
+def build_no_network_model(out: Path) -> Path:
+    """A "real"-kind model without a convolution: fixed boxes from the image's mean."""
+    tf = import_tensorflow()
+
+    class Flat(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
+        def serve(self, input_tensor):
+            batch = tf.shape(input_tensor)[0]
+            level = tf.reduce_mean(tf.cast(input_tensor, tf.float32), axis=[1, 2, 3]) / 255.0
+            return {"detection_boxes": tf.tile(tf.constant([[[0.1, 0.1, 0.5, 0.5]]]), [batch, 1, 1]),
+                    "detection_scores": level[:, None], "detection_classes": tf.ones([batch, 1]),
+                    "num_detections": tf.ones([batch])}
+
+    module = Flat()
+    tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve})
+    (out / formats.SIDECAR).write_text(json.dumps({"kind": "real", "description": "no network (test)"}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return build_conv_nms_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def coco_model(tmp_path_factory) -> Path:
+    return tfjs_saved_model(centernet, COCO_REPO_MODEL, tmp_path_factory.mktemp("coco"))
+
+
+@pytest.fixture(scope="module")
+def real_images(real_frame_path) -> dict[str, np.ndarray]:
+    tf = import_tensorflow()
+    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(real_frame_path))}
+
+
+def split_of(path: Path):
+    frozen = freeze(formats.load(formats.locate(path)))
+    outputs = [frozen.outputs[k] for k in ("detection_boxes", "detection_scores", "detection_classes", "num_detections")]
+    return frozen, find_split(frozen.graph_def, frozen.model_input, outputs)
+
+
+def network_ops(frozen, split) -> set[str]:
+    tf = import_tensorflow()
+    graph = network_graph(frozen.graph_def, split, tf.float32.as_datatype_enum,
+                          [tf.float32.as_datatype_enum] * len(split.network_outputs))
+    return {node.op for node in graph.node}
+
+
+def test_the_cut_finds_the_nms_of_a_keras_style_savedmodel(tiny_model):
+    frozen, split = split_of(tiny_model)
+    assert split.postprocess_ops == ("CombinedNonMaxSuppression",)
+    ops = network_ops(frozen, split)
+    assert "Conv2D" in ops and not ops & (POSTPROCESS_OPS | CONTROL_FLOW_OPS | {"ResizeBilinear", "VarHandleOp"})
+    assert split.handoff == ()  # the NMS reads only the network's boxes and scores
+
+
+def test_the_cut_of_a_tf1_frozen_graph_keeps_its_loops_in_tensorflow(person_pb, person_saved_model):  # noqa: F811
+    for path in (person_pb, person_saved_model):  # the .pb itself, and wrapped in a TF2 function call
+        frozen, split = split_of(path)
+        assert {"NonMaxSuppressionV3", "TopKV2", "Enter", "Exit"} <= set(split.postprocess_ops), path
+        assert split.network_input.endswith("FeatureExtractor/MobilenetV2/MobilenetV2/input:0")
+        assert any("Postprocessor" in t for t in split.handoff)  # the images' true size, from the preprocessing loop
+        ops = network_ops(frozen, split)
+        assert not ops & (POSTPROCESS_OPS | CONTROL_FLOW_OPS | {"PartitionedCall", "StatefulPartitionedCall"})
+        assert split.network_nodes > 400
+
+
+def test_the_cut_of_centernet_is_its_top_k(coco_model):
+    frozen, split = split_of(coco_model)
+    assert split.postprocess_ops == ("TopKV2",)
+    ops = network_ops(frozen, split)
+    assert {"MaxPool", "Sigmoid"} <= ops and not ops & {"TopKV2", "Pad", "Assert"}  # letterbox stays in TF
+
+
+def test_a_model_without_a_convolution_has_no_network_to_take(tmp_path):
+    with pytest.raises(SplitError, match="no convolution between the input and the outputs"):
+        split_of(build_no_network_model(tmp_path / "flat"))
+
+
+def matched(a: Detections, b: Detections) -> float:
+    """The worst IoU over a's boxes >= 0.3 with the best same-class box of b within 0.02 of its score."""
+    keep = a.scores >= 0.3
+    worst = 1.0
+    iou = iou_matrix(a.xyxy[keep], b.xyxy) if len(b.scores) else np.zeros((int(keep.sum()), 0))
+    for row, (cls, score) in enumerate(zip(a.class_ids[keep], a.scores[keep], strict=True)):
+        same = (b.class_ids == cls) & (np.abs(b.scores - score) <= 0.02)
+        worst = min(worst, float(iou[row][same].max()) if same.any() else 0.0)
+    return worst
+
+
+@pytest.mark.parametrize("which", ["person", "coco"])
+def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, person_pb, coco_model,  # noqa: F811
+                                                                       real_images):
+    path = person_pb if which == "person" else coco_model
+    by_shape: dict[tuple[int, ...], list[str]] = {}
+    for name, image in real_images.items():
+        by_shape.setdefault(image.shape, []).append(name)
+    found = {}
+    for runtime in ("tensorflow", "openvino"):
+        detector = Detector(path, threshold=0.25, runtime=runtime, batch_size=4)
+        assert detector.runtime.name == runtime
+        found[runtime] = {}
+        for names in by_shape.values():
+            found[runtime].update(zip(names, detector(np.stack([real_images[n] for n in names])), strict=True))
+    boxes = 0
+    for name in real_images:
+        tf_boxes, ov_boxes = found["tensorflow"][name], found["openvino"][name]
+        boxes += int((tf_boxes.scores >= 0.3).sum())
+        assert matched(tf_boxes, ov_boxes) >= 0.98 and matched(ov_boxes, tf_boxes) >= 0.98, name
+    assert boxes >= {"person": 3, "coco": 50}[which]  # the comparison is over real detections
+
+
+def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_changes(tmp_path):
+    model = build_conv_nms_model(tmp_path / "model")
+    images = np.random.default_rng(1).integers(0, 255, (3, 40, 60, 3), dtype=np.uint8)
+    first = Detector(model, threshold=0.0, runtime="openvino", batch_size=2)
+    facts = first.runtime.describe()
+    folder = Path(facts["cache"])
+    assert not facts["reused_cache"] and folder.parent.parent == model / ".detect_cache"
+    assert folder.name == formats.checksum(model)[:16]
+    assert {p.name for p in folder.glob("network-*.xml")} == {"network-2x32x32x3-float32.xml"}  # batch x input size
+    second = Detector(model, threshold=0.0, runtime="openvino", batch_size=2)
+    assert second.runtime.describe()["reused_cache"]
+    for a, b in zip(first(images), second(images), strict=True):
+        np.testing.assert_array_equal(a.xyxy, b.xyxy)
+    Detector(model, threshold=0.0, runtime="openvino", batch_size=3)  # another batch size: its own network
+    assert len(list(folder.glob("network-*.xml"))) == 2
+
+    tf = import_tensorflow()  # the same model retrained: other weights, other checksum
+    build_conv_nms_model(tmp_path / "retrained", seed=5)
+    shutil.rmtree(model / "variables")
+    shutil.copytree(tmp_path / "retrained" / "variables", model / "variables")
+    renewed = Detector(model, threshold=0.0, runtime="openvino", batch_size=2)
+    facts = renewed.runtime.describe()
+    assert not facts["reused_cache"] and Path(facts["cache"]) != folder and not folder.exists()
+    reference = Detector(model, threshold=0.0, runtime="tensorflow", batch_size=2)
+    assert tf is not None
+    for a, b in zip(renewed(images), reference(images), strict=True):
+        assert matched(b, a) >= 0.98
+
+
+def test_a_model_openvino_cannot_take_falls_back_with_one_line(tmp_path, capsys):
+    model = build_no_network_model(tmp_path / "flat")
+    detector = Detector(model, runtime="auto")
+    assert detector.runtime.name == "tensorflow"
+    assert detector.runtime_note == (f"note: model {model} cannot run on OpenVINO (no convolution between the input "
+                                     "and the outputs: not a convolutional detector); running on TensorFlow")
+    with pytest.raises(ModelError) as refused:
+        Detector(model, runtime="openvino")
+    assert str(refused.value) == (f"model {model} cannot run on OpenVINO: no convolution between the input and the "
+                                  "outputs: not a convolutional detector (--runtime tensorflow runs it)")
+    out = tmp_path / "out"
+    frame = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+    source = str(frame) if frame.exists() else str(ROOT / "tests" / "fixtures" / "tiny_v2")
+    assert main(["segment", source, "--model", str(model), "--out", str(out), "--runtime", "openvino", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"detect: error: {refused.value}"]
+    assert not out.exists()  # refused before anything was written
+
+
+def test_without_openvino_auto_says_so_and_openvino_is_an_error(tiny_model, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino now raises ImportError
+    detector = Detector(tiny_model, runtime="auto")
+    assert detector.runtime.name == "tensorflow"
+    assert detector.runtime_note == ("note: OpenVINO is not installed: pip install openvino==2026.4.1 (or use "
+                                     "--runtime tensorflow); running on TensorFlow")
+    with pytest.raises(DependencyError, match="OpenVINO is not installed"):
+        Detector(tiny_model, runtime="openvino")
+
+
+def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_model, stub_dynamic_dir, monkeypatch):
+    monkeypatch.delenv(RUNTIME_ENV, raising=False)
+    assert default_runtime() == "auto"
+    assert Detector(tiny_model).runtime.name == "openvino"
+    assert Detector(stub_dynamic_dir).runtime_note is None and Detector(stub_dynamic_dir).runtime.name == "tensorflow"
+    mirrored = Detector(tiny_model, strategy="mirrored")
+    assert (mirrored.runtime.name, mirrored.runtime_note) == ("tensorflow", None)
+    with pytest.raises(UsageError, match="--strategy mirrored needs --runtime tensorflow"):
+        Detector(tiny_model, strategy="mirrored", runtime="openvino")
+    monkeypatch.setenv(RUNTIME_ENV, "fastest")
+    with pytest.raises(UsageError, match=r"DETECT_RUNTIME='fastest': expected one of auto, tensorflow, openvino"):
+        Detector(tiny_model)
+
+
+def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2_path, tmp_path, capsys):
+    from conftest import TINY_SEGMENT
+
+    out = tmp_path / "out"
+    assert main(["segment", str(tiny_v2_path), "--model", str(tiny_model), "--out", str(out), "--runtime", "openvino",
+                 "--no-gif", "--no-png", "--no-eval"]) == 0
+    runtime = json.loads((out / TINY_SEGMENT / "manifest.json").read_text())["model"]["runtime"]
+    assert (runtime["name"], runtime["requested"], runtime["precision"]) == ("openvino", "openvino", "f32")
+    assert runtime["version"] == "2026.4.1" and runtime["postprocess_in_tensorflow"] == ["CombinedNonMaxSuppression"]
+    assert "; on OpenVINO 2026.4.1" in capsys.readouterr().out
+
+
+def test_a_real_segment_evaluates_the_same_on_both_runtimes(coco_model, real_frame_path, tmp_path):
+    results = {}
+    for runtime in ("tensorflow", "openvino"):
+        out = tmp_path / runtime
+        assert main(["segment", str(real_frame_path), "--model", str(coco_model), "--out", str(out), "--quiet",
+                     "--no-gif", "--no-png", "--no-report", "--runtime", runtime]) == 0
+        levels = json.loads((out / REAL_SEGMENT / "eval.json").read_text())["levels"]
+        results[runtime] = {(level, t["name"]): (t["ap50"], t["ap_waymo"], t["true_positives"], t["false_positives"])
+                            for level, types in levels.items() for t in types}
+    assert results["openvino"].keys() == results["tensorflow"].keys()
+    for key, (ap50, ap_waymo, hits, false_alarms) in results["tensorflow"].items():
+        assert results["openvino"][key] == (pytest.approx(ap50, abs=0.01), pytest.approx(ap_waymo, abs=0.01),
+                                            hits, false_alarms), key
