@@ -26,8 +26,8 @@ def model_label(facts: dict[str, Any]) -> str:
         classes = "unknown classes"
     sha = str(facts.get("sha256") or "")[:12]
     runtime = facts.get("runtime")
-    ran = f"; on {RUNTIME_NAMES.get(runtime.get('name'), runtime.get('name'))} {runtime.get('version')}" \
-        if isinstance(runtime, dict) and runtime.get("name") else ""
+    name = str(runtime.get("name") or "") if isinstance(runtime, dict) else ""
+    ran = f"; on {RUNTIME_NAMES.get(name, name)} {runtime.get('version')}" if name and isinstance(runtime, dict) else ""
     return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
 
 
