@@ -40,3 +40,22 @@ def test_report_shows_every_run_and_the_bounds():
     assert "detector / no outputs / PNG only / default images/s: 20.00 / 17.00 / 12.00 / 11.00" in text
     assert "keeps 1.85 of 2 cores busy" in text
     assert "no outputs 0.93, PNG only 0.71, default 0.64" in text
+
+
+def test_runtimes_are_compared_per_repeat_and_against_the_targets():
+    from detect.tools.bench_runtimes import compare_runtimes, runtime_lines
+
+    def runs(rates):
+        return {mode: [[rate, 0.1] for rate in rates] for mode in ("alone", "off", "png", "default")}
+
+    # Per repeat: OpenVINO 2x, then 1.25x, then 1.6x TensorFlow's rate; the median of time ratios is 1/1.6.
+    both = {"tensorflow": runs([10.0, 20.0, 10.0]), "openvino": runs([20.0, 25.0, 16.0])}
+    comparison = compare_runtimes(both, ("tensorflow", "openvino"))
+    assert comparison["time_ratio"]["off"] == pytest.approx(0.625)
+    block = {"comparison": comparison,
+             "tensorflow": {"model": "benchmark", "images_per_s": {"blog_loop": 1.0}, "speedup_vs_blog": 8.2},
+             "openvino": {"model": "benchmark", "images_per_s": {"blog_loop": 1.0}, "speedup_vs_blog": 11.5}}
+    text = "\n".join(runtime_lines(block))
+    assert "pipeline, no outputs        0.62x  (1.60x the speed) (target <= 0.6: MISSED)" in text
+    assert "over the blog loop: tensorflow 8.2x, openvino 11.5x (target >= 11: met)" in text
+    assert runtime_lines({"tensorflow": block["tensorflow"]}) == []  # one runtime: nothing to compare

@@ -6,7 +6,8 @@ Uses the benchmark model (SSD MobileNet v2 architecture, random weights: real co
 meaningless boxes) on synthetic segments made of the real fixture frame's JPEGs. Every figure
 is measured in this one run on this machine; rates exclude start-up (imports, model load), which
 is reported on its own. Medians over `--repeats` interleaved runs; efficiency is the median of
-per-repeat ratios (each pipeline run against its repeat's detector run).
+per-repeat ratios (each pipeline run against its repeat's detector run). Each model runs on each
+runtime (`--runtimes`, default TensorFlow and OpenVINO), interleaved, then side by side.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from detect.tools.bench_predict import (
     steady_state,
 )
 from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments, pipeline
+from detect.tools.bench_runtimes import RUNTIMES, compare_runtimes, runtime_lines
 from detect.tools.bench_scaling import as_json, scaling, scaling_lines
 from detect.tools.bench_tiles import tile_lines, tile_rates
 from detect.waymo.readers import iter_frames
@@ -150,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blog-images", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--runtimes", nargs="+", choices=RUNTIMES, default=list(RUNTIMES),
+                        help="the runtimes to bench, each model on each (default: both; the first is the reference)")
     parser.add_argument("--coco-only", action="store_true",
                         help="only the COCO model's rows (detector alone, pipeline without and with outputs)")
     parser.add_argument("--scaling", action="store_true",
@@ -166,10 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     import_tensorflow()  # timed here: building the inputs below would import it anyway
     args.import_seconds = time.perf_counter() - t0
+    runtimes = tuple(args.runtimes)
     if args.coco_only:
         segments = make_segments(args.frame, args.out, [args.images])
-        coco_rates = rates(args, segments, args.coco_model, blog=False)
-        for line in rate_lines(coco_rates):
+        coco_rates = rates(args, segments, args.coco_model, blog=False, runtimes=runtimes)
+        for line in model_lines(coco_rates):
             print(line)
         coco_rates["tiles"] = tile_rates(args.coco_model, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
                                          args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
@@ -190,18 +195,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = ensure_model(args.models)
     segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
-    results: dict[str, Any] = {} if args.only_rss else rates(args, segments, model)
+    results: dict[str, Any] = {} if args.only_rss else {"bench_model": rates(args, segments, model, runtimes=runtimes)}
     results["scaling"] = as_json(stages)
     results["steady"] = [dataclasses.asdict(r) for r in steady]
     results["main_process_ms"] = main_ms
     person = args.person_model
     if not args.only_rss and person is not None and person.exists():
         # A light model: here the outputs, not the model, bound the rate on a CPU.
-        results["person_model"] = rates(args, segments, person, blog=False)
+        results["person_model"] = rates(args, segments, person, blog=False, runtimes=runtimes)
     coco = args.coco_model
     if not args.only_rss and coco is not None and coco.exists():
         # The offline default: full frames letterboxed inside the model, class-aware NMS after it.
-        results["coco_model"] = rates(args, segments, coco, blog=False)
+        results["coco_model"] = rates(args, segments, coco, blog=False, runtimes=runtimes)
         results["tiles"] = tile_rates(coco, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
                                       args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
     if not args.skip_rss:
@@ -213,56 +218,76 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog: bool = True) -> dict[str, Any]:
-    """Detector alone, the pipeline without and with outputs (interleaved), the blog loop."""
+def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog: bool = True,
+          runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Any]:
+    """Per runtime: detector alone, the pipeline without and with outputs (all interleaved); the blog loop."""
 
     imports = args.import_seconds
     chosen = choose_settings(model)  # the model's own input size and NMS, as `detect segment` uses them
     input_size = parse_input_size(chosen.input_size)
-    t0 = time.perf_counter()
-    detector = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE, nms_iou=chosen.nms_iou)
-    load = time.perf_counter() - t0
-    facts = model_facts(detector, load)
-    print(f"model: {detector.info.description}; batch {detector.batch_size}; input {chosen.input_size}; "
-          f"imports {imports:.1f} s, load + warm-up {load:.1f} s")
+    detectors, loads = {}, {}
+    for runtime in runtimes:
+        t0 = time.perf_counter()
+        detectors[runtime] = Detector(model, batch_size=args.batch_size or DEFAULT_BATCH_SIZE, nms_iou=chosen.nms_iou,
+                                      runtime=runtime)
+        loads[runtime] = time.perf_counter() - t0
+        print(f"model: {detectors[runtime].info.description}; {runtime}; batch {detectors[runtime].batch_size}; input "
+              f"{chosen.input_size}; imports {imports:.1f} s, load + warm-up {loads[runtime]:.1f} s", flush=True)
+    facts = {runtime: model_facts(d, loads[runtime]) for runtime, d in detectors.items()}
 
     decoded, decode_cpu = decoded_inputs(segments[args.images], input_size)
-    # One untimed pass so tracing and caches do not land in the first repeat.
-    detector_alone(detector, decoded[: 4 * detector.batch_size])
-    runs: dict[str, list] = {"alone": [], "off": [], "png": [], "default": []}
+    for detector in detectors.values():  # one untimed pass so tracing and caches do not land in the first repeat
+        detector_alone(detector, decoded[: 4 * detector.batch_size])
+    runs: dict[str, dict[str, list]] = {r: {"alone": [], "off": [], "png": [], "default": []} for r in runtimes}
+    segment, size = segments[args.images], {"input_size": input_size}
     for repeat in range(args.repeats):
-        runs["alone"].append(detector_alone(detector, decoded))
-        segment, size = segments[args.images], {"input_size": input_size}
-        runs["off"].append(pipeline(detector, facts, segment, args.out / "off", write_frames=False, gif=False, **size))
-        runs["png"].append(pipeline(detector, facts, segment, args.out / "png", gif=False, **size))
-        runs["default"].append(pipeline(detector, facts, segment, args.out / "default", **size))
-        print(f"  repeat {repeat + 1}/{args.repeats}: detector {runs['alone'][-1][0]:.2f}, "
-              f"no outputs {runs['off'][-1][0]:.2f}, PNG only {runs['png'][-1][0]:.2f}, "
-              f"default {runs['default'][-1][0]:.2f} images/s", flush=True)
+        for runtime, detector in detectors.items():  # interleaved: the machine's drift hits both runtimes alike
+            run, out = runs[runtime], args.out / runtime
+            run["alone"].append(detector_alone(detector, decoded))
+            run["off"].append(pipeline(detector, facts[runtime], segment, out / "off", write_frames=False, gif=False, **size))
+            run["png"].append(pipeline(detector, facts[runtime], segment, out / "png", gif=False, **size))
+            run["default"].append(pipeline(detector, facts[runtime], segment, out / "default", **size))
+            print(f"  repeat {repeat + 1}/{args.repeats}, {runtime}: detector {run['alone'][-1][0]:.2f}, "
+                  f"no outputs {run['off'][-1][0]:.2f}, PNG only {run['png'][-1][0]:.2f}, "
+                  f"default {run['default'][-1][0]:.2f} images/s", flush=True)
+    # The blog script ran its model in TensorFlow: every runtime's speed-up is against that loop.
+    blog_rate = blog_loop(detectors[runtimes[0]], segments[args.images], args.out / "blog", args.blog_images) \
+        if blog else None
+    common = {"model": facts[runtimes[0]]["description"], "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
+              "images": args.images, "cores": os.cpu_count() or 1, "imports": imports, "decode_cpu": decode_cpu,
+              "blog_rate": blog_rate}
+    by_runtime: dict[str, Any] = {runtime: summary(runs[runtime], detectors[runtime], loads[runtime], runtime, **common)
+                                  for runtime in runtimes}
+    if len(runtimes) > 1:
+        by_runtime["comparison"] = compare_runtimes(runs, runtimes)
+    return by_runtime
+
+
+def summary(runs: dict[str, list], detector: Detector, load: float, runtime: str, *, model: str, input_size: str,
+            nms_iou: float | None, images: int, cores: int, imports: float, decode_cpu: float,
+            blog_rate: float | None) -> dict[str, Any]:
+    """One runtime's rates, efficiencies (paired per repeat) and CPU by stage."""
     alone = statistics.median(r[0] for r in runs["alone"])
     off = statistics.median(r[0] for r in runs["off"])
     default = statistics.median(r[0] for r in runs["default"])
-    blog_rate = blog_loop(detector, segments[args.images], args.out / "blog", args.blog_images) if blog else None
     # Efficiency per repeat (each pipeline run against the detector run of its repeat), then the
     # median: on a shared machine whose speed drifts by tens of percent over minutes, pairing
     # runs made seconds apart cancels the drift that a ratio of separate medians would keep.
     paired = {mode: statistics.median(p[0] / a[0] for p, a in zip(runs[mode], runs["alone"], strict=True))
               for mode in ("off", "png", "default")}
     cpu = {mode: statistics.median(r[1] for r in runs[mode]) for mode in runs}
-
     stages = runs["default"][-1][2]
-    n = args.images
     per_stage = {
         "decode (full frame + resize, tf.data)": 1000 * decode_cpu,
         "detect (model alone)": 1000 * cpu["alone"],
-        "draw": 1000 * stages.get("draw", 0) / n,
-        "PNG (fpng encode + atomic write)": 1000 * stages.get("frame_write", 0) / n,
-        "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / n,
-        "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / n,
+        "draw": 1000 * stages.get("draw", 0) / images,
+        "PNG (fpng encode + atomic write)": 1000 * stages.get("frame_write", 0) / images,
+        "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / images,
+        "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / images,
     }
     return {
-        "model": facts["description"], "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
-        "batch_size": detector.batch_size, "images": n, "cores": os.cpu_count() or 1,
+        "model": model, "runtime": runtime, "input_size": input_size, "nms_iou": nms_iou,
+        "batch_size": detector.batch_size, "images": images, "cores": cores,
         "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
         "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off,
                          "pipeline_png_only": statistics.median(r[0] for r in runs["png"]),
@@ -270,7 +295,7 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
         "efficiency_no_outputs": paired["off"], "efficiency_default": paired["default"],
         "efficiency_png_only": paired["png"],
         "efficiency_of_medians": {"no_outputs": off / alone, "default": default / alone},
-        "efficiency_bound": efficiency_bounds(alone, cpu, os.cpu_count() or 1),
+        "efficiency_bound": efficiency_bounds(alone, cpu, cores),
         "speedup_vs_blog": default / blog_rate if blog_rate else None,
         "cpu_ms_per_image": per_stage,
         "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * cpu["off"], "png_only": 1000 * cpu["png"],
@@ -292,10 +317,10 @@ def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], core
 
 
 def report_lines(r: dict[str, Any]) -> list[str]:
-    lines = [] if "images_per_s" not in r else rate_lines(r)
-    for name in ("person_model", "coco_model"):
+    lines = []
+    for name in ("bench_model", "person_model", "coco_model"):
         if name in r:
-            lines += rate_lines(r[name])
+            lines += model_lines(r[name])
     if "peak_rss_mb" in r:
         rss = r["peak_rss_mb"]
         sizes = [k for k in rss if k != "ratio"]
@@ -306,6 +331,15 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         lines.append(f"v2 reader alone on {rr['file']} ({rr['file_mb']:.0f} MB, {rr['row_groups']} row group): "
                      f"peak RSS {rr['peak_rss_mb']:.0f} MB " + _verdict(rr["peak_rss_mb"], 600, above=False))
     return lines
+
+
+def model_lines(by_runtime: dict[str, Any]) -> list[str]:
+    """One model's block: each runtime's rates, then the runtimes against each other."""
+    lines = []
+    for runtime in RUNTIMES:
+        if runtime in by_runtime:
+            lines += rate_lines(by_runtime[runtime])
+    return lines + runtime_lines(by_runtime)
 
 
 def _verdict(value: float, target: float, above: bool = True) -> str:
@@ -319,7 +353,8 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
     verdict = _verdict
     lines = [
         "",
-        f"detect benchmark: {r['images']} images, {r['model']}, batch {r['batch_size']}, input {r.get('input_size', '320')}",
+        f"detect benchmark: {r['images']} images, {r['model']}, {r.get('runtime', 'tensorflow')}, batch {r['batch_size']}, "
+        f"input {r.get('input_size', '320')}",
         f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up {r['startup_s']['model_load_and_warmup']} s",
         f"  detector alone          {ips['detector_alone']:7.2f} images/s",
         f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "

@@ -1,0 +1,49 @@
+"""`make bench`: the runtimes side by side, per model (their runs are interleaved by `bench.rates`).
+
+The per-image time with OpenVINO over TensorFlow's, each pair of runs made seconds apart in one
+repeat (median over repeats), for the detector alone and the pipeline without and with outputs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+# TensorFlow first: the reference, and the runtime the blog loop uses.
+RUNTIMES = ("tensorflow", "openvino")
+MODES = {"alone": "detector alone", "off": "pipeline, no outputs", "png": "pipeline, PNG only",
+         "default": "pipeline, PNG+GIF+mosaic"}
+# Issue 24: OpenVINO's steady per-image time on the bench input, no outputs, against TensorFlow's;
+# with default outputs, the speed-up over the blog loop.
+TARGET_TIME_RATIO = 0.6
+TARGET_SPEEDUP = 11.0
+
+
+def compare_runtimes(runs: dict[str, dict[str, list]], runtimes: tuple[str, ...]) -> dict[str, Any]:
+    """Per mode: median over repeats of (time per image with the second runtime / with the first)."""
+    reference, other = runtimes[0], runtimes[1]
+    ratios = {mode: statistics.median(ref[0] / oth[0] for ref, oth in
+                                      zip(runs[reference][mode], runs[other][mode], strict=True))
+              for mode in MODES}
+    return {"reference": reference, "other": other, "time_ratio": ratios}
+
+
+def runtime_lines(by_runtime: dict[str, Any]) -> list[str]:
+    """The comparison block of one model: time ratios, with the targets where the issue set them."""
+    comparison = by_runtime.get("comparison")
+    if not comparison:
+        return []
+    reference, other = comparison["reference"], comparison["other"]
+    lines = ["", f"{other} against {reference} ({by_runtime[reference]['model']}): time per image, {other} / "
+             f"{reference} (median over repeats of runs made back to back)"]
+    for mode, label in MODES.items():
+        ratio = comparison["time_ratio"][mode]
+        target = f" (target <= {TARGET_TIME_RATIO:g}: {'met' if ratio <= TARGET_TIME_RATIO else 'MISSED'})" \
+            if mode == "off" and by_runtime[reference].get("images_per_s", {}).get("blog_loop") else ""
+        lines.append(f"  {label:<26} {ratio:5.2f}x  ({1 / ratio:.2f}x the speed){target}")
+    speedups = {r: by_runtime[r].get("speedup_vs_blog") for r in (reference, other)}
+    if speedups[other]:
+        met = "met" if speedups[other] >= TARGET_SPEEDUP else "MISSED"
+        lines.append(f"  speed-up of default outputs over the blog loop: {reference} {speedups[reference]:.1f}x, "
+                     f"{other} {speedups[other]:.1f}x (target >= {TARGET_SPEEDUP:g}: {met})")
+    return lines
