@@ -190,7 +190,9 @@ def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_chang
     folder = Path(facts["cache"])
     assert not facts["reused_cache"] and folder.parent.parent == model / ".detect_cache"
     assert folder.name == formats.checksum(model)[:16]
-    assert {p.name for p in folder.glob("network-*.xml")} == {"network-2x32x32x3-float32.xml"}  # batch x input size
+    # Batch x the network's input size: two streams of half a batch each.
+    assert {p.name for p in folder.glob("network-*.xml")} == {"network-1x32x32x3-float32.xml"}
+    assert (facts["streams"], facts["hint"]) == (2, "THROUGHPUT")
     second = Detector(model, threshold=0.0, runtime="openvino", batch_size=2)
     assert second.runtime.describe()["reused_cache"]
     for a, b in zip(first(images), second(images), strict=True):
