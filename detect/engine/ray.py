@@ -180,9 +180,8 @@ class _Job:
         self.progress_bars = progress_bars
         self._lock = threading.Lock()  # finishers record from their threads
         self.engine = _engine_facts(ray, spec)
-        # GPU actors run TensorFlow; CPU actors take what was asked (auto: OpenVINO where the model converts).
-        self.actor_runtime = "tensorflow" if self.engine["gpus_per_actor"] and spec.model.runtime == "auto" \
-            else spec.model.runtime
+        gpus, asked = self.engine["gpus_per_actor"], spec.model.runtime  # GPU actors run TensorFlow
+        self.actor_runtime = "tensorflow" if gpus and asked == "auto" else asked
         # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the
         # driver only waits, so it keeps up with many segments finishing at once.
         self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
@@ -191,9 +190,8 @@ class _Job:
         plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
         pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local, self.spec.settings.ground_truth) for s in todo]
         tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
-        # The driver loads what the actors will run: a model OpenVINO takes is converted (and cached
-        # beside it) once here, and the actors read the cache; GPU actors run TensorFlow.
-        model = load_model(dataclasses.replace(self.spec.model, runtime=self.actor_runtime))  # a bad model fails before any work
+        # What the actors will run, converted (and cached beside the model) here; a bad model fails before any work.
+        model = load_model(dataclasses.replace(self.spec.model, runtime=self.actor_runtime))
         self.facts = model.facts
         for line in model.notices:
             self.reporter.message(line)
