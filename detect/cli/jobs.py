@@ -17,7 +17,8 @@ from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import UsageError
 from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import choose_settings
-from detect.engine.ray import RayEngine, check_spec, import_ray
+from detect.engine.ray import RayEngine, check_spec
+from detect.engine.ray_cluster import import_ray
 from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line

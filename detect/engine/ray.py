@@ -35,11 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import DetectError, UsageError, error_text
-from detect.core.signals import keep_sigterm_handler
 from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import load_model
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, failed_outcome, outcome_of
+from detect.engine.ray_cluster import (
+    DECODE_CPUS,
+    DETECTOR_CPUS,
+    READ_CPUS,
+    RENDER_CPUS,
+    actor_restarts,
+    engine_facts,
+    import_ray,
+    start_ray,
+)
 from detect.engine.ray_stages import (
     TIMESTAMP,
     TIMING_COLUMNS,
@@ -62,40 +71,15 @@ from detect.sinks.ground_truth import RENDER_LABELS_FILE, write_ground_truth
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.sources import SegmentSource
 
-INSTALL_HINT = "--engine ray needs Ray: pip install 'waymo-detect[ray]'"
-# A Ray we start ourselves gets a small object store: full frames never enter it (see
-# ray_stages), and Ray's default (30% of RAM, 7.5 GB on a 24 GB machine) would be wasted.
-LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2
 # Blocks of ~80 camera images: several per segment, so several actors share one segment's work.
 # Measured here (300 images, 256 MB store): 16 MB blocks ran 1.4x slower than 32 MB ones, 4 MB ones
 # 2x slower still (every block pays task and tf.data set-up).
 TARGET_BLOCK_BYTES = 32 * 1024**2
-# CPU reservations are bookkeeping (TensorFlow uses ~1.5 cores per actor whatever we reserve).
-# Actors must leave CPUs to the tasks: on a 2-CPU node, actors holding every CPU leave none for the
-# read tasks and the job hangs forever. The fractions differ on purpose: Ray Data fuses adjacent
-# stages with equal resources into one process, which would move decoding into the detector actor
-# (on a GPU node, decoding must spread over the CPUs instead).
-DETECTOR_CPUS = 0.75
-READ_CPUS = 0.25
-DECODE_CPUS = 0.5
-RENDER_CPUS = 0.5
 # Decode and render take whole blocks (batch_size=None): each call sets up a tf.data pipeline
 # (~90 ms) to decode exactly as the local pipeline does, and a fixed batch size makes Ray hold a
 # partial block back until more rows arrive, which stalls the job when the object store is full.
 READS_PER_ACTOR = 2
 FINISHERS = 4  # segments whose table, animations and manifest are being written at once
-
-
-
-
-def import_ray() -> Any:
-    """Ray with Ray Data, or a one-line error saying how to install it."""
-    try:
-        import ray
-        import ray.data  # noqa: F401  (ray without the [data] extra)
-    except ImportError:
-        raise UsageError(INSTALL_HINT) from None
-    return ray
 
 
 def check_spec(spec: RunSpec) -> None:
@@ -119,42 +103,12 @@ class RayEngine:
         ray = import_ray()
         check_spec(spec)
         spec = dataclasses.replace(spec, out=Path(spec.out).resolve())  # workers may start in another directory
-        started_here = _start_ray(ray, spec)
+        started_here = start_ray(ray, spec)
         try:
             return _Job(ray, spec, claims, record, reporter, self.progress_bars).run(todo)
         finally:
             if started_here:
                 ray.shutdown()
-
-
-def _actor_restarts(spec: RunSpec) -> dict[str, Any]:
-    """On a cluster, Ray Data's default: a detector actor lost with its node is started again. On
-    Ray started here, no restarts: a crashed actor is a bug or out of memory and would crash again
-    (the segment is recorded as failed, `--retry-failed` reruns it), and Ray's core then has no
-    reason to print its restart advice to stderr, which it did under --quiet."""
-    return {} if spec.ray.address else {"max_restarts": 0}
-
-
-def _start_ray(ray: Any, spec: RunSpec) -> bool:
-    """Attach to the cluster or start Ray here; True if this call connected (so we disconnect)."""
-    if ray.is_initialized():  # a caller (a notebook, the tests) already set Ray up
-        return False
-    # Without --debug, Ray's own warnings (token authentication on a local cluster) are not the
-    # user's business: they went to stderr even with --quiet. Errors still surface as exceptions.
-    quiet = {"logging_level": logging.DEBUG if spec.debug else logging.ERROR, "log_to_driver": spec.debug}
-    with keep_sigterm_handler():
-        _init(ray, spec, quiet)
-    return True
-
-
-def _init(ray: Any, spec: RunSpec, quiet: dict[str, Any]) -> None:
-    if spec.ray.address:
-        try:
-            ray.init(address=spec.ray.address, **quiet)
-        except (ConnectionError, RuntimeError, ValueError) as error:
-            raise UsageError(f"--ray-address {spec.ray.address}: cannot attach to a Ray cluster ({error_text(error)})") from None
-    else:
-        ray.init(object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, **quiet)
 
 
 @dataclasses.dataclass
@@ -179,7 +133,7 @@ class _Job:
         self._record = record
         self.progress_bars = progress_bars
         self._lock = threading.Lock()  # finishers record from their threads
-        self.engine = _engine_facts(ray, spec)
+        self.engine = engine_facts(ray, spec)
         gpus, asked = self.engine["gpus_per_actor"], spec.model.runtime  # GPU actors run TensorFlow
         self.actor_runtime = "tensorflow" if gpus and asked == "auto" else asked
         # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the
@@ -325,7 +279,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
                                                 "nms_iou": spec.model.nms_iou, "tile": settings.tile,
                                                 "runtime": facts["runtime"]["name"],  # what the driver settled on
                                                 "input_size": settings.input_size},
-                         **_actor_restarts(spec))
+                         **actor_restarts(spec))
             .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
                          fn_kwargs={"root": str(spec.out), "settings": render_settings})
         )
@@ -373,29 +327,3 @@ def _take(segment: _InFlight, row: dict[str, Any]) -> bool:
     for column, stage in TIMING_COLUMNS.items():
         lifecycle.timings.add(stage, float(row[column]))
     return segment.received == segment.expected and segment.read_error is None
-
-
-def _engine_facts(ray: Any, spec: RunSpec) -> dict[str, Any]:
-    """Where the detector actors go: one per GPU if the cluster has GPUs, else one per node."""
-    resources = ray.cluster_resources()
-    gpus = int(resources.get("GPU", 0))
-    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
-    actors = spec.ray.actors or (gpus if gpus else max(1, nodes))
-    cpus, others = resources.get("CPU", 0), READ_CPUS + DECODE_CPUS + RENDER_CPUS
-    if actors * DETECTOR_CPUS + others > cpus:
-        raise UsageError(f"--ray-actors {actors}: the detector actors reserve {actors * DETECTOR_CPUS:g} CPUs and "
-                         f"reading, decoding and drawing need {others:g} more; this cluster has {cpus:g}")
-    return {
-        "name": "ray",
-        "ray_version": ray.__version__,
-        "address": spec.ray.address or "local",
-        "nodes": nodes,
-        "cluster_cpus": cpus,
-        "cluster_gpus": gpus,
-        "detector_actors": actors,
-        "gpus_per_actor": 1 if gpus else 0,
-        "cpus_per_actor": DETECTOR_CPUS,
-        "note": "segments share one Ray job: pipeline_s runs from the job's start to this segment's last result; "
-                "decode and detect are wall time per image in their stage (decode counts both decodes: model "
-                "input, then the full frame to draw on); draw and frame_write are task CPU time",
-    }
