@@ -251,6 +251,8 @@ def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_mo
     assert (mirrored.runtime.name, mirrored.runtime_note) == ("tensorflow", None)
     with pytest.raises(UsageError, match="--strategy mirrored needs --runtime tensorflow"):
         Detector(tiny_model, strategy="mirrored", runtime="openvino")
+    with pytest.raises(UsageError, match=r"unknown runtime 'onnx': expected one of auto, tensorflow, openvino"):
+        Detector(tiny_model, runtime="onnx")
     monkeypatch.setenv(RUNTIME_ENV, "fastest")
     with pytest.raises(UsageError, match=r"DETECT_RUNTIME='fastest': expected one of auto, tensorflow, openvino"):
         Detector(tiny_model)

@@ -161,7 +161,7 @@ class Detector:
         results: list[Detections] = []
         for start in range(0, count, self.batch_size):
             chunk = images[start : start + self.batch_size]
-            outs = self._run_chunk(chunk)
+            outs = self.runtime.run(chunk)
             boxes, scores, classes, nums = (outs[key] for key in contract.REQUIRED_OUTPUTS)
             for i in range(len(chunk)):
                 w, h = sizes[start + i]
@@ -171,10 +171,3 @@ class Detector:
                 )
                 results.append(suppress(found, self.nms_iou))
         return results
-
-    def _run_chunk(self, chunk: np.ndarray) -> dict[str, np.ndarray]:
-        """The four outputs for up to `batch_size` images; batch-1 models take them one by one."""
-        if self._per_replica == 1 and self._strategy is None and len(chunk) > 1:
-            parts = [self.runtime.run(chunk[i : i + 1]) for i in range(len(chunk))]
-            return {key: np.concatenate([p[key] for p in parts]) for key in contract.REQUIRED_OUTPUTS}
-        return self.runtime.run(chunk)

@@ -51,13 +51,11 @@ class Chosen:
 
 def choose(requested: str, tensorflow: Runtime, *, loaded: Any, model_path: Path, kind: str, warm: np.ndarray,
            mirrored: bool, has_gpu: bool, checksum: Callable[[], str]) -> Chosen:
-    """The runtime for `requested` ("auto", "tensorflow" or "openvino"); see the module docstring.
+    """The runtime for `requested` (one of `RUNTIMES`, checked by the caller); see the module docstring.
 
     `warm` is a batch of the detector's size: OpenVINO converts (or reads from its cache) and
     compiles the network on it, so that a model it cannot take is known before any frame is read.
     """
-    if requested not in RUNTIMES:
-        raise UsageError(f"unknown runtime {requested!r}: expected one of {', '.join(RUNTIMES)}")
     if requested == "tensorflow":
         return Chosen(tensorflow)
     if requested == "openvino" and mirrored:

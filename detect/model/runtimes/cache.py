@@ -6,7 +6,7 @@ cannot be written. Inside, one folder per runtime version and model checksum:
 
     .detect_cache/openvino-2026.4.1/<sha256 of the model, 16 hex>/
         frozen.pb, split.json          the flat graph and where it splits (any input size)
-        network-4x512x512x3-f32.xml/.bin   the network for one input shape and precision
+        network-4x512x512x3-float32.xml/.bin   the network for one input shape and dtype
         compiled/                      the runtime's own compiled blobs (its CACHE_DIR)
 
 A changed model has another checksum, so it gets a new folder; the folders of its earlier

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ class OpenVinoRuntime:
         self.folder = model_cache(model_path, f"{NAME}-{self._ov_version}", checksum)
         self.reused = (self.folder / "split.json").is_file() and (self.folder / "frozen.pb").is_file()
         frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
-        self._pre, self._post = self._tf_parts(frozen, self.split)
+        self._pre, self._post, self._imported_graph = self._tf_parts(frozen, self.split)
         self._graph_def = frozen.graph_def
         self._compiled: dict[tuple[tuple[int, ...], str], Any] = {}
         # Two streams, each half the batch, when the batch splits evenly (see the module docstring).
@@ -163,8 +164,8 @@ class OpenVinoRuntime:
         import openvino
 
         tf = self._tf
-        probe = self._network_dtypes()
-        graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum, probe)
+        graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum,
+                              self._network_dtypes())
         return openvino.convert_model(graph, input=[openvino.PartialShape(list(network_input.shape))])
 
     def _network_dtypes(self) -> list[int]:
@@ -181,12 +182,13 @@ class OpenVinoRuntime:
 
     @staticmethod
     def _save(openvino: Any, model: Any, xml: Path) -> None:
-        temporary = xml.with_name(f".{xml.stem}.tmp.xml")
-        openvino.save_model(model, str(temporary), compress_to_fp16=False)
-        write_atomically(xml.with_suffix(".bin"), temporary.with_suffix(".bin").read_bytes())
-        write_atomically(xml, temporary.read_bytes())
-        temporary.unlink(missing_ok=True)
-        temporary.with_suffix(".bin").unlink(missing_ok=True)
+        """Saved in a private folder beside `xml`, then renamed into place: weights first, so a
+        process that finds the .xml finds its .bin whole (two Ray actors may convert at once)."""
+        with tempfile.TemporaryDirectory(dir=xml.parent, prefix=".saving-") as private:
+            temporary = Path(private) / xml.name
+            openvino.save_model(model, str(temporary), compress_to_fp16=False)
+            os.replace(temporary.with_suffix(".bin"), xml.with_suffix(".bin"))
+            os.replace(temporary, xml)
 
     def _make_split(self, loaded: Any) -> tuple[FrozenModel, Split]:
         frozen = freeze(loaded)
@@ -207,8 +209,8 @@ class OpenVinoRuntime:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             raise SplitError(f"the cache {self.folder} is unreadable ({err}); remove it to convert again") from None
 
-    def _tf_parts(self, frozen: FrozenModel, split: Split) -> tuple[Any, Any]:
-        """The pre-processing and the post-processing as TF functions of the one imported graph."""
+    def _tf_parts(self, frozen: FrozenModel, split: Split) -> tuple[Any, Any, Any]:
+        """The pre-processing and the post-processing as TF functions of the one imported graph, and that graph."""
         tf = self._tf
         graph_def = without_control_edges_from(frozen.graph_def, frozen.model_input,
                                               [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
@@ -226,8 +228,7 @@ class OpenVinoRuntime:
                                  fetches=[tensor(frozen.outputs[k]) for k in REQUIRED_OUTPUTS])
         except Exception as err:  # a split TF cannot prune (it would be our bug, said in one line)
             raise SplitError(f"TensorFlow cannot run the parts around the network: {tf_error_text(err)}") from None
-        self._imported_graph = graph
-        return pre, post
+        return pre, post, graph
 
 
 def _first_line(err: BaseException) -> str:
