@@ -214,7 +214,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
     parser.add_argument("--runtime", choices=RUNTIMES,
-                        help="what runs the model: openvino (the network on the CPU, ~1.5-2x TensorFlow), tensorflow "
+                        help="what runs the model: openvino (the network on the CPU, 1.1-1.5x TensorFlow's speed), tensorflow "
                         "(GPUs, --strategy mirrored, any model), or auto: OpenVINO on a machine without a GPU when "
                         f"the model converts (default: ${RUNTIME_ENV}, else auto)")
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")

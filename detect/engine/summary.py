@@ -11,8 +11,6 @@ from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
 from detect.model.labels import describe_classes
 
 FAILURES_SHOWN = 5
-
-
 RUNTIME_NAMES = {"openvino": "OpenVINO", "tensorflow": "TensorFlow"}
 
 
@@ -25,9 +23,9 @@ def model_label(facts: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         classes = "unknown classes"
     sha = str(facts.get("sha256") or "")[:12]
-    runtime = facts.get("runtime")
-    name = str(runtime.get("name") or "") if isinstance(runtime, dict) else ""
-    ran = f"; on {RUNTIME_NAMES.get(name, name)} {runtime.get('version')}" if name and isinstance(runtime, dict) else ""
+    runtime: dict[str, Any] = facts["runtime"] if isinstance(facts.get("runtime"), dict) else {}
+    name = str(runtime.get("name") or "")
+    ran = f"; on {RUNTIME_NAMES.get(name, name)} {runtime.get('version')}" if name else ""
     return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
 
 

@@ -44,6 +44,7 @@ from detect.tools.bench_predict import (
 from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments, pipeline
 from detect.tools.bench_runtimes import RUNTIMES, compare_runtimes, runtime_lines
 from detect.tools.bench_scaling import as_json, scaling, scaling_lines
+from detect.tools.bench_targets import verdict
 from detect.tools.bench_tiles import tile_lines, tile_rates
 from detect.waymo.readers import iter_frames
 
@@ -325,11 +326,11 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         rss = r["peak_rss_mb"]
         sizes = [k for k in rss if k != "ratio"]
         lines.append(f"peak RSS, default outputs: {sizes[0]} images {rss[sizes[0]]:.0f} MB, {sizes[1]} images "
-                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} " + _verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
+                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} " + verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
     if "reader_peak_rss_mb" in r:
         rr = r["reader_peak_rss_mb"]
         lines.append(f"v2 reader alone on {rr['file']} ({rr['file_mb']:.0f} MB, {rr['row_groups']} row group): "
-                     f"peak RSS {rr['peak_rss_mb']:.0f} MB " + _verdict(rr["peak_rss_mb"], 600, above=False))
+                     f"peak RSS {rr['peak_rss_mb']:.0f} MB " + verdict(rr["peak_rss_mb"], 600, above=False))
     return lines
 
 
@@ -342,15 +343,9 @@ def model_lines(by_runtime: dict[str, Any]) -> list[str]:
     return lines + runtime_lines(by_runtime)
 
 
-def _verdict(value: float, target: float, above: bool = True) -> str:
-    ok = value >= target if above else value <= target
-    return f"(target {'>=' if above else '<='} {target:g}: {'met' if ok else 'MISSED'})"
-
-
 def rate_lines(r: dict[str, Any]) -> list[str]:
     ips = r["images_per_s"]
     b = r["efficiency_bound"]
-    verdict = _verdict
     lines = [
         "",
         f"detect benchmark: {r['images']} images, {r['model']}, {r.get('runtime', 'tensorflow')}, batch {r['batch_size']}, "

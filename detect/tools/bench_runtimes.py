@@ -9,6 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from detect.tools.bench_targets import verdict
+
 # TensorFlow first: the reference, and the runtime the blog loop uses.
 RUNTIMES = ("tensorflow", "openvino")
 MODES = {"alone": "detector alone", "off": "pipeline, no outputs", "png": "pipeline, PNG only",
@@ -38,12 +40,11 @@ def runtime_lines(by_runtime: dict[str, Any]) -> list[str]:
              f"{reference} (median over repeats of runs made back to back)"]
     for mode, label in MODES.items():
         ratio = comparison["time_ratio"][mode]
-        target = f" (target <= {TARGET_TIME_RATIO:g}: {'met' if ratio <= TARGET_TIME_RATIO else 'MISSED'})" \
+        target = " " + verdict(ratio, TARGET_TIME_RATIO, above=False) \
             if mode == "off" and by_runtime[reference].get("images_per_s", {}).get("blog_loop") else ""
         lines.append(f"  {label:<26} {ratio:5.2f}x  ({1 / ratio:.2f}x the speed){target}")
     speedups = {r: by_runtime[r].get("speedup_vs_blog") for r in (reference, other)}
     if speedups[other]:
-        met = "met" if speedups[other] >= TARGET_SPEEDUP else "MISSED"
         lines.append(f"  speed-up of default outputs over the blog loop: {reference} {speedups[reference]:.1f}x, "
-                     f"{other} {speedups[other]:.1f}x (target >= {TARGET_SPEEDUP:g}: {met})")
+                     f"{other} {speedups[other]:.1f}x " + verdict(speedups[other], TARGET_SPEEDUP))
     return lines

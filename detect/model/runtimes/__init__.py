@@ -2,7 +2,7 @@
 
 - `tensorflow`: the whole model in TensorFlow; GPUs, `tf.distribute`, every model.
 - `openvino`: the network in OpenVINO on the CPU, pre- and post-processing in TensorFlow
-  (`openvino.py`), about twice TensorFlow's speed for MobileNet-class networks.
+  (`openvino.py`): 1.1-1.5x TensorFlow's speed for the detector alone on a CPU (README, Performance).
 
 `--runtime auto` (the default) picks OpenVINO on a machine without a GPU when the model converts,
 TensorFlow otherwise; a model that does not convert runs on TensorFlow with one line saying why.
