@@ -50,6 +50,19 @@ def test_identical_folders_differ_by_nothing(tmp_path):
     assert [t["name"] for t in report["types"]] == ["PEDESTRIAN"]  # a person model: no VEHICLE row is made up
 
 
+def test_the_runtime_each_side_ran_on_is_shown_and_marked_when_it_differs(tmp_path):
+    a, b = folder(tmp_path, "a", [True] * FRAMES), folder(tmp_path, "b", [True] * FRAMES)
+    for side, runtime in ((a, {"name": "tensorflow", "version": "2.21.0"}), (b, {"name": "openvino", "version": "2026.4.1"})):
+        manifest_path = next(side.rglob("manifest.json"))
+        manifest = json.loads(manifest_path.read_text())
+        manifest["model"]["runtime"] = runtime
+        manifest_path.write_text(json.dumps(manifest))
+    report = compare(a, b, tmp_path / "out")
+    assert (report["a"]["runtime"], report["b"]["runtime"]) == ("tensorflow 2.21.0", "openvino 2026.4.1")
+    assert report["differs"] == ["runtime"]
+    assert compare(a, a, tmp_path / "same")["differs"] == []
+
+
 def test_b_missing_half_of_as_hits_is_counted_and_outside_the_noise(tmp_path):
     a = folder(tmp_path, "a", [True] * FRAMES)
     b = folder(tmp_path, "b", [i % 2 == 0 for i in range(FRAMES)])

@@ -57,6 +57,7 @@ class Side:
             "score floor": settings.get("score_floor"),
             "NMS IoU": model.get("nms_iou"),
             "tiles": (_mapping(settings.get("tile")).get("size") or "none") if settings.get("tile") else "none",
+            "runtime": _runtime(model.get("runtime")),  # what ran the model: it sets the speeds below
             "images/s": timings.get("images_per_second"),
             "detect ms/image": _mapping(timings.get("stage_ms_per_image")).get("detect"),
         }
@@ -136,3 +137,10 @@ def _classes(known: Any) -> str:
         return describe_classes([int(c) for c in known])
     except (TypeError, ValueError):
         return "unknown"
+
+
+def _runtime(facts: Any) -> str | None:
+    """"openvino 2026.4.1" from the manifest's model.runtime (None for runs from before runtimes)."""
+    runtime = _mapping(facts)
+    name = runtime.get("name")
+    return " ".join(str(v) for v in (name, runtime.get("version")) if v) if isinstance(name, str) and name else None
