@@ -21,6 +21,13 @@ TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
 TINY_V2 = TINY_V2_DIR / "camera_image" / f"{TINY_SEGMENT}.parquet"
 
 
+def lower_priority() -> None:
+    """`preexec_fn` for a run a test must catch mid-way (to signal or kill it): on a busy 2-core
+    machine the run (a model thread, render processes) could otherwise keep the test process off
+    the CPU until it has finished."""
+    os.nice(10)
+
+
 @pytest.fixture(scope="session")
 def real_frame_path() -> Path:
     """The real one-frame v1 segment; its license keeps it out of this repo."""

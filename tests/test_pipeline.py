@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT
+from conftest import REAL_SEGMENT, ROOT, lower_priority
 
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
@@ -206,7 +206,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, s
     journal = out / "killed" / ".detect" / "journal.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "detect.cli", *args, "--out", str(out)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lower_priority)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if journal.exists() and journal.read_text().count("\n") >= 12:

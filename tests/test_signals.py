@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, lower_priority
 from test_pipeline import _outputs, table
 
 from detect.cli import main
@@ -22,6 +22,7 @@ from detect.engine import shm
 from detect.tools.synthetic import repeat_frames, write_frames_tfrecord
 
 SEGMENT = "stopped"
+IMAGES = 120  # 24 frames of 5 cameras
 MESSAGES = {
     signal.SIGTERM: (143, "detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where "
                           "it stopped"),
@@ -31,9 +32,11 @@ MESSAGES = {
 
 @pytest.fixture(scope="module")
 def segment(real_camera_frames, tmp_path_factory) -> Path:
-    # 60 images: the last moment a test signals at still leaves a third of the run, so the signal
-    # lands mid-run even on a loaded machine (one that arrives after the run is complete is a no-op).
-    frames = repeat_frames(real_camera_frames, 12, segment_context_name=SEGMENT)
+    # 120 images: the last moment a test signals at (40) still leaves two thirds of the run, so the
+    # signal lands mid-run even on a loaded machine where the test process waits for a core while
+    # the run goes on (a signal that arrives after the run is complete is a no-op). The run is also
+    # started at a lower priority (`_child_setup`), so the test process gets a core first.
+    frames = repeat_frames(real_camera_frames, IMAGES // 5, segment_context_name=SEGMENT)
     return write_frames_tfrecord(tmp_path_factory.mktemp("signals") / f"{SEGMENT}.tfrecord", frames)
 
 
@@ -52,22 +55,29 @@ def ours(pid: int) -> list[str]:
     return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith((f"detect-{pid}-", f"sem.detect-{pid}-")))
 
 
-def _default_sigint() -> None:
+def _child_setup() -> None:
     # A shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
     # ignored: the command under test gets the default, as in a terminal.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    lower_priority()
 
 
 def start(args: list[str], **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "detect.cli", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint, **popen)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_child_setup, **popen)
 
 
-def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int) -> None:
+def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int) -> None:
+    """Return once `lines` frames are journaled, with the run still under way (a signal must land
+    mid-run); fail clearly when the machine was too busy for that."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if lines == 0 or (journal.exists() and journal.read_text().count("\n") >= lines):
+        seen = journal.read_text().count("\n") if journal.exists() else 0
+        if seen >= lines:
+            if seen >= total:
+                pytest.fail(f"the test process only looked when {seen} of {total} frames were journaled: "
+                            f"the machine was too busy to signal mid-run")
             return
         time.sleep(0.02)
     pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
@@ -81,7 +91,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
             "--workers", "2", "--render", "processes"]
     proc = start(args)
-    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines)
+    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines, IMAGES)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     code, message = MESSAGES[sig]
@@ -110,7 +120,7 @@ def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(
     args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
             "--workers", "2", "--render", "processes"]
     proc = start(args, start_new_session=True)
-    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6)
+    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6, IMAGES)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its render processes and multiprocessing's tracker
     proc.wait()
     time.sleep(0.5)
