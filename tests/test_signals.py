@@ -22,7 +22,7 @@ from detect.engine import shm
 from detect.tools.synthetic import repeat_frames, write_frames_tfrecord
 
 SEGMENT = "stopped"
-IMAGES = 120  # 24 frames of 5 cameras
+IMAGES = 100  # 20 frames of 5 cameras
 MESSAGES = {
     signal.SIGTERM: (143, "detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where "
                           "it stopped"),
@@ -32,7 +32,7 @@ MESSAGES = {
 
 @pytest.fixture(scope="module")
 def segment(real_camera_frames, tmp_path_factory) -> Path:
-    # 120 images: the last moment a test signals at (40) still leaves two thirds of the run, so the
+    # 100 images: the last moment a test signals at (40) still leaves three fifths of the run, so the
     # signal lands mid-run even on a loaded machine where the test process waits for a core while
     # the run goes on (a signal that arrives after the run is complete is a no-op). The run is also
     # started at a lower priority (`_child_setup`), so the test process gets a core first.
