@@ -185,10 +185,15 @@ def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, pe
 def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_changes(tmp_path):
     model = build_conv_nms_model(tmp_path / "model")
     images = np.random.default_rng(1).integers(0, 255, (3, 40, 60, 3), dtype=np.uint8)
+    older = model / ".detect_cache" / "openvino-2025.0.0" / "0123456789abcdef"  # before an upgrade
+    kept = model / ".detect_cache" / "notes"  # not ours to remove
+    older.mkdir(parents=True)
+    kept.mkdir()
     first = Detector(model, threshold=0.0, runtime="openvino", batch_size=2)
     facts = first.runtime.describe()
     folder = Path(facts["cache"])
     assert not facts["reused_cache"] and folder.parent.parent == model / ".detect_cache"
+    assert folder.parent.name.startswith("openvino-2026.") and not older.parent.exists() and kept.is_dir()
     assert folder.name == formats.checksum(model)[:16]
     # Batch x the network's input size: two streams of half a batch each.
     assert {p.name for p in folder.glob("network-*.xml")} == {"network-1x32x32x3-float32.xml"}

@@ -10,7 +10,7 @@ cannot be written. Inside, one folder per runtime version and model checksum:
         compiled/                      the runtime's own compiled blobs (its CACHE_DIR)
 
 A changed model has another checksum, so it gets a new folder; the folders of its earlier
-checksums are removed then. Files are written under a temporary name and renamed into place, so
+checksums, and those of other versions of the runtime, are removed then. Files are written under a temporary name and renamed into place, so
 two processes (Ray actors) converting at once never read half a file.
 """
 
@@ -38,15 +38,22 @@ def cache_root(model_path: Path) -> Path:
     return base / _flat_name(model_path)
 
 
-def model_cache(model_path: Path, runtime: str, checksum: str) -> Path:
-    """This model version's folder for `runtime` (e.g. "openvino-2026.4.1"); older versions removed."""
-    root = cache_root(model_path) / runtime
+def model_cache(model_path: Path, runtime: str, version: str, checksum: str) -> Path:
+    """This model version's folder for `runtime` at `version` (".../openvino-2026.4.1/<checksum>").
+
+    Made on first use; the folders of the model's earlier checksums and of the runtime's other
+    versions (an upgraded OpenVINO cannot read an older one's blobs anyway) are removed then.
+    """
+    base = cache_root(model_path)
+    root = base / f"{runtime}-{version}"
     folder = root / checksum[:16]
     if not folder.is_dir():
+        stale = [p for p in base.iterdir() if p.is_dir() and p.name.startswith(f"{runtime}-") and p != root] \
+            if base.is_dir() else []
         if root.is_dir():
-            for stale in root.iterdir():
-                if stale.is_dir() and stale.name != folder.name:
-                    shutil.rmtree(stale, ignore_errors=True)
+            stale += [p for p in root.iterdir() if p.is_dir() and p.name != folder.name]
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -86,7 +86,7 @@ class OpenVinoRuntime:
         self._tf = import_tensorflow()
         self.batch_size = batch_size
         self.precision = precision
-        self.folder = model_cache(model_path, f"{NAME}-{self._ov_version}", checksum)
+        self.folder = model_cache(model_path, NAME, self._ov_version, checksum)
         self.reused = (self.folder / "split.json").is_file() and (self.folder / "frozen.pb").is_file()
         frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
         self._pre, self._post, self._imported_graph = self._tf_parts(frozen, self.split)
