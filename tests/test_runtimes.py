@@ -263,6 +263,37 @@ def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_mo
         Detector(tiny_model)
 
 
+def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_path, stub_dynamic_dir, capsys,
+                                                                           monkeypatch):
+    from detect.model.runtimes import openvino as ov
+
+    monkeypatch.delenv(RUNTIME_ENV, raising=False)
+    model = build_conv_nms_model(tmp_path / "model")
+    folder = model / ".detect_cache" / f"openvino-{ov.version()}" / formats.checksum(model)[:16]
+
+    def line(path: Path) -> str:
+        assert main(["model", str(path)]) == 0
+        return next(x for x in capsys.readouterr().out.splitlines() if x.startswith("runtime"))
+
+    assert line(model) == (f"runtime on a CPU: OpenVINO {ov.version()}; not converted yet: the first run converts "
+                           f"the network (3-10 s) into {folder}")
+    assert not folder.exists()  # only said, not made
+    Detector(model, runtime="openvino", batch_size=2)  # two halves of one image
+    Detector(model, runtime="openvino", batch_size=3)  # an odd batch: one request
+    assert line(model) == (f"runtime on a CPU: OpenVINO {ov.version()}; network converted for inputs 1x32x32x3, "
+                           f"3x32x32x3 (an even batch runs as two halves) in {folder}")
+    assert main(["model", str(model), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["runtime_on_cpu"]
+    assert plan == {"runtime": "openvino", "why": None, "version": ov.version(), "cache": str(folder),
+                    "converted": [{"input_shape": [1, 32, 32, 3], "dtype": "float32"},
+                                  {"input_shape": [3, 32, 32, 3], "dtype": "float32"}]}
+    assert line(stub_dynamic_dir) == "runtime on a CPU: TensorFlow (a stub has no network to speed up)"
+    monkeypatch.setattr(ov, "version", lambda: None)
+    assert line(model) == "runtime on a CPU: TensorFlow (OpenVINO is not installed)"
+    monkeypatch.setenv(RUNTIME_ENV, "tensorflow")
+    assert line(model) == "runtime on a CPU: TensorFlow (DETECT_RUNTIME=tensorflow)"
+
+
 def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2_path, tmp_path, capsys):
     from conftest import TINY_SEGMENT
 

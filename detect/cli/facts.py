@@ -12,6 +12,7 @@ from detect.core.names import printable
 from detect.engine.loading import default_model_path
 from detect.model import formats
 from detect.model.labels import COCO_LABELS, label_for
+from detect.model.runtimes import CpuPlan, cpu_plan
 from detect.waymo.info import format_info, segment_info
 from detect.waymo.sources import resolve
 
@@ -35,10 +36,11 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     source = formats.locate(path)
     classes = list(source.classes) if source.classes is not None else sorted(c for c in COCO_LABELS if c)
     defaults = {k: v for k, v in dataclasses.asdict(source.defaults).items() if v is not None}
+    plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
     if args.json:
         payload = {"path": str(path), "format": source.format, "kind": source.kind, "description": source.description,
                    "short_name": source.short_name, "source": source.origin, "defaults": defaults,
-                   "classes": {str(c): label_for(c) for c in classes}}
+                   "runtime_on_cpu": _plan_json(plan), "classes": {str(c): label_for(c) for c in classes}}
         print(json.dumps(payload, indent=2), file=out)
         return EXIT_OK
     print(f"{printable(source.description, limit=200)} ({source.kind})", file=out)
@@ -54,5 +56,23 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"defaults: {shown}", file=out)
     if origin.get("built_in"):
         print(printable(f"inside the model: {origin['built_in']}", limit=300), file=out)
+    print(_plan_line(plan), file=out)
     print(f"classes ({len(classes)}): " + ", ".join(f"{c} {label_for(c)}" for c in classes), file=out)
     return EXIT_OK
+
+
+def _plan_line(plan: CpuPlan) -> str:
+    if plan.runtime != "openvino":
+        return f"runtime on a CPU: TensorFlow ({plan.why})"
+    if not plan.converted:
+        return (f"runtime on a CPU: OpenVINO {plan.version}; not converted yet: the first run converts the "
+                f"network (3-10 s) into {plan.cache}")
+    shapes = ", ".join("x".join(str(d) for d in n.shape) for n in plan.converted)
+    return (f"runtime on a CPU: OpenVINO {plan.version}; network converted for inputs {shapes} "
+            f"(an even batch runs as two halves) in {plan.cache}")
+
+
+def _plan_json(plan: CpuPlan) -> dict:
+    return {"runtime": plan.runtime, "why": plan.why, "version": plan.version,
+            "cache": str(plan.cache) if plan.cache else None,
+            "converted": [{"input_shape": list(n.shape), "dtype": n.dtype} for n in plan.converted]}

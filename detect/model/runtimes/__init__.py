@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from detect.core.errors import DependencyError, ModelError, UsageError
+from detect.model.runtimes.cache import CachedNetwork, cache_folder, cached_networks
 
 RUNTIMES = ("auto", "tensorflow", "openvino")
 RUNTIME_ENV = "DETECT_RUNTIME"  # the default of --runtime (and of `Detector(runtime=None)`)
@@ -77,3 +78,34 @@ def choose(requested: str, tensorflow: Runtime, *, loaded: Any, model_path: Path
             raise ModelError(f"model {model_path} cannot run on OpenVINO: {reason} (--runtime tensorflow runs it)") from None
         return Chosen(tensorflow, f"note: model {model_path} cannot run on OpenVINO ({reason}); running on TensorFlow")
     return Chosen(runtime)
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuPlan:
+    """What a run on a CPU would execute a model on, known without loading it (`detect model`).
+
+    OpenVINO still has to convert the network on the first run; a model it cannot take then
+    falls back to TensorFlow with one line, which only that run can tell.
+    """
+
+    runtime: str  # "openvino" or "tensorflow"
+    why: str | None = None  # why TensorFlow
+    version: str | None = None  # OpenVINO's
+    cache: Path | None = None  # where its converted networks for this model version are kept
+    converted: tuple[CachedNetwork, ...] = ()  # already there: the next run with these shapes reads them
+
+
+def cpu_plan(model_path: Path, kind: str, checksum: Callable[[], str]) -> CpuPlan:
+    """`--runtime` as `$DETECT_RUNTIME` (else auto) would pick on a machine without a GPU."""
+    from detect.model.runtimes import openvino
+
+    requested = default_runtime()
+    if requested == "tensorflow":
+        return CpuPlan("tensorflow", f"{RUNTIME_ENV}=tensorflow")
+    if kind == "stub" and requested == "auto":
+        return CpuPlan("tensorflow", "a stub has no network to speed up")
+    version = openvino.version()
+    if version is None:
+        return CpuPlan("tensorflow", "OpenVINO is not installed")
+    folder = cache_folder(model_path, openvino.NAME, version, checksum())
+    return CpuPlan("openvino", version=version, cache=folder, converted=tuple(cached_networks(folder)))

@@ -16,7 +16,9 @@ two processes (Ray actors) converting at once never read half a file.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,15 +40,17 @@ def cache_root(model_path: Path) -> Path:
     return base / _flat_name(model_path)
 
 
-def model_cache(model_path: Path, runtime: str, version: str, checksum: str) -> Path:
-    """This model version's folder for `runtime` at `version` (".../openvino-2026.4.1/<checksum>").
+def cache_folder(model_path: Path, runtime: str, version: str, checksum: str) -> Path:
+    """Where this model version's converted forms for `runtime` at `version` live (not created)."""
+    return cache_root(model_path) / f"{runtime}-{version}" / checksum[:16]
 
-    Made on first use; the folders of the model's earlier checksums and of the runtime's other
-    versions (an upgraded OpenVINO cannot read an older one's blobs anyway) are removed then.
-    """
-    base = cache_root(model_path)
-    root = base / f"{runtime}-{version}"
-    folder = root / checksum[:16]
+
+def model_cache(model_path: Path, runtime: str, version: str, checksum: str) -> Path:
+    """`cache_folder`, made on first use; the folders of the model's earlier checksums and of the
+    runtime's other versions (an upgraded OpenVINO cannot read an older one's blobs anyway) are
+    removed then."""
+    folder = cache_folder(model_path, runtime, version, checksum)
+    root, base = folder.parent, folder.parent.parent
     if not folder.is_dir():
         stale = [p for p in base.iterdir() if p.is_dir() and p.name.startswith(f"{runtime}-") and p != root] \
             if base.is_dir() else []
@@ -56,6 +60,30 @@ def model_cache(model_path: Path, runtime: str, version: str, checksum: str) -> 
             shutil.rmtree(path, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedNetwork:
+    """One converted network: the static input shape (batch, height, width, channels) and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def file(self, folder: Path) -> Path:
+        return folder / f"network-{'x'.join(str(d) for d in self.shape)}-{self.dtype}.xml"
+
+
+_NETWORK_FILE = re.compile(r"network-(\d+(?:x\d+)*)-(\w+)\.xml")
+
+
+def cached_networks(folder: Path) -> list[CachedNetwork]:
+    """The networks converted into `folder` (an .xml with its .bin beside it), smallest batch first."""
+    found = []
+    for xml in folder.glob("network-*.xml") if folder.is_dir() else ():
+        match = _NETWORK_FILE.fullmatch(xml.name)
+        if match and xml.with_suffix(".bin").is_file():
+            found.append(CachedNetwork(tuple(int(d) for d in match[1].split("x")), match[2]))
+    return sorted(found, key=lambda n: (n.shape, n.dtype))
 
 
 def write_atomically(path: Path, data: bytes) -> None:

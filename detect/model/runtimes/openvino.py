@@ -30,7 +30,7 @@ import numpy as np
 from detect.core.errors import DependencyError, ModelError
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.model.contract import REQUIRED_OUTPUTS
-from detect.model.runtimes.cache import model_cache, write_atomically
+from detect.model.runtimes.cache import CachedNetwork, model_cache, write_atomically
 from detect.model.runtimes.freeze import FrozenModel, freeze
 from detect.model.runtimes.split import (
     NETWORK_OUTPUT_PREFIX,
@@ -81,8 +81,8 @@ class OpenVinoRuntime:
                  precision: str = "f32") -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        self._ov_version = version()
         self._core = _core()
+        self._ov_version = version() or "unknown"  # an OpenVINO without package metadata (a source build)
         self._tf = import_tensorflow()
         self.batch_size = batch_size
         self.precision = precision
@@ -139,8 +139,7 @@ class OpenVinoRuntime:
         """The network for this input shape: read from the cache, else converted and cached."""
         import openvino
 
-        shape = "x".join(str(d) for d in network_input.shape)
-        xml = self.folder / f"network-{shape}-{network_input.dtype.name}.xml"
+        xml = CachedNetwork(tuple(network_input.shape), network_input.dtype.name).file(self.folder)
         try:
             if xml.is_file() and xml.with_suffix(".bin").is_file():
                 model = self._core.read_model(str(xml))
