@@ -32,7 +32,7 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10  # the slowest ten, so a CI log shows where the minutes go
 
 stub-models: $(STAMP)
 	$(PY) models/build_stub.py --out $(MODELS)
