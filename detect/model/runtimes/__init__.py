@@ -42,6 +42,14 @@ class Runtime(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+_STUB = "a stub has no network to speed up"
+
+
+def _keeps_tensorflow(requested: str, kind: str) -> bool:
+    """TensorFlow on any machine: asked for, or `auto` with a stub (`_STUB`)."""
+    return requested == "tensorflow" or (requested == "auto" and kind == "stub")
+
+
 @dataclasses.dataclass(frozen=True)
 class Chosen:
     """The runtime a detector runs on, and one line for the person when `auto` could not take the fastest."""
@@ -57,12 +65,10 @@ def choose(requested: str, tensorflow: Runtime, *, loaded: Any, model_path: Path
     `warm` is a batch of the detector's size: OpenVINO converts (or reads from its cache) and
     compiles the network on it, so that a model it cannot take is known before any frame is read.
     """
-    if requested == "tensorflow":
-        return Chosen(tensorflow)
+    if _keeps_tensorflow(requested, kind) or (requested == "auto" and (mirrored or has_gpu)):
+        return Chosen(tensorflow)  # GPUs and tf.distribute are TensorFlow's
     if requested == "openvino" and mirrored:
         raise UsageError("--runtime openvino runs one CPU process; --strategy mirrored needs --runtime tensorflow")
-    if requested == "auto" and (mirrored or has_gpu or kind == "stub"):
-        return Chosen(tensorflow)  # GPUs and tf.distribute are TensorFlow's; a stub has no network to speed up
     from detect.model.runtimes import openvino
 
     try:
@@ -100,10 +106,8 @@ def cpu_plan(model_path: Path, kind: str, checksum: Callable[[], str]) -> CpuPla
     from detect.model.runtimes import openvino
 
     requested = default_runtime()
-    if requested == "tensorflow":
-        return CpuPlan("tensorflow", f"{RUNTIME_ENV}=tensorflow")
-    if kind == "stub" and requested == "auto":
-        return CpuPlan("tensorflow", "a stub has no network to speed up")
+    if _keeps_tensorflow(requested, kind):
+        return CpuPlan("tensorflow", f"{RUNTIME_ENV}=tensorflow" if requested == "tensorflow" else _STUB)
     version = openvino.version()
     if version is None:
         return CpuPlan("tensorflow", "OpenVINO is not installed")

@@ -10,8 +10,9 @@ cannot be written. Inside, one folder per runtime version and model checksum:
         compiled/                      the runtime's own compiled blobs (its CACHE_DIR)
 
 A changed model has another checksum, so it gets a new folder; the folders of its earlier
-checksums, and those of other versions of the runtime, are removed then. Files are written under a temporary name and renamed into place, so
-two processes (Ray actors) converting at once never read half a file.
+checksums, and those of other versions of the runtime, are removed then. Files are written under
+a temporary name and renamed into place, so two processes (Ray actors) converting at once never
+read half a file.
 """
 
 from __future__ import annotations
@@ -50,14 +51,13 @@ def model_cache(model_path: Path, runtime: str, version: str, checksum: str) -> 
     runtime's other versions (an upgraded OpenVINO cannot read an older one's blobs anyway) are
     removed then."""
     folder = cache_folder(model_path, runtime, version, checksum)
-    root, base = folder.parent, folder.parent.parent
     if not folder.is_dir():
-        stale = [p for p in base.iterdir() if p.is_dir() and p.name.startswith(f"{runtime}-") and p != root] \
-            if base.is_dir() else []
-        if root.is_dir():
-            stale += [p for p in root.iterdir() if p.is_dir() and p.name != folder.name]
+        this_version = folder.parent  # .../openvino-2026.4.1
+        stale = [p for p in this_version.parent.glob(f"{runtime}-*") if p != this_version]
+        stale += [p for p in this_version.glob("*") if p != folder]
         for path in stale:
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -79,7 +79,7 @@ _NETWORK_FILE = re.compile(r"network-(\d+(?:x\d+)*)-(\w+)\.xml")
 def cached_networks(folder: Path) -> list[CachedNetwork]:
     """The networks converted into `folder` (an .xml with its .bin beside it), smallest batch first."""
     found = []
-    for xml in folder.glob("network-*.xml") if folder.is_dir() else ():
+    for xml in folder.glob("network-*.xml"):  # nothing when the folder is not there
         match = _NETWORK_FILE.fullmatch(xml.name)
         if match and xml.with_suffix(".bin").is_file():
             found.append(CachedNetwork(tuple(int(d) for d in match[1].split("x")), match[2]))
