@@ -314,3 +314,52 @@ def test_a_pooled_run_gives_each_segment_its_own_numbers_and_pages(tmp_path):
     index = (run / "index.html").read_text()
     ap = f"{own['levels']['LEVEL_2'][-1]['ap50']:.3f}"
     assert f"<td>{ap}</td>" in index
+
+
+def test_crowded_images_give_the_libraries_ap_in_eval_and_in_compare(tmp_path):
+    """More than 100 detections of a type per image (common with --tile): COCO counts each image's
+    best 100 per type. `detect eval` (pooled over two segments) equals faster-coco-eval and
+    pycocotools run once on the exported COCO JSON, and `detect compare` computes the same AP."""
+    import contextlib
+    import copy
+    import io
+
+    from faster_coco_eval import COCO, COCOeval_faster
+    from pycocotools.coco import COCO as PyCOCO
+    from pycocotools.cocoeval import COCOeval
+
+    from detect.tools.bench_eval import make_results
+
+    run = tmp_path / "run"
+    for n in range(2):
+        name = f"{n + 1:019d}_0000_000_0000_000"
+        make_results(run / name, 6, 700, 40, seed=10 + n, segment=name)  # ~230 boxes per type and image
+    assert main(["eval", str(run), "--quiet"]) == 0
+    ours = {r["name"]: r for r in json.loads((run / "eval.json").read_text())["levels"]["LEVEL_2"]}
+    assert main(["export", "coco", str(run), "--out", str(tmp_path / "coco"), "--quiet"]) == 0
+    truth = json.loads((tmp_path / "coco" / "instances.json").read_text())
+    found = json.loads((tmp_path / "coco" / "detections.json").read_text())
+    per_image = np.bincount(np.unique([d["image_id"] for d in found if d["category_id"] == 1], return_inverse=True)[1])
+    assert per_image.min() > 100
+    for category in (1, 2, 4):
+        with contextlib.redirect_stdout(io.StringIO()):
+            fast = COCOeval_faster(COCO(copy.deepcopy(truth)), COCO(copy.deepcopy(truth)).loadRes(copy.deepcopy(found)),
+                                   "bbox", print_function=lambda *a: None)
+            reference = PyCOCO()
+            reference.dataset = {"info": {}, **copy.deepcopy(truth)}
+            reference.createIndex()
+            slow = COCOeval(reference, reference.loadRes(copy.deepcopy(found)), "bbox")
+            for library in (fast, slow):
+                library.params.catIds = [category]
+                library.evaluate()
+                library.accumulate()
+                library.summarize()
+        name = WaymoType(category).name
+        assert ours[name]["ap50"] == pytest.approx(fast.stats[1], abs=1e-12), name
+        assert ours[name]["ap50"] == pytest.approx(slow.stats[1], abs=1e-9), name
+        assert ours[name]["ap"] == pytest.approx(slow.stats[0], abs=1e-9), name
+    # compare's AP (its own pass over the images, for the paired bootstrap) is the same number
+    assert main(["compare", str(run), str(run), "--out", str(tmp_path / "cmp"), "--bootstrap", "0", "--quiet"]) == 0
+    compared = {t["name"]: t for t in json.loads((tmp_path / "cmp" / "compare.json").read_text())["types"]}
+    for name in ("VEHICLE", "PEDESTRIAN", "CYCLIST"):
+        assert compared[name]["ap_a"] == pytest.approx(ours[name]["ap50"], abs=1e-12), name

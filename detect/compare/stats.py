@@ -21,10 +21,11 @@ import numpy as np
 from detect.core.matching import COCO_PROTOCOL, Protocol, match_image
 from detect.core.records import FrameKey, Labels
 from detect.evaluate.coco import image_id
+from detect.evaluate.pooled import precision_at_recalls
 from detect.evaluate.results import SegmentResults
 from detect.model.classmap import ClassMap, match_frame
 
-RECALLS = np.linspace(0.0, 1.0, 101)
+RECALLS = np.linspace(0.0, 1.0, 101)  # COCO's recall thresholds (the library's params.recThrs)
 AGREEMENT_IOU = 0.5
 
 
@@ -55,15 +56,7 @@ def average_precision(records: Records, weights: np.ndarray | None = None) -> fl
     per = w[records.frame]
     tp = np.cumsum(per * records.hit)
     fp = np.cumsum(per * ~records.hit)
-    if not len(tp):
-        return 0.0
-    recall = tp / labels
-    seen = tp + fp
-    precision = np.divide(tp, seen, out=np.zeros_like(tp), where=seen > 0)
-    precision = np.maximum.accumulate(precision[::-1])[::-1]
-    where = np.searchsorted(recall, RECALLS, side="left")
-    sampled = np.where(where < len(precision), precision[np.minimum(where, len(precision) - 1)], 0.0)
-    return float(sampled.mean())
+    return float(precision_at_recalls(tp, fp, labels, RECALLS).mean())
 
 
 def bootstrap_difference(a: Records, b: Records, replicates: int, seed: int) -> np.ndarray:

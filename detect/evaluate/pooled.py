@@ -134,15 +134,7 @@ class Pool:
                 tp = np.cumsum(hit & counted, dtype=np.float64)
                 fp = np.cumsum(~hit & counted, dtype=np.float64)
                 recall[t, k, a, 0] = tp[-1] / labels if len(tp) else 0.0
-                rc = tp / labels
-                seen = tp + fp
-                pr = np.divide(tp, seen, out=np.zeros_like(tp), where=seen > 0)  # as the library's C++ (no epsilon)
-                pr = np.maximum.accumulate(pr[::-1])[::-1] if len(pr) else pr
-                sampled = np.zeros(len(recalls))
-                where = np.searchsorted(rc, recalls, side="left")
-                valid = where < len(pr)
-                sampled[valid] = pr[where[valid]]
-                precision[t, :, k, a, 0] = sampled
+                precision[t, :, k, a, 0] = precision_at_recalls(tp, fp, labels, recalls)
         return {"precision": precision, "recall": recall}
 
     def outcomes(self, k: int, t: int, camera: CameraName | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -166,6 +158,24 @@ class Pool:
     @property
     def recall_thresholds(self) -> list[float]:
         return [] if self._recall_thresholds is None else [float(v) for v in self._recall_thresholds]
+
+
+def precision_at_recalls(tp: np.ndarray, fp: np.ndarray, labels: float, recalls: np.ndarray) -> np.ndarray:
+    """COCO's precision at each of `recalls` (pycocotools' `accumulate`), from the cumulative true
+    and false positives of detections in score order and the number of labels: precision made
+    monotone from the right, read at the first detection reaching each recall, 0 past the last.
+    The one accumulation of AP: `detect eval` (through `Pool`) and `detect compare` (weighted
+    per frame for its bootstrap) both call it."""
+    sampled = np.zeros(len(recalls))
+    if not len(tp):
+        return sampled
+    seen = tp + fp
+    precision = np.divide(tp, seen, out=np.zeros_like(tp), where=seen > 0)  # as the library's C++ (no epsilon)
+    precision = np.maximum.accumulate(precision[::-1])[::-1]
+    where = np.searchsorted(tp / labels, recalls, side="left")
+    valid = where < len(precision)
+    sampled[valid] = precision[where[valid]]
+    return sampled
 
 
 _RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.int16), ("matched", np.uint16),
