@@ -16,7 +16,7 @@ class CameraName(enum.IntEnum):
     SIDE_RIGHT = 5
 
 
-ALL_CAMERAS: tuple[CameraName, ...] = tuple(CameraName)
+CAMERA_NUMBERS = frozenset(int(c) for c in CameraName)  # what `key.camera_name` may hold
 
 
 class UnknownCameraError(ValueError):

@@ -155,6 +155,8 @@ class WaymoType(enum.IntEnum):
     CYCLIST = 4
 
 
+WAYMO_TYPE_NUMBERS = frozenset(int(t) for t in WaymoType)  # what `[CameraBoxComponent].type` may hold
+
 LEVEL_1, LEVEL_2 = 1, 2  # `difficulty_level.detection`; 0 (unset) counts as LEVEL_1, as Waymo's metrics do
 
 

@@ -302,7 +302,8 @@ def worker_cpu_seconds() -> float:
     total = 0.0
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     with _pools_lock:
-        pids = [pid for pool in _pools.values() for pid in list(getattr(pool, "_processes", None) or {})]
+        # The pools' workers are this process's only multiprocessing children.
+        pids = [child.pid for child in multiprocessing.active_children() if child.pid is not None] if _pools else []
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from detect.core.records import Labels, WaymoType
+from detect.core.records import WAYMO_TYPE_NUMBERS, Labels, WaymoType
 from detect.render.draw import RGB, chip_height, draw_boxes, paint_chip, scaled_font_size, to_array
 
 # Colors no COCO class of the default palette uses for a box of its own at a glance: the labels
@@ -21,7 +21,7 @@ TYPE_COLORS: dict[int, RGB] = {
 
 
 def type_name(waymo_type: int) -> str:
-    return WaymoType(waymo_type).name if waymo_type in WaymoType._value2member_map_ else f"TYPE {waymo_type}"
+    return WaymoType(waymo_type).name if waymo_type in WAYMO_TYPE_NUMBERS else f"TYPE {waymo_type}"
 
 
 def draw_labels(image: np.ndarray | Image.Image, labels: Labels, *, line_width: int | None = None,

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.sinks import journal
-from detect.sinks.frames import FRAMES_DIR, list_frames
+from detect.sinks.frames import list_frames
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.table import DETECTIONS_FILE
@@ -155,10 +155,6 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest (not a JSON object)")
     return manifest
-
-
-def has_frames(directory: Path) -> bool:
-    return (directory / FRAMES_DIR).is_dir()
 
 
 def _processed_images(directory: Path, name: str, detections: pd.DataFrame) -> frozenset[tuple[str, int]]:

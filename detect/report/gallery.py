@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from detect.core.cameras import CameraName
+from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_path
 from detect.sinks.frames import list_frames
@@ -154,7 +154,7 @@ def _example(kind: str, row: dict[str, Any]) -> Example:
             else str(row.get(OBJECT_ID) or ""))
     x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))
     return Example(kind, str(row["type_name"]),
-                   CameraName(camera).name if camera in CameraName._value2member_map_ else str(camera),
+                   CameraName(camera).name if camera in CAMERA_NUMBERS else str(camera),
                    int(row[TIMESTAMP]), (x0, y0, x1, y1),
                    float(score) if score is not None and _present(score) else None,
                    float(iou) if iou is not None and _present(iou) else None, what)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from detect.core.cameras import CameraName
+from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels, valid_label_rows
 from detect.waymo.readers import SegmentKeys
@@ -68,9 +68,9 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
         if not keys.reader_keys.labels:
             return None
         by_key = {FrameKey(segment, ts, CameraName(camera)): labels
-                  for (ts, camera), labels in keys.reader_keys.labels.items() if camera in CameraName._value2member_map_}
+                  for (ts, camera), labels in keys.reader_keys.labels.items() if camera in CAMERA_NUMBERS}
         dropped = keys.reader_keys.labels_dropped + sum(
-            len(labels) for (_, camera), labels in keys.reader_keys.labels.items() if camera not in CameraName._value2member_map_)
+            len(labels) for (_, camera), labels in keys.reader_keys.labels.items() if camera not in CAMERA_NUMBERS)
         return SegmentLabels(f"camera_labels in {keys.source.uri}", by_key, dropped)
     sibling = sibling_component(keys.source.path, CAMERA_BOX_COMPONENT)
     if sibling is None or keys.source.filesystem.get_file_info(sibling).type != pafs.FileType.File:
@@ -129,7 +129,7 @@ def labels_by_image(table: pa.Table, segment: str) -> tuple[dict[FrameKey, Label
     difficulty = data.get(DIFFICULTY, np.zeros(n))
     values = {"cx": data[BOX_CENTER_X], "cy": data[BOX_CENTER_Y], "size_x": data[BOX_SIZE_X],
               "size_y": data[BOX_SIZE_Y], "type": data[BOX_TYPE], "difficulty": difficulty}
-    ok = valid_label_rows(values) & np.isfinite(data[TIMESTAMP]) & np.isin(data[CAMERA], list(CameraName._value2member_map_))
+    ok = valid_label_rows(values) & np.isfinite(data[TIMESTAMP]) & np.isin(data[CAMERA], list(CAMERA_NUMBERS))
     timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)  # exact int64 where valid
     rows_ok = np.flatnonzero(ok)
     order = rows_ok[np.lexsort((data[CAMERA][rows_ok], timestamps[rows_ok].astype(np.int64)))]
