@@ -3,11 +3,23 @@ naming the file and what is wrong with it; nothing hangs, nothing outside the mo
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from detect.cli import main
+from detect.core.errors import ModelError, UsageError
+from detect.model import formats
+from detect.model.classmap import load_class_map
+from detect.model.formats import SIDECAR
 from detect.model.nms import class_aware_nms
+from detect.model.tfjs import centernet
+from detect.model.tfjs.graph import read_graph_model
 
 
 def _spread_boxes(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -33,3 +45,116 @@ def test_tile_merge_nms_memory_grows_with_the_boxes_not_their_square():
     # (measured: 1.4 MB and 1.3 MB peak; the dense version's would be 72 MB and 1.15 GB)
     assert large < 8 * small  # 4x the boxes: at most ~4x the memory, where a square gives 16x
     assert large < 12000 * 1000  # about a KB per box, not 12,000 float64s per box
+
+
+# --- deep nesting (item 7): a 100,000-deep JSON array in any model file is one line ---------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_class_map_is_one_line(tmp_path):
+    path = tmp_path / "map.json"
+    path.write_text(DEEP)
+    with pytest.raises(UsageError) as refused:
+        load_class_map(path)
+    assert str(refused.value) == f"--class-map {path}: is nested too deeply to be read"
+
+
+def test_a_deeply_nested_sidecar_is_one_line_in_detect_model(stub_dynamic_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    (model / SIDECAR).write_text(DEEP)
+    assert main(["model", str(model)]) == 2
+    assert capsys.readouterr().err == (f"detect: error: model {model}: unreadable {SIDECAR}: {model / SIDECAR} is "
+                                       f"nested too deeply to be read\n")
+
+
+def test_a_deeply_nested_model_json_is_one_line_in_detect_model(tmp_path, capsys):
+    path = tmp_path / "model.json"
+    path.write_text(DEEP)
+    assert main(["model", str(path)]) == 2
+    assert capsys.readouterr().err == f"detect: error: model {path} is nested too deeply to be read\n"
+
+
+# --- TF.js weights (item 8): shapes checked in Python ints, one rule for weight paths -------------
+
+def tfjs_model(folder: Path, *, shape: object = (2, 2), paths: object = ("w.bin",), data: bytes = b"\0" * 16) -> Path:
+    """A crafted TF.js graph model with CenterNet's node names and one float32 constant `w`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes = [{"name": centernet.INPUT, "op": "Placeholder", "attr": {"dtype": {"type": "DT_FLOAT"}}},
+             {"name": "w", "op": "Const", "attr": {"dtype": {"type": "DT_FLOAT"}}},
+             *({"name": name, "op": "Identity", "input": ["w"]} for name in centernet.OUTPUTS)]
+    manifest = [{"paths": list(paths), "weights": [{"name": "w", "shape": list(shape), "dtype": "float32"}]}]  # type: ignore[call-overload]
+    (folder / "w.bin").write_bytes(data)
+    path = folder / "model.json"
+    path.write_text(json.dumps({"format": "graph-model", "modelTopology": {"node": nodes}, "weightsManifest": manifest}))
+    return path
+
+
+def test_the_crafted_model_reads(tmp_path):
+    graph = read_graph_model(tfjs_model(tmp_path / "m"))
+    assert graph.weight_files == (tmp_path / "m" / "w.bin",)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([-1, -1], "has shape [-1, -1]; expected at most 32 dimensions, each a whole number >= 0"),
+    ([2.5, 2], "has shape [2.5, 2]; expected at most 32 dimensions, each a whole number >= 0"),
+    (["2", 2], "has shape [\"2\", 2]; expected at most 32 dimensions, each a whole number >= 0"),
+    ([1] * 40, "has shape [" + "1, " * 25 + "1...; expected at most 32 dimensions, each a whole number >= 0"),
+    ([2**40, 2**40], "of shape [1099511627776, 1099511627776] would take 4,835,703,278,458,516,698,824,704 bytes, "
+                     "more than the 2,147,483,647 a TensorFlow graph can hold"),
+])
+def test_weight_shapes_are_checked_in_python_ints(shape, message, tmp_path):
+    path = tfjs_model(tmp_path / "m", shape=shape)
+    with pytest.raises(ModelError) as refused:
+        read_graph_model(path)
+    assert str(refused.value) == f"model {path}: weight w {message}"
+
+
+def test_a_zero_sized_weight_matches_an_empty_file(tmp_path):
+    path = tfjs_model(tmp_path / "m", shape=[0, 4], data=b"")
+    assert read_graph_model(path).weight_files == (tmp_path / "m" / "w.bin",)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("/dev/zero", "weight path /dev/zero is absolute; weight files are named relative to the model's folder"),
+    ("../outside.bin", "weight file outside.bin is outside the model's folder"),
+    ("sub/../../outside.bin", "weight file outside.bin is outside the model's folder"),
+    ("link.bin", "weight file link.bin is outside the model's folder"),
+    ("fifo.bin", "weight file fifo.bin is not a regular file"),
+    ("sub", "weight file sub is not a regular file"),
+    ("none.bin", "weight file missing or unreadable: No such file or directory: {folder}/none.bin"),
+    (7, "weight path 7 is not a file name"),
+])
+def test_one_rule_for_weight_paths_in_loading_and_checksums(name, message, tmp_path):
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 16)
+    path = tfjs_model(tmp_path / "m", paths=[name])
+    (tmp_path / "m" / "sub").mkdir()
+    (tmp_path / "m" / "link.bin").symlink_to(tmp_path / "outside.bin")
+    os.mkfifo(tmp_path / "m" / "fifo.bin")
+    expected = f"model {path}: " + message.format(folder=tmp_path / "m")
+    with pytest.raises(ModelError) as loading:
+        read_graph_model(path)
+    with pytest.raises(ModelError) as summing:
+        formats.checksum(path)
+    assert str(loading.value) == str(summing.value) == expected
+
+
+def test_checksums_read_only_regular_files(stub_dynamic_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    before = formats.checksum(model)
+    os.mkfifo(model / "variables" / "fifo")
+    assert formats.checksum(model) == before  # not a file of the model, and never opened (it would block)
+
+
+# --- sidecars and the converter script (item 13) -----------------------------------------------
+
+@pytest.mark.parametrize("size", ["0", "huge", "8x8"])
+def test_a_sidecar_input_size_detect_cannot_use_is_refused_naming_the_sidecar(size, stub_dynamic_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    (model / SIDECAR).write_text(json.dumps({"kind": "stub", "defaults": {"input_size": size}}))
+    assert main(["model", str(model)]) == 2
+    assert capsys.readouterr().err == (f"detect: error: model {model}: {SIDECAR} defaults.input_size {size!r}: "
+                                       f"expected N, WxH (32-4096 pixels) or 'native'\n")
