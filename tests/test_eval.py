@@ -129,7 +129,7 @@ def test_the_default_map_and_a_person_only_model():
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("{not json", "not JSON"),
+    ("{not json", "is not valid JSON (Expecting property name enclosed in double quotes, line 1 column 2)"),
     ("[1]", "expected a JSON object from model classes to Waymo types"),
     ('{"unicorn": "VEHICLE"}', "unknown COCO class 'unicorn'"),
     ('{"car": "TRAIN"}', "'car' maps to 'TRAIN'; expected one of VEHICLE, PEDESTRIAN, SIGN, CYCLIST (or 1-4)"),
