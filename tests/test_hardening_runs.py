@@ -5,8 +5,11 @@ only to the commands that take it. Each ends with correct output or one line, no
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
+from conftest import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.signals import Terminated
@@ -55,3 +58,46 @@ def test_an_interrupted_run_still_advises_resume(tmp_path, monkeypatch):
     monkeypatch.setattr("detect.cli.parser.cmd_run", stopped)
     assert run_cli(["run", str(tmp_path), "--out", str(tmp_path / "o")]) == (
         130, "", "detect: interrupted; rerun with --resume to continue where it stopped\n")
+
+
+# Item 10 -------------------------------------------------------------------------------------------
+
+def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", str(segment), "--model", str(model), "--out", str(out), "--no-eval", "--no-report",
+            "--no-gif", *extra]
+
+
+@pytest.mark.parametrize(("first", "again", "change"), [
+    (("--tile", "128"), ("--tile", "256"), "tile"),
+    ((), ("--threshold", "0.3"), "draw_threshold 0.5 -> 0.3"),
+    ((), ("--classes", "person"), "classes None -> [1]"),
+])
+def test_a_completed_segment_with_other_settings_is_refused_not_skipped(tiny_v2_path, stub_dynamic_dir, tmp_path,
+                                                                       first, again, change):
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *first))[0] == 0
+    segment_dir = tmp_path / TINY_SEGMENT
+    before = {p: p.read_bytes() for p in sorted(segment_dir.rglob("*")) if p.is_file()}
+    code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))
+    assert code == 1
+    assert "already complete" not in out + err
+    assert f"{segment_dir} was written with other settings ({change}" in out + err
+    assert "); use --overwrite to start again" in out + err
+    assert "unexpected" not in err
+    assert {p: p.read_bytes() for p in sorted(segment_dir.rglob("*")) if p.is_file()} == before  # nothing lost
+    run_file = json.loads((tmp_path / "run.json").read_text())  # the record of what is on disk stays
+    assert run_file["this_run"]["failed"] == 1
+    assert [(s["status"], s["note"].startswith(f"{segment_dir} was written with other settings"))
+            for s in run_file["segments"]] == [("done", True)]
+    # Refused again on a rerun; redone with --overwrite; then the same settings skip it.
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))[0] == 1
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again, "--overwrite"))[0] == 0
+    code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))
+    assert (code, err) == (0, "")
+
+
+def test_a_completed_segment_rerun_with_the_same_settings_is_still_skipped(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, "--tile", "128"))[0] == 0
+    code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, "--tile", "128"))
+    assert (code, err) == (0, "")
+    assert "already complete" in out
+    assert json.loads((tmp_path / "run.json").read_text())["this_run"]["skipped"] == 1
