@@ -8,11 +8,15 @@ import io
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT
+from conftest import TINY_SEGMENT, TINY_V2_DIR
 
 from detect.cli import main
 from detect.core.signals import Terminated
+from detect.waymo.schema import SEGMENT, TIMESTAMP
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
@@ -101,3 +105,55 @@ def test_a_completed_segment_rerun_with_the_same_settings_is_still_skipped(tiny_
     assert (code, err) == (0, "")
     assert "already complete" in out
     assert json.loads((tmp_path / "run.json").read_text())["this_run"]["skipped"] == 1
+
+
+# Item 11 -------------------------------------------------------------------------------------------
+
+def relabeled(tmp_path: Path, *, segment: str = TINY_SEGMENT, shift: int = 0) -> Path:
+    """The tiny segment's camera_box file, its rows moved to `segment` and `shift` microseconds later."""
+    table = pq.read_table(TINY_V2_DIR / "camera_box" / f"{TINY_SEGMENT}.parquet")
+    table = table.set_column(table.schema.get_field_index(SEGMENT), SEGMENT,
+                             pa.array([segment] * len(table), table.schema.field(SEGMENT).type))
+    stamps = pc.add(table.column(TIMESTAMP), pa.scalar(shift, table.schema.field(TIMESTAMP).type))
+    table = table.set_column(table.schema.get_field_index(TIMESTAMP), TIMESTAMP, stamps)
+    path = tmp_path / "labels" / f"{segment}.parquet"
+    path.parent.mkdir(exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.fixture
+def results(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:
+    out = tmp_path / "results"
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, out, "--quiet"))[0] == 0
+    return out
+
+
+def test_eval_with_another_segments_labels_names_the_segment_they_hold(results, tmp_path):
+    other = relabeled(tmp_path, segment="other_segment_0000")
+    code, out, err = run_cli(["eval", str(results), "--gt", str(other)])
+    assert (code, out) == (2, "")
+    assert err == (f"detect: error: camera_box file {other} holds the labels of segment other_segment_0000, not of "
+                   f"{TINY_SEGMENT}; name the segment's own labels with --gt PATH\n")
+    assert not (results / TINY_SEGMENT / "eval.json").exists()
+
+
+def test_eval_with_labels_at_other_timestamps_says_so(results, tmp_path):
+    shifted = relabeled(tmp_path, shift=1)
+    code, out, err = run_cli(["eval", str(results), "--gt", str(shifted)])
+    assert (code, out) == (2, "")
+    assert err.startswith(f"detect: error: camera_box file {shifted} labels ")
+    assert err.endswith(f"image(s) of segment {TINY_SEGMENT}, none of them one this run processed (other timestamps "
+                        f"or cameras); name the segment's own labels with --gt PATH\n")
+    assert "empty" not in err
+
+
+def test_compare_with_another_segments_labels_notes_it(results, tmp_path):
+    other = relabeled(tmp_path, segment="other_segment_0000")
+    code, out, err = run_cli(["compare", str(results), str(results), "--out", str(tmp_path / "c"), "--gt", str(other),
+                              "--bootstrap", "10"])
+    assert code == 0, err
+    note = f"camera_box file {other} holds the labels of segment other_segment_0000, not of {TINY_SEGMENT}"
+    assert f"A: {note}: agreement only for it" in out + err
+    assert "no labels: agreement only" in out
+    assert "unexpected" not in err
