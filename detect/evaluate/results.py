@@ -24,7 +24,7 @@ from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.images import MAX_SIDE, check_size
-from detect.waymo.labels import labels_from_camera_box
+from detect.waymo.labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 
@@ -56,6 +56,8 @@ class SegmentResults:
     sizes: Mapping[FrameKey, tuple[int, int]] = dataclasses.field(default_factory=dict)
     # fingerprints of detections.parquet and ground_truth.parquet, taken before reading them
     sources: Sources = dataclasses.field(default_factory=dict)
+    # why the labels `--gt` named were not used: they name no image of this segment the run processed
+    labels_mismatch: str | None = None
 
     @property
     def threshold(self) -> float:
@@ -118,18 +120,38 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     detections = _read_detections(directory / DETECTIONS_FILE)
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
                         else ({}, 0))
+    done, _ = journal.load(directory, name)
+    processed = _processed_images(done, detections, written)
+    mismatch = None
     if gt is not None:
         chosen = labels_from_camera_box(gt, name)
         labels: Mapping[FrameKey, Labels] = chosen.by_key
         dropped = chosen.dropped
+        mismatch = _labels_mismatch(gt, chosen, name, processed)
+        if mismatch is not None:
+            labels = {}
     else:
         labels = written
         at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
         dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
-    done, _ = journal.load(directory, name)
-    processed = _processed_images(done, detections, written)
     sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources)
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch)
+
+
+def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
+    """One line when the labels `--gt` named hold no image of `segment` the run processed: whose
+    labels they are instead (another segment's, or this one's at other timestamps or cameras)."""
+    if any(key in processed for key in chosen.by_key):
+        return None
+    expected = printable(segment, 64)
+    if chosen.by_key:
+        return (f"{chosen.origin} labels {len(chosen.by_key)} image(s) of segment {expected}, none of them one this "
+                f"run processed (other timestamps or cameras)")
+    others = [printable(s, 64) for s in camera_box_segments(gt, segment) if s != segment]
+    if others:
+        held = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        return f"{chosen.origin} holds the labels of segment {held}, not of {expected}"
+    return f"{chosen.origin} has no usable label of segment {expected}"
 
 
 def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:

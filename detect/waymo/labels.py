@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -82,6 +83,17 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
 def labels_from_camera_box(gt: str, segment: str) -> SegmentLabels:
     """The segment's labels in `gt`: a camera_box file, or a folder holding the segment's one."""
     return _from_camera_box(_camera_box_file(gt, segment), segment)
+
+
+def camera_box_segments(gt: str, segment: str) -> list[str]:
+    """The segments the camera_box file `gt` names for `segment` holds labels of, sorted: to tell
+    a user whose labels they gave when none are the segment's (only the name column is read)."""
+    fs, path = split_uri(_camera_box_file(gt, segment))
+    try:
+        column = pq.read_table(path, filesystem=fs, columns=[SEGMENT]).column(SEGMENT)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(f"{gt}: cannot read the camera_box rows ({first_line(err)})") from None
+    return sorted(str(name) for name in pc.unique(column).to_pylist() if name is not None)
 
 
 def _camera_box_file(gt: str, segment: str) -> str:
