@@ -183,7 +183,6 @@ def _outputs(seg):
     return files
 
 
-@pytest.mark.slow
 def _children(pid: int) -> set[int]:
     """Processes whose parent is `pid` (Linux /proc; empty elsewhere)."""
     found = set()
@@ -196,6 +195,8 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.slow
+@pytest.mark.signals
 def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, stub_dynamic_dir, tmp_path):
     frames = repeat_frames(real_camera_frames, 8, segment_context_name="killed")
     path = write_frames_tfrecord(tmp_path / "killed.tfrecord", frames)

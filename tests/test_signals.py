@@ -83,6 +83,7 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int
     pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
 
 
+@pytest.mark.signals
 @pytest.mark.parametrize("sig, lines", [(signal.SIGTERM, 2), (signal.SIGINT, 14), (signal.SIGTERM, 29),
                                         (signal.SIGINT, 40)])
 def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment, clean_run, stub_dynamic_dir,
@@ -106,6 +107,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     assert table(out / SEGMENT).num_rows == table(clean_run / SEGMENT).num_rows
 
 
+@pytest.mark.signals
 def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path):
     proc = start(["run", str(segment), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
     time.sleep(0.3)  # Python is importing the command's modules
@@ -115,6 +117,7 @@ def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path)
     assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written", MESSAGES[signal.SIGTERM][1])
 
 
+@pytest.mark.signals
 def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(segment, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
     args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
@@ -141,6 +144,7 @@ def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(names[2:])
 
 
+@pytest.mark.signals
 @pytest.mark.ray
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
