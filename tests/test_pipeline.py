@@ -73,7 +73,8 @@ def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_
     assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", "--no-eval", "--no-report",
                model=stub_dynamic_dir) == 0
     assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
-    assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [".detect", "detections.parquet", "manifest.json"]
+    assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [
+        ".detect", "detections.parquet", "manifest.json"]
 
 
 def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub_dynamic_dir, stub_batch1_dir, tmp_path):
@@ -124,7 +125,8 @@ def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path,
     assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     capsys.readouterr()
     assert run(tiny_v2_path, "--out", tmp_path, "--resume", "--threshold", "0.3", model=stub_dynamic_dir) == 2
-    assert "was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again" in capsys.readouterr().err
+    assert ("was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again"
+            in capsys.readouterr().err)
 
 
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):

@@ -43,8 +43,8 @@ def segment(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def clean_run(segment, stub_dynamic_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean")
-    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out",
-                 str(out)]) == 0
+    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+                 "--batch-size", "2", "--out", str(out)]) == 0
     return out
 
 
@@ -89,8 +89,8 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int
 def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment, clean_run, stub_dynamic_dir,
                                                                           tmp_path, sig, lines):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--workers", "2", "--render", "processes"]
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
     proc = start(args)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines, IMAGES)
     proc.send_signal(sig)
@@ -114,14 +114,15 @@ def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
-    assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written", MESSAGES[signal.SIGTERM][1])
+    assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written",
+                                            MESSAGES[signal.SIGTERM][1])
 
 
 @pytest.mark.signals
 def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(segment, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--workers", "2", "--render", "processes"]
+    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
     proc = start(args, start_new_session=True)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6, IMAGES)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its render processes and multiprocessing's tracker
@@ -148,8 +149,8 @@ def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
 @pytest.mark.ray
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--engine", "ray"]
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--engine", "ray"]
     proc = start(args)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and not list(out.glob(f"{SEGMENT}/frames/*/*.png")):
