@@ -9,6 +9,11 @@ CONSTRAINTS := constraints.txt
 START  := $(shell date +%s)
 # The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
 FAST   := not slow and not ray and not signals
+# pytest-xdist workers, a test file to each (module fixtures stay shared): on 2 cores, two workers
+# overlap one test's waiting (process start-up, Ray, imports) with another's computing.
+# JOBS=0 runs in this process (a debugger, or one test).
+JOBS   ?= 2
+PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
@@ -45,12 +50,12 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=10  # the slowest ten, so a CI log shows where the minutes go
+	$(PYTEST)  # --durations=10: the slowest ten, so a CI log shows where the minutes go
 	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
 
 # Units and crafted inputs in under a minute: what to run between edits.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "$(FAST)" --durations=10
+	$(PYTEST) -m "$(FAST)"
 	@echo "make test-fast: $$(( $$(date +%s) - $(START) )) s"
 
 stub-models: $(STAMP)

@@ -147,6 +147,7 @@ def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
 
 @pytest.mark.signals
 @pytest.mark.ray
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")  # as in test_ray_engine.py
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
     args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
