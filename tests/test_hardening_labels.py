@@ -165,6 +165,7 @@ def test_dropped_labels_reach_eval_json_and_export_writes_valid_json(tiny_v2_pat
         json.loads(text)
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_frame_path, tiny_v2_path, stub_dynamic_dir,
                                                                            tmp_path, capsys):
     out = tmp_path / "run"

@@ -27,6 +27,7 @@ def table(segment_dir):
     return pq.read_table(segment_dir / "detections.parquet")
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     seg = tmp_path / REAL_SEGMENT
@@ -77,6 +78,7 @@ def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_
         ".detect", "detections.parquet", "manifest.json"]
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub_dynamic_dir, stub_batch1_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "d", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
     assert run(real_frame_path, "--out", tmp_path / "b", "--no-png", "--no-gif", model=stub_batch1_dir) == 0
