@@ -182,6 +182,7 @@ def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, pe
     assert boxes >= {"person": 3, "coco": 50}[which]  # the comparison is over real detections
 
 
+@pytest.mark.slow  # converts networks to OpenVINO (`make test-fast` leaves it out)
 def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_changes(tmp_path):
     model = build_conv_nms_model(tmp_path / "model")
     images = np.random.default_rng(1).integers(0, 255, (3, 40, 60, 3), dtype=np.uint8)
@@ -263,6 +264,7 @@ def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_mo
         Detector(tiny_model)
 
 
+@pytest.mark.slow  # converts a network to OpenVINO (`make test-fast` leaves it out)
 def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_path, stub_dynamic_dir, capsys,
                                                                            monkeypatch):
     from detect.model.runtimes import openvino as ov
