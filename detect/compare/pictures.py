@@ -50,22 +50,42 @@ def side_by_side(a: Path, b: Path, names: tuple[str, str]) -> Image.Image:
 
 def animations(common: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
                names: tuple[str, str], out: Path) -> list[Path]:
-    """`out/compare_<CAMERA>.gif` per camera both sides wrote frames for (at most
-    `MAX_ANIMATION_FRAMES`, evenly spread), timed by the frames' timestamps."""
+    """One A | B animation per segment and camera both sides wrote frames for (at most
+    `MAX_ANIMATION_FRAMES`, evenly spread), timed by the frames' timestamps: `compare_<CAMERA>.gif`
+    for a one-segment run, `compare_<segment>_<CAMERA>.gif` otherwise.
+
+    Per segment, because segments are recorded apart and may share timestamps; a camera whose
+    image size changes within a segment is fitted onto the first picture's canvas."""
+    segments = sorted({k.segment_context_name for k in common})
     written = []
-    for camera in CameraName:
-        keys = [k for k in common if k.camera_name == camera and k in frames_a and k in frames_b]
-        if not keys:
-            continue
-        if len(keys) > MAX_ANIMATION_FRAMES:
-            step = len(keys) / MAX_ANIMATION_FRAMES
-            keys = [keys[int(i * step)] for i in range(MAX_ANIMATION_FRAMES)]
-        path = out / f"compare_{camera.name}.gif"
-        with GifWriter(path) as gif:
-            for key in keys:
-                gif.append(side_by_side(frames_a[key], frames_b[key], names), key.frame_timestamp_micros)
-        written.append(path)
+    for segment in segments:
+        for camera in CameraName:
+            keys = sorted((k for k in common if k.segment_context_name == segment and k.camera_name == camera
+                           and k in frames_a and k in frames_b), key=lambda k: k.frame_timestamp_micros)
+            if not keys:
+                continue
+            if len(keys) > MAX_ANIMATION_FRAMES:
+                step = len(keys) / MAX_ANIMATION_FRAMES
+                keys = [keys[int(i * step)] for i in range(MAX_ANIMATION_FRAMES)]
+            stem = camera.name if len(segments) == 1 else f"{segment}_{camera.name}"
+            path = out / f"compare_{stem}.gif"
+            size: tuple[int, int] | None = None
+            with GifWriter(path) as gif:
+                for key in keys:
+                    picture = side_by_side(frames_a[key], frames_b[key], names)
+                    size = size or picture.size
+                    gif.append(_fit(picture, size), key.frame_timestamp_micros)
+            written.append(path)
     return written
+
+
+def _fit(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """`picture` on a dark canvas of `size` (cropped at the bottom if taller): GIF frames share one size."""
+    if picture.size == size:
+        return picture
+    canvas = Image.new("RGB", size, (24, 24, 24))
+    canvas.paste(picture, (0, 0))
+    return canvas
 
 
 def gallery(images: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
