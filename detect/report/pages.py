@@ -8,12 +8,11 @@ lines of plain JavaScript, and the page reads the same without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from detect.core.files import UnreadableFileError
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
@@ -232,10 +231,9 @@ def _facts_table(facts: dict[str, Any]) -> str:
 def _json_object(path: Path) -> dict[str, Any] | None:
     """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _segment_ap(directory: Path) -> str:
