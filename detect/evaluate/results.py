@@ -4,7 +4,6 @@ detections table, its labels and the facts of the run that made it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
@@ -111,11 +111,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
     sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
     try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    except (OSError, ValueError) as err:
+        manifest = read_json_object(directory / MANIFEST_FILE, follow_links=False)
+    except UnreadableFileError as err:
         raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
-    if not isinstance(manifest, dict):
-        raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest (not a JSON object)")
     name = str(manifest.get("segment_context_name", directory.name))
     detections = _read_detections(directory / DETECTIONS_FILE)
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()

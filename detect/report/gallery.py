@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
+from detect.core.files import UnreadableFileError
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_path
-from detect.sinks.frames import list_frames
+from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -118,9 +119,13 @@ def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -
         if frame is None:
             out.append((example, None, None))
             continue
+        try:
+            opened = read_frame(frame)
+        except UnreadableFileError:  # a link, FIFO, truncated or oversized frame: shown as having none
+            out.append((example, None, None))
+            continue
         target = assets / f"{prefix}_{n}.jpg"
-        with Image.open(frame) as opened:
-            crop = opened.convert("RGB").crop(crop_box(example.xyxy, opened.width, opened.height))
+        crop = opened.crop(crop_box(example.xyxy, opened.width, opened.height))
         scale = CROP_SIZE / max(crop.width, crop.height)
         crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.Resampling.LANCZOS)
         with atomic_path(target) as tmp:

@@ -8,13 +8,11 @@ lines of plain JavaScript, and the page reads the same without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
@@ -25,6 +23,7 @@ from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.sinks.atomic import atomic_path
+from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
@@ -232,10 +231,9 @@ def _facts_table(facts: dict[str, Any]) -> str:
 def _json_object(path: Path) -> dict[str, Any] | None:
     """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _segment_ap(directory: Path) -> str:
@@ -249,8 +247,10 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
     figures = []
     for camera, ts, boxes, frame in data.busiest_frames(THUMBNAILS):
         thumb = assets / f"thumb_{camera}_{ts}.jpg"
-        with Image.open(frame) as opened:
-            small = opened.convert("RGB")
+        try:
+            small = read_frame(frame)
+        except UnreadableFileError:
+            continue  # a link, FIFO, truncated or oversized frame: no thumbnail, the page still builds
         small.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
         with atomic_path(thumb) as tmp:
             small.save(tmp, "JPEG", quality=85)
