@@ -65,8 +65,8 @@ class TrackerParams:
         t = float(threshold)
         if not 0 < t < 1:
             raise ValueError(f"drawing threshold: expected a value in (0, 1), got {threshold}")
-        scores = {"high_score": t, "new_track_score": min(t + _NEW_TRACK_MARGIN, max(_MAX_NEW_TRACK, t)),
-                  "low_score": _REFERENCE_LOW if t > 0.3 else t / 3}
+        scores = {"high_score": t, "new_track_score": round(min(t + _NEW_TRACK_MARGIN, max(_MAX_NEW_TRACK, t)), 6),
+                  "low_score": _REFERENCE_LOW if t >= 3 * _REFERENCE_LOW else round(t / 3, 6)}
         return cls(**{**scores, **overrides})
 
     def to_json(self) -> dict[str, float]:
