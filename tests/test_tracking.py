@@ -468,3 +468,11 @@ def test_a_pan_over_the_real_frames_labels_is_tracked_and_scored_as_trackeval(re
     assert scores.id_switches == away_too_long
     assert scores.hota > 0.9 and scores.mota > 0.95
     assert_same_as_trackeval(sequences, waymo_type)
+
+
+def test_the_tracker_benchmark_times_frames_of_the_asked_size():
+    from detect.tools.bench_track import ms_per_frame, synthetic_frames
+
+    frames = synthetic_frames(29, 3)
+    assert [f[0].shape for f in frames] == [(29, 4)] * 3 and [f[1].shape for f in frames] == [(29,)] * 3
+    assert 0 < ms_per_frame(80, frames=20) < 1000
