@@ -440,6 +440,7 @@ def real_labels():
     return {key.camera_name: labels.by_key[key] for key in labels.by_key}
 
 
+@pytest.mark.slow  # reading the real frame's labels loads Waymo's protos (2-7 s here)
 @pytest.mark.parametrize("waymo_type", [int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN)])
 def test_a_pan_over_the_real_frames_labels_is_tracked_and_scored_as_trackeval(real_labels, waymo_type):
     by_camera = {c: (np.asarray(lab.object_ids)[lab.types == waymo_type].tolist(), lab.xyxy[lab.types == waymo_type].astype(float))
