@@ -347,6 +347,29 @@ def test_null_empty_and_repeated_label_ids_are_objects_seen_once():
     assert flags.label_id.tolist() == ["a", None, None, None] * 2
 
 
+def test_a_null_camera_object_id_is_read_as_no_id_not_as_the_string_none():
+    import pyarrow as pa
+
+    from detect.waymo.labels import labels_by_image
+    from detect.waymo.schema import (
+        BOX_CENTER_X,
+        BOX_CENTER_Y,
+        BOX_SIZE_X,
+        BOX_SIZE_Y,
+        BOX_TYPE,
+        CAMERA,
+        OBJECT_ID,
+        SEGMENT,
+        TIMESTAMP,
+    )
+
+    table = pa.table({SEGMENT: ["s"] * 3, TIMESTAMP: pa.array([1, 1, 2], pa.int64()), CAMERA: pa.array([1, 1, 1], pa.int8()),
+                      OBJECT_ID: ["a", None, None], BOX_CENTER_X: [10.0, 50.0, 50.0], BOX_CENTER_Y: [10.0] * 3,
+                      BOX_SIZE_X: [4.0] * 3, BOX_SIZE_Y: [4.0] * 3, BOX_TYPE: pa.array([2, 2, 2], pa.int8())})
+    by_key, dropped = labels_by_image(table, "s")
+    assert dropped == 0 and [labels.object_ids for labels in by_key.values()] == [("a", ""), ("",)]
+
+
 def test_a_track_id_twice_on_one_image_is_refused():
     with pytest.raises(ValueError, match=r"^track_ids: a track id appears twice on one image: \[1, 1\]$"):
         FrameTracks(("a", "b"), np.array([box(1, 1), box(5, 5)]), np.array([1, 1]), np.array([box(1, 1), box(5, 5)]))
