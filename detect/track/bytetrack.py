@@ -11,6 +11,12 @@ reference's noise was tuned per 1/30 s step, so transition and process noise sca
 dt / (1/30 s)), and the lost-track buffer is in seconds. The state of all tracks sits in arrays
 (one row per track), so a frame costs a few vectorised operations, and tracks that died are
 dropped: memory stays flat however long the video.
+
+Left out of the reference: its removal of a tracked and a lost track overlapping at IoU > 0.85 (a
+clean-up of its own bookkeeping; here a lost track that a box re-finds simply becomes tracked), and
+the aspect-ratio / area filters of its demo scripts (drawing decides what to show, not the tracker).
+An id is given when a track is confirmed (its second frame, or a tracker's first frame, as in the
+reference), so the first box of a new object carries -1.
 """
 
 from __future__ import annotations

@@ -54,13 +54,13 @@ class TrackerParams:
     @classmethod
     def for_threshold(cls, threshold: float, **overrides: float) -> TrackerParams:
         """Score thresholds relative to a model's drawing threshold t: high = t, new track =
-        t + 0.1 (at most 0.9), low = 0.1, or t / 3 when t <= 0.3.
+        t + 0.1 (at most 0.9, never below t), low = 0.1, or t / 3 below t = 0.3.
 
         A box drawn is a box the tracker trusts (high = t); a new track asks a bit more than a drawn
         box, as the reference asks 0.6 over 0.5. Our CenterNet's scores rarely reach 0.6: with 0.3
         high and 0.4 new track a ByteTrack reached HOTA ~0.3 on short real pedestrian sequences. Low
         stays at the reference's 0.1 (the table keeps scores down to 0.05, so those boxes exist),
-        and t / 3 below t = 0.3 so that low stays well under high for very permissive thresholds.
+        and t / 3 below t = 0.3 (equal there) so that low stays well under high for permissive thresholds.
         """
         t = float(threshold)
         if not 0 < t < 1:
