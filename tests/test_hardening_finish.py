@@ -1,0 +1,79 @@
+"""Issue 31, items 5 and 7 end to end: crafted results folders and runs through the CLI. Each ends
+with correct output or a one-line note naming what was left out, never "unexpected", never a hang."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.cli import main
+from detect.sinks.table import DETECTIONS_FILE
+from detect.waymo.schema import SEGMENT
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", str(segment), "--model", str(model), "--out", str(out), "--no-eval", "--no-report",
+            "--no-gif", "--quiet", *extra]
+
+
+@pytest.fixture
+def results(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:
+    out = tmp_path / "results"
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, out))[0] == 0
+    return out
+
+
+def foreign_rows(segment_dir: Path, count: int = 2) -> int:
+    """Rename the segment of the first `count` detections rows; how many rows the table has."""
+    path = segment_dir / DETECTIONS_FILE
+    table = pq.read_table(path)
+    assert len(table) > count
+    names = table.column(SEGMENT).to_pylist()
+    names[:count] = ["another_segment_0000"] * count
+    table = table.set_column(table.schema.get_field_index(SEGMENT), SEGMENT,
+                             pa.array(names, table.schema.field(SEGMENT).type))
+    pq.write_table(table, path)
+    return len(table)
+
+
+def test_compare_leaves_out_rows_naming_another_segment(results, tmp_path):
+    rows = foreign_rows(results / TINY_SEGMENT)
+    out_dir = tmp_path / "c"
+    code, out, err = run_cli(["compare", str(results), str(results), "--out", str(out_dir), "--bootstrap", "10"])
+    assert code == 0, err
+    note = (f"{results / TINY_SEGMENT / DETECTIONS_FILE}: 2 row(s) name another segment than {TINY_SEGMENT}; "
+            f"left out")
+    assert f"detect: note: A: {note}\n" in err
+    assert f"detect: note: B: {note}\n" in err
+    assert "unexpected" not in out + err
+    report = json.loads((out_dir / "compare.json").read_text())
+    assert (out_dir / "compare.html").is_file()
+    assert "another_segment_0000" not in json.dumps(report)
+    assert rows > 2
+
+
+def test_eval_leaves_out_rows_naming_another_segment(results):
+    foreign_rows(results / TINY_SEGMENT)
+    code, out, err = run_cli(["eval", str(results)])
+    assert code == 0, err
+    note = (f"{results / TINY_SEGMENT / DETECTIONS_FILE}: 2 row(s) name another segment than {TINY_SEGMENT}; "
+            f"left out")
+    assert f"detect: note: {note}\n" in err
+    assert "unexpected" not in out + err
+    evaluation = json.loads((results / "eval.json").read_text())
+    assert "another_segment_0000" not in json.dumps(evaluation)
+    assert (results / "matches.parquet").is_file()
+    matches = pq.read_table(results / "matches.parquet")
+    assert set(matches.column(SEGMENT).to_pylist()) <= {TINY_SEGMENT}
