@@ -77,3 +77,36 @@ def test_eval_leaves_out_rows_naming_another_segment(results):
     assert (results / "matches.parquet").is_file()
     matches = pq.read_table(results / "matches.parquet")
     assert set(matches.column(SEGMENT).to_pylist()) <= {TINY_SEGMENT}
+
+
+# A run of two segments, one with a hostile manifest.json ------------------------------------------
+
+HOSTILE_MANIFESTS = {
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "nan": '{"segment_context_name": "broken_segment", "timings": {"images_per_second": NaN}}',
+}
+
+
+@pytest.fixture(params=sorted(HOSTILE_MANIFESTS))
+def broken_run(request, results) -> tuple[Path, Path]:
+    """The run, plus a copy of its segment whose manifest.json is hostile: (run, that segment)."""
+    import shutil
+
+    broken = results / "broken_segment"
+    shutil.copytree(results / TINY_SEGMENT, broken)
+    (broken / "manifest.json").write_text(HOSTILE_MANIFESTS[request.param])
+    return results, broken
+
+
+def test_compare_eval_report_leave_out_a_segment_whose_manifest_is_hostile(broken_run, tmp_path):
+    run, broken = broken_run
+    for argv, written in ((["eval", str(run)], run / "eval.json"),
+                          (["compare", str(run), str(run), "--out", str(tmp_path / "c"), "--bootstrap", "10"],
+                           tmp_path / "c" / "compare.html"),
+                          (["report", str(run)], run / TINY_SEGMENT / "report.html")):
+        code, out, err = run_cli(argv)
+        assert code == 0, (argv[0], err)  # the rest is written: a left-out segment is a note, not a failure
+        assert "unexpected" not in out + err
+        assert [line for line in err.splitlines() if str(broken / "manifest.json") in line][0].endswith("; left out")
+        assert written.is_file(), argv[0]
+    assert not (broken / "report.html").exists()
