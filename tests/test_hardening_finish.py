@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import TINY_SEGMENT
+from PIL import Image
 
 from detect.cli import main
+from detect.cli.values import EXIT_FRAMES_FAILED
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import SEGMENT
 
@@ -110,3 +115,40 @@ def test_compare_eval_report_leave_out_a_segment_whose_manifest_is_hostile(broke
         assert [line for line in err.splitlines() if str(broken / "manifest.json") in line][0].endswith("; left out")
         assert written.is_file(), argv[0]
     assert not (broken / "report.html").exists()
+
+
+# A frame that is a FIFO ----------------------------------------------------------------------------
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-m", "detect.cli", *argv], capture_output=True, text=True, timeout=120,
+                          env=env, check=False)
+
+
+@pytest.fixture
+def fifo_frame(results) -> Path:
+    frame = sorted((results / TINY_SEGMENT / "frames" / "FRONT").glob("*.png"))[1]
+    frame.unlink()
+    os.mkfifo(frame)
+    return frame
+
+
+def test_gif_leaves_a_fifo_frame_out_with_a_note_and_writes_the_rest(results, fifo_frame):
+    done = _cli("gif", str(results))  # a hang fails here on the timeout, never blocks the suite
+    assert "unexpected" not in done.stderr
+    assert f"detect: note: {fifo_frame} " in done.stderr
+    assert "frame left out of the animations" in done.stderr
+    assert done.returncode == EXIT_FRAMES_FAILED  # `detect gif`'s exit code when something was left out
+    gifs = sorted(p.name for p in (results / TINY_SEGMENT).glob("*.gif"))
+    assert "FRONT.gif" in gifs
+    frames = len(list((results / TINY_SEGMENT / "frames" / "FRONT").glob("*.png")))
+    with Image.open(results / TINY_SEGMENT / "FRONT.gif") as im:
+        assert im.n_frames == frames - 1
+
+
+def test_report_finishes_with_a_fifo_frame(results, fifo_frame):
+    assert _cli("eval", str(results)).returncode == 0
+    done = _cli("report", str(results))
+    assert done.returncode == 0, done.stderr
+    assert "unexpected" not in done.stderr
+    assert (results / TINY_SEGMENT / "report.html").is_file()
