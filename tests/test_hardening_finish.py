@@ -146,9 +146,17 @@ def test_gif_leaves_a_fifo_frame_out_with_a_note_and_writes_the_rest(results, fi
         assert im.n_frames == frames - 1
 
 
-def test_report_finishes_with_a_fifo_frame(results, fifo_frame):
+def test_report_finishes_with_fifo_frames_and_notes_the_pictures_it_left_out(results):
     assert _cli("eval", str(results)).returncode == 0
+    fifos = sorted((results / TINY_SEGMENT / "frames").rglob("*.png"))
+    for frame in fifos:  # every frame: the thumbnails and the gallery's crops each meet one
+        frame.unlink()
+        os.mkfifo(frame)
     done = _cli("report", str(results))
     assert done.returncode == 0, done.stderr
     assert "unexpected" not in done.stderr
     assert (results / TINY_SEGMENT / "report.html").is_file()
+    notes = [line for line in done.stderr.splitlines() if line.endswith("; left out of the report's pictures")]
+    assert notes
+    assert all(line.startswith("detect: note: ") and any(str(f) in line for f in fifos) for line in notes)
+    assert len(notes) == len(set(notes))  # once per frame, however many pictures it was for
