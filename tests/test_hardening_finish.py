@@ -160,3 +160,35 @@ def test_report_finishes_with_fifo_frames_and_notes_the_pictures_it_left_out(res
     assert notes
     assert all(line.startswith("detect: note: ") and any(str(f) in line for f in fifos) for line in notes)
     assert len(notes) == len(set(notes))  # once per frame, however many pictures it was for
+
+
+# Two frames 1,000 s apart ---------------------------------------------------------------------------
+
+def test_segment_with_two_frames_a_thousand_seconds_apart_finishes_with_clamped_delays(stub_dynamic_dir, tmp_path):
+    from detect.core.records import CameraFrame
+    from detect.sinks.gif import MAX_DELAY_CS
+    from detect.tools.synthetic import write_camera_image_parquet
+
+    def jpeg(color: tuple[int, int, int]) -> bytes:
+        out = io.BytesIO()
+        Image.new("RGB", (96, 64), color).save(out, "JPEG")
+        return out.getvalue()
+
+    t0 = 1_600_000_000_000_000
+    stamps = (t0, t0 + 1_000_000_000)  # 1,000 s: 100,000 cs, beyond GIF's uint16 delay
+    frames = [CameraFrame("gap_segment", ts, camera, jpeg((40 * i, 80, 40 * camera)))
+              for i, ts in enumerate(stamps) for camera in (1, 2)]  # two cameras: the mosaic too
+    source = write_camera_image_parquet(tmp_path / "in" / "gap_segment.parquet", frames)
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["segment", str(source), "--model", str(stub_dynamic_dir), "--out", str(out),
+                                 "--quiet"])
+    assert code == 0, err
+    assert "unexpected" not in stdout + err
+    directory = out / "gap_segment"
+    gifs = sorted(p.name for p in directory.glob("*.gif"))
+    assert gifs == ["FRONT.gif", "FRONT_LEFT.gif", "mosaic.gif"]
+    for name in gifs:
+        with Image.open(directory / name) as im:
+            assert im.n_frames == 2
+            im.seek(0)
+            assert im.info["duration"] == MAX_DELAY_CS * 10
