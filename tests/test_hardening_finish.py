@@ -115,6 +115,10 @@ def test_compare_eval_report_leave_out_a_segment_whose_manifest_is_hostile(broke
         assert [line for line in err.splitlines() if str(broken / "manifest.json") in line][0].endswith("; left out")
         assert written.is_file(), argv[0]
     assert not (broken / "report.html").exists()
+    # `detect gif` needs no manifest (its frames are good): the caption falls back to the folder's name
+    code, out, err = run_cli(["gif", str(run)])
+    assert (code, err) == (0, "")
+    assert (run / TINY_SEGMENT / "FRONT.gif").is_file() and (broken / "FRONT.gif").is_file()
 
 
 # A frame that is a FIFO ----------------------------------------------------------------------------
