@@ -106,7 +106,7 @@ def test_links_fifos_truncated_and_huge_frames_are_left_out_of_compares_pictures
     assert "link.png is a symbolic link" in notes[0]
     assert "fifo.png is a FIFO" in notes[1]
     assert "truncated.png does not decode" in notes[2]
-    assert "huge.png is not a picture, or its header claims more pixels" in notes[3]
+    assert "huge.png: image is 20000x20000 (400,000,000 pixels), over the limit" in notes[3]
     notes.clear()
     shown = gallery(keys, hostile_frames, hostile_frames, ("A", "B"), out, notes)
     assert list(shown) == keys[:1] and len(notes) == 4
@@ -124,3 +124,22 @@ def test_a_manifest_with_nan_infinity_or_deep_nesting_is_one_line_naming_it(tmp_
     assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: cannot read the manifest (")
     assert "\n" not in str(err.value)
     assert read_manifest_or_none(tmp_path / "manifest.json") is None
+
+
+def test_a_huge_png_header_is_named_by_its_size_not_as_unreadable(tmp_path):
+    from detect.core.files import UnreadableFileError
+    from detect.sinks.frames import read_frame
+    from detect.waymo.images import jpeg_size, png_size
+
+    huge = tmp_path / "huge.png"
+    _huge_png(huge, 20000, 30000)
+    assert png_size(huge.read_bytes()) == jpeg_size(huge.read_bytes()) == (20000, 30000)
+    with pytest.raises(UnreadableFileError) as err:
+        read_frame(huge)
+    assert str(err.value) == (f"{huge}: image is 20000x30000 (600,000,000 pixels), over the limit of 16,777,216 "
+                              f"(--max-pixels); not decoded")
+    wide = tmp_path / "wide.png"
+    _huge_png(wide, 20000, 16)
+    with pytest.raises(UnreadableFileError, match=r"image is 20000x16: each side must be 16-16384 pixels"):
+        read_frame(wide)
+    assert png_size(b"\x89PNG\r\n\x1a\n") is None and png_size(b"not a png at all, not at all") is None

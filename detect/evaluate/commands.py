@@ -122,6 +122,7 @@ class _Stream:
                 self.notes.append(f"{printable(str(err), 300)}; left out")
                 continue
             self.read += 1
+            self.notes.extend(segment.notes)
             if not segment.labels:
                 self.unlabeled.append((segment.name, segment.directory))
                 if segment.labels_mismatch is not None:

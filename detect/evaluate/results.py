@@ -58,6 +58,8 @@ class SegmentResults:
     sources: Sources = dataclasses.field(default_factory=dict)
     # why the labels `--gt` named were not used: they name no image of this segment the run processed
     labels_mismatch: str | None = None
+    # what reading left out, one line each (rows of detections.parquet that name another segment)
+    notes: tuple[str, ...] = ()
 
     @property
     def threshold(self) -> float:
@@ -115,7 +117,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     except UnreadableFileError as err:
         raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
     name = str(manifest.get("segment_context_name", directory.name))
-    detections = _read_detections(directory / DETECTIONS_FILE)
+    detections, foreign = _own_rows(_read_detections(directory / DETECTIONS_FILE), name)
+    notes = (f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than {printable(name, 64)}; "
+             f"left out",) if foreign else ()
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
                         else ({}, 0))
     done, _ = journal.load(directory, name)
@@ -133,7 +137,19 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
         dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
     sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch)
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
+                          notes)
+
+
+def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
+    """The rows of `segment` and how many name another one (an edited or concatenated table):
+    those would be boxes on images this segment's results do not hold."""
+    own = np.array([k.segment_context_name == segment for k in rows.keys], bool)
+    if own.all():
+        return rows, 0
+    keep = np.flatnonzero(own)
+    return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep]),
+            len(rows) - len(keep))
 
 
 def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:

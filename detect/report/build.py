@@ -39,7 +39,7 @@ def build_reports(results: Path) -> Reports:
     if found.folders == [results]:
         data = load(results)
         changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
-        return Reports([segment_page(data)], [refresh_note(results, [data.name])] if changed else [])
+        return Reports([segment_page(data)], data.notes + ([refresh_note(results, [data.name])] if changed else []))
     notes = list(found.skipped)
     directories = found.with_manifest()
     if not directories:
@@ -53,6 +53,7 @@ def build_reports(results: Path) -> Reports:
             else:
                 data = load(directory)
                 written.append(segment_page(data))
+                notes += data.notes  # a frame its page could not show
                 manifest = data.manifest
         except DetectError as err:  # one broken segment (or a link planted in it) leaves the others' pages
             notes.append(f"{printable(str(err), 300)}; left out")

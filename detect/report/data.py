@@ -37,6 +37,8 @@ class SegmentData:
     threshold: float
     evaluation: dict[str, Any] | None
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
+    # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
+from detect.core.errors import first_line
 from detect.core.files import UnreadableFileError
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_path
@@ -109,9 +110,11 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
     return chosen
 
 
-def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -> list[tuple[Example, str | None, str | None]]:
+def crops(examples: list[Example], directory: Path, assets: Path, prefix: str,
+          notes: list[str] | None = None) -> list[tuple[Example, str | None, str | None]]:
     """Each example with its crop (written to `assets`) and its frame, as paths relative to
-    `directory`; None for both when the run wrote no frame for it."""
+    `directory`; None for both when the run wrote no frame for it, or one that cannot be read
+    (a line in `notes` names it)."""
     frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(directory)}
     out: list[tuple[Example, str | None, str | None]] = []
     for n, example in enumerate(examples):
@@ -121,7 +124,9 @@ def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -
             continue
         try:
             opened = read_frame(frame)
-        except UnreadableFileError:  # a link, FIFO, truncated or oversized frame: shown as having none
+        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: shown as having none
+            if notes is not None:
+                note_picture(notes, err)
             out.append((example, None, None))
             continue
         target = assets / f"{prefix}_{n}.jpg"
@@ -132,6 +137,13 @@ def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -
             crop.save(tmp, "JPEG", quality=85)
         out.append((example, target.relative_to(directory).as_posix(), frame.relative_to(directory).as_posix()))
     return out
+
+
+def note_picture(notes: list[str], err: Exception) -> None:
+    """One line for a frame the report cannot show (once, however many pictures it was for)."""
+    line = f"{first_line(err)}; left out of the report's pictures"
+    if line not in notes:
+        notes.append(line)
 
 
 def clear(assets: Path) -> None:

@@ -17,6 +17,7 @@ from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section
+from detect.report.gallery import note_picture
 from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
 from detect.report.html import img as _img
@@ -91,7 +92,7 @@ def segment_page(data: SegmentData) -> Path:
     if thumbs:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
     if data.evaluation:
-        sections.append(evaluation_section(data.evaluation, directory, data.name, assets))
+        sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if safe.number(v) != "-"}
     if stage_ms:
@@ -249,8 +250,9 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
         thumb = assets / f"thumb_{camera}_{ts}.jpg"
         try:
             small = read_frame(frame)
-        except UnreadableFileError:
-            continue  # a link, FIFO, truncated or oversized frame: no thumbnail, the page still builds
+        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: the page still builds
+            note_picture(data.notes, err)
+            continue
         small.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
         with atomic_path(thumb) as tmp:
             small.save(tmp, "JPEG", quality=85)

@@ -26,8 +26,24 @@ def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) ->
     return None
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(data: bytes) -> tuple[int, int] | None:
+    """A PNG's (width, height) from its IHDR chunk (big-endian, at offset 16), None when `data` is
+    not a PNG: read before Pillow, which refuses a header past twice its pixel limit as a bomb
+    without saying how large the image claims to be."""
+    if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def jpeg_size(data: bytes) -> tuple[int, int] | None:
-    """From the header only: Pillow does not decode pixels to open an image."""
+    """From the header only: Pillow does not decode pixels to open an image (a PNG's size is read
+    from its IHDR, so a huge one is `check_size`'s "image is WxH", not an unreadable picture)."""
+    size = png_size(data)
+    if size is not None:
+        return size
     try:
         with warnings.catch_warnings():  # a huge header is reported by us, not by Pillow's bomb warning
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
