@@ -78,7 +78,7 @@ def read_frame(path: str | os.PathLike[str]) -> Image.Image:
     size = jpeg_size(data)
     if size is None:
         raise UnreadableFileError(f"{path} is not a picture, or its header claims more pixels than are decoded")
-    refused = check_size(*size)
+    refused = check_size(*size, flag=None)
     if refused:
         raise UnreadableFileError(f"{path}: {refused}")
     try:

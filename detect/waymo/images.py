@@ -16,11 +16,12 @@ DEFAULT_MAX_PIXELS = 4096 * 4096
 MIN_SIDE, MAX_SIDE = 16, 16384
 
 
-def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> str | None:
-    """Why an image of this (header) size is refused, or None when it may be decoded."""
+def check_size(width: int, height: int, max_pixels: int = DEFAULT_MAX_PIXELS, flag: str | None = "--max-pixels") -> str | None:
+    """Why an image of this (header) size is refused, or None when it may be decoded; `flag` names
+    the option that moves the limit (None where the command has none: reading back a results folder)."""
     if width * height > max_pixels:
-        return (f"image is {width}x{height} ({width * height:,} pixels), over the limit of {max_pixels:,} "
-                f"(--max-pixels); not decoded")
+        return (f"image is {width}x{height} ({width * height:,} pixels), over the limit of {max_pixels:,}"
+                f"{f' ({flag})' if flag else ''}; not decoded")
     if min(width, height) < MIN_SIDE or max(width, height) > MAX_SIDE:
         return f"image is {width}x{height}: each side must be {MIN_SIDE}-{MAX_SIDE} pixels; not decoded"
     return None
