@@ -15,14 +15,21 @@ interleaved repeats of 200 images: CenterNet with default outputs 0.93 (one requ
 slower than TensorFlow), without outputs 0.92 (0.93); the SSD bench model 0.79 (0.82) and 0.70
 (0.69). Batches that do not split evenly run as one LATENCY request. Each shape is converted once
 (cached, see `cache.py`) and compiled once per process.
+
+OpenVINO is imported only through `import_openvino`, which first switches off its usage telemetry
+(`openvino_telemetry`: Google Analytics look-ups from every conversion, a client id and stats
+written under `~/intel`, a sender thread a forked render process can inherit mid-send and hang
+on). `detect` contacts no host the user did not name and writes nothing outside OUT and its cache.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -58,13 +65,35 @@ def version() -> str | None:
         return None
 
 
-def _core() -> Any:
+TELEMETRY_PACKAGE = "openvino_telemetry"
+
+
+def import_openvino() -> ModuleType:
+    """OpenVINO with its telemetry off (`without_telemetry`): every detect process (the CLI's, a
+    Ray actor, a spawned worker) loads OpenVINO through here, so each one switches it off itself."""
+    without_telemetry()
     try:
         import openvino
     except ImportError:
         raise DependencyError("OpenVINO is not installed: pip install openvino==2026.4.1 (or use --runtime "
                               "tensorflow)") from None
-    return openvino.Core()
+    return openvino
+
+
+def without_telemetry() -> None:
+    """Make `openvino_telemetry` unimportable in this process, before OpenVINO is first imported.
+
+    OpenVINO's converter imports it inside `try: ... except ImportError:` and then uses its own
+    do-nothing stub (`openvino/tools/ovc/telemetry_utils.py` and `convert_impl.py` in 2026.4), and
+    a `None` entry in `sys.modules` is Python's documented way to make an import raise ImportError:
+    no private name of OpenVINO's is touched. A forked child inherits the entry; a spawned one or a
+    Ray actor imports OpenVINO through `import_openvino` too. Rejected: the package's only switches
+    are its consent file `~/intel/openvino_telemetry` (writing outside OUT) and the CI markers
+    `CI=true` / `TF_BUILD` / `JENKINS_URL`, which would tell every library and child that this is a
+    CI job (Hypothesis, for one, changes its settings then). tests/test_runtimes.py checks a real
+    conversion under a fresh HOME: no socket look-up or connection, no `~/intel`.
+    """
+    sys.modules[TELEMETRY_PACKAGE] = None  # type: ignore[assignment]  # `import` now raises ImportError
 
 
 class OpenVinoRuntime:
@@ -81,7 +110,7 @@ class OpenVinoRuntime:
                  precision: str = "f32") -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        self._core = _core()
+        self._core = import_openvino().Core()
         self._ov_version = version() or "unknown"  # an OpenVINO without package metadata (a source build)
         self._tf = import_tensorflow()
         self.batch_size = batch_size
@@ -137,7 +166,7 @@ class OpenVinoRuntime:
 
     def _compile(self, network_input: np.ndarray) -> Any:
         """The network for this input shape: read from the cache, else converted and cached."""
-        import openvino
+        openvino = import_openvino()
 
         xml = CachedNetwork(tuple(network_input.shape), network_input.dtype.name).file(self.folder)
         try:
@@ -160,7 +189,7 @@ class OpenVinoRuntime:
             raise ModelError(f"OpenVINO cannot convert or compile the network: {_first_line(err)}") from None
 
     def _convert(self, network_input: np.ndarray) -> Any:
-        import openvino
+        openvino = import_openvino()
 
         tf = self._tf
         graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum,
