@@ -283,11 +283,12 @@ _OWN_FILE = re.compile(r"frozen\.pb|split\.json|manifest\.json|compiled|network-
 
 
 def cached_networks(folder: Path) -> list[CachedNetwork]:
-    """The networks converted into `folder` (an .xml with its .bin beside it), smallest batch first."""
+    """The networks converted into `folder` (an .xml with its .bin beside it), smallest batch first;
+    as listed (a run checks them before it reads them), links not followed."""
     found = []
-    for xml in folder.glob("network-*.xml"):  # nothing when the folder is not there
+    for xml in _entries(folder) if _is_real_dir(folder) else []:
         match = _NETWORK_FILE.fullmatch(xml.name)
-        if match and xml.with_suffix(".bin").is_file():
+        if match and all(_is_regular(p) for p in (xml, xml.with_suffix(".bin"))):
             found.append(CachedNetwork(tuple(int(d) for d in match[1].split("x")), match[2]))
     return sorted(found, key=lambda n: (n.shape, n.dtype))
 
@@ -329,6 +330,13 @@ def _sha256_or_none(path: Path) -> str | None:
 def _is_real_dir(path: Path) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 
