@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -157,3 +158,21 @@ def test_compare_with_another_segments_labels_notes_it(results, tmp_path):
     assert f"A: {note}: agreement only for it" in out + err
     assert "no labels: agreement only" in out
     assert "unexpected" not in err
+
+
+@pytest.mark.slow
+def test_a_run_writes_nothing_in_home_outside_its_cache(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    """matplotlib and Keras keep their state under ~/.cache/detect, not ~/.config, ~/.cache/matplotlib or ~/.keras."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "MPLCONFIGDIR", "KERAS_HOME")}
+    env.update(HOME=str(home), PYTHONPATH=str(Path(__file__).resolve().parents[1]), DETECT_RUNTIME="tensorflow")
+    done = subprocess.run([sys.executable, "-m", "detect.cli", "segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir),
+                           "--out", str(tmp_path / "out"), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "out").is_dir()
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    assert all(w == ".cache" or w.startswith(".cache/detect") for w in written), written
