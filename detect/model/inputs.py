@@ -46,6 +46,21 @@ def parse_input_size(text: str) -> InputSize:
     return numbers[0], numbers[1]
 
 
+def require_multiple(size: InputSize, multiple: int, model: str) -> None:
+    """Refuse (one line, `UsageError`) a WxH whose sides are not multiples of `multiple`, naming the
+    nearest valid sizes: a network that runs at any multiple of 32 (the TF.js heads) would otherwise
+    pad the frame, and the user would not be running the size they asked for."""
+    if size is None or all(side % multiple == 0 for side in size):
+        return
+    width, height = size
+    low = [max(multiple, side // multiple * multiple) for side in size]
+    high = [-(-side // multiple) * multiple for side in size]
+    nearest = [f"{w}x{h}" for w, h in sorted({(low[0], low[1]), (high[0], high[1]), (low[0], high[1]),
+                                              (high[0], low[1])}, key=lambda s: abs(s[0] - width) + abs(s[1] - height))]
+    raise UsageError(f"input size {width}x{height}: {model} runs at multiples of {multiple} a side; "
+                     f"nearest valid sizes: {', '.join(nearest[:2])}")
+
+
 def decode_stream(
     items: Iterable[tuple[int, bytes]],
     *,

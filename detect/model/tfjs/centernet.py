@@ -3,6 +3,13 @@
 Upstream: github 610265158/mobilenetv3_centernet, converted to TF.js by vladmandic (MIT).
 - Input `tower_0/images` float32 `[1, 512, 512, 3]`: RGB 0..255, no normalization; upstream
   letterboxes (fits the image keeping its aspect ratio, centered on black).
+- Any input size, one graph: the FPN's three `ResizeBilinear` targets are constants in the TF.js
+  graph (`.../c5_upsample/up_sampling2d/mul` 32x32, `c4..._1/mul` 64x64, `c3..._2/mul` 128x128 at
+  512, checked on the real graph); `any_size` replaces them with the input's own (H/16, W/16),
+  (H/8, W/8), (H/4, W/4), so the network runs at whatever H x W (multiples of 32) it is fed.
+  Rewriting the graph once beats one SavedModel per size: `--input-size` reaches it the way it
+  reaches every model (the decoder resizes the frame), and OpenVINO, which fixes shapes, already
+  keeps one network per input shape.
 - Outputs at stride 4: `tower_0/keypoints` `[B, 128, 128, 80]` sigmoid heatmap, one channel per
   COCO category in label-map order; `tower_0/wh` `[B, 128, 128, 4]` distances left, top, right,
   bottom in input pixels.
@@ -15,11 +22,13 @@ Upstream: github 610265158/mobilenetv3_centernet, converted to TF.js by vladmand
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+from detect.core.errors import ModelError
 from detect.model.tfjs.graph import TfjsGraph, as_function
-from detect.model.tfjs.heads import contract_outputs, letterbox
+from detect.model.tfjs.heads import contract_outputs, fit_network
 
 NAME = "centernet"
 DESCRIPTION = "CenterNet MobileNetV3 trained on COCO"
@@ -37,6 +46,12 @@ INPUT = "tower_0/images"
 OUTPUTS = ("tower_0/keypoints", "tower_0/wh")
 GRAPH_DECODE = "tower_0/detections"
 SIZE = 512
+# The constant upsample targets and the stride of the feature map each must match (input side / it).
+UPSAMPLE_TARGETS = {
+    "tower_0/CenternetHead/c5_upsample/up_sampling2d/mul": 16,
+    "tower_0/CenternetHead/c4_upsample/up_sampling2d_1/mul": 8,
+    "tower_0/CenternetHead/c3_upsample/up_sampling2d_2/mul": 4,
+}
 STRIDE = 4
 TOP_K = 100
 CLASSES = 80
@@ -59,14 +74,70 @@ def decode(tf: Any, keypoints: Any, wh: Any, top_k: int = TOP_K) -> tuple[Any, A
     return xyxy, scores, class_index
 
 
+def any_size(tf: Any, graph: TfjsGraph, path: Path) -> TfjsGraph:
+    """The graph with its three upsample targets computed from the input's shape, not constants.
+
+    Each constant becomes `StridedSlice(Shape(input), [1], [3]) // stride`: (H, W) of the NHWC input
+    over 16, 8, 4. At 512 x 512 that is the constants' own 32, 64, 128 (a test checks the graph's
+    decode is unchanged there).
+    """
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.CopyFrom(graph.graph_def)
+    nodes = {node.name: node for node in graph_def.node}
+    missing = [name for name in UPSAMPLE_TARGETS if nodes.get(name) is None or nodes[name].op != "Const"]
+    if missing:
+        raise ModelError(f"model {path}: no constant upsample target {missing[0]} (not the CenterNet graph this "
+                         f"head knows)")
+    node_type = type(graph_def.node[0])
+    shape = f"{INPUT}/any_size/shape"
+    added = [_node(node_type, shape, "Shape", [INPUT], T=tf.float32.as_datatype_enum,
+                   out_type=tf.int32.as_datatype_enum)]
+    for name, value in (("begin", [1]), ("end", [3]), ("strides", [1])):
+        added.append(_const(tf, node_type, f"{INPUT}/any_size/{name}", value))
+    sides = f"{INPUT}/any_size/sides"
+    added.append(_node(node_type, sides, "StridedSlice", [shape] + [f"{INPUT}/any_size/{n}" for n in
+                                                                   ("begin", "end", "strides")],
+                       T=tf.int32.as_datatype_enum, Index=tf.int32.as_datatype_enum))
+    for name, stride in UPSAMPLE_TARGETS.items():
+        node = nodes[name]
+        added.append(_const(tf, node_type, f"{name}/stride", [stride]))
+        node.Clear()
+        node.name, node.op = name, "FloorDiv"
+        node.input.extend([sides, f"{name}/stride"])
+        node.attr["T"].type = tf.int32.as_datatype_enum
+    graph_def.node.extend(added)
+    return dataclasses.replace(graph, graph_def=graph_def)
+
+
+def _node(node_type: Any, name: str, op: str, inputs: list[str], **types: int) -> Any:
+    node = node_type()
+    node.name, node.op = name, op
+    node.input.extend(inputs)
+    for key, value in types.items():
+        node.attr[key].type = value
+    return node
+
+
+def _const(tf: Any, node_type: Any, name: str, value: list[int]) -> Any:
+    node = _node(node_type, name, "Const", [], dtype=tf.int32.as_datatype_enum)
+    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value, dtype=tf.int32))
+    return node
+
+
 def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
-    """A `tf.Module` whose `serve(input_tensor)` meets our detector contract."""
-    network = as_function(graph, INPUT, OUTPUTS, path=path)
+    """A `tf.Module` whose `serve(input_tensor)` meets our detector contract.
+
+    `serve` runs the network at the size of the image it gets (padded up to multiples of 32) when
+    that is at most `heads.MAX_DIRECT` a side (`--input-size 960x640` has the decoder resize each
+    frame to it); a larger image (a full frame, `--input-size native`) is letterboxed into 512 x 512
+    as the graph was shipped.
+    """
+    network = as_function(any_size(tf, graph, path), INPUT, OUTPUTS, path=path)
 
     class CenterNet(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
         def serve(self, input_tensor: Any) -> dict[str, Any]:
-            images, place = letterbox(tf, input_tensor, SIZE)
+            images, place = fit_network(tf, input_tensor, SIZE)
             keypoints, wh = network(images)
             xyxy, scores, class_index = decode(tf, keypoints, wh)
             return contract_outputs(tf, xyxy, scores, class_index, place)
