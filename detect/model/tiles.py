@@ -25,7 +25,7 @@ import numpy as np
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.model.inputs import InputSize
+from detect.model.inputs import FitSize, InputSize
 from detect.model.nms import class_aware_nms
 
 # Pixels: a box this close to a tile border inside the image is a cut object. Measured on the real
@@ -143,4 +143,4 @@ class TiledDetector:
 
 
 class Resize(Protocol):
-    def __call__(self, images: np.ndarray, size: tuple[int, int]) -> np.ndarray: ...
+    def __call__(self, images: np.ndarray, size: tuple[int, int] | FitSize) -> np.ndarray: ...
