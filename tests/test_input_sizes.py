@@ -133,3 +133,12 @@ def test_openvino_gives_tensorflow_boxes_at_960x640(centernet_json, real_frame_p
     assert len(reference.scores) > 5 and len(found.scores) == len(reference.scores)
     np.testing.assert_allclose(found.xyxy, reference.xyxy, atol=1.0)  # f32 OpenVINO: within a pixel
     np.testing.assert_array_equal(found.class_ids, reference.class_ids)
+
+
+def test_detect_model_shows_the_default_size_and_what_the_others_cost(centernet_json, capsys):
+    assert main(["model", str(centernet_json)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == "defaults: input size fit:960x640, threshold 0.3, NMS IoU 0.7"
+    sizes = [line for line in lines if line.startswith("  --input-size ")]
+    assert len(sizes) == len(centernet.SIZE_COSTS) and sizes[0].startswith("  --input-size native: model time 1.00x")
+    assert any(line.startswith("  --input-size fit:960x640 (default): model time 1.48x") for line in sizes)

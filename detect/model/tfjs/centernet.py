@@ -47,6 +47,15 @@ PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin"
 # ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
 # (the full frame letterboxed into 512 inside the model) in their sidecar.
 DEFAULTS = {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
+# What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
+# AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
+SIZE_COSTS = {
+    "native": (0.299, 0.540, 0.457, 1.0),
+    "fit:864x576": (0.338, 0.535, 0.492, 1.53),
+    "fit:960x640": (0.381, 0.513, 0.473, 1.48),
+    "fit:1056x704": (0.327, 0.590, 0.492, 1.98),
+    "960x640": (0.338, 0.513, 0.464, 2.14),
+}
 
 INPUT = "tower_0/images"
 OUTPUTS = ("tower_0/keypoints", "tower_0/wh")
