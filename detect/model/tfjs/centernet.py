@@ -22,13 +22,12 @@ Upstream: github 610265158/mobilenetv3_centernet, converted to TF.js by vladmand
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-from detect.core.errors import ModelError
 from detect.model.tfjs.graph import TfjsGraph, as_function
 from detect.model.tfjs.heads import contract_outputs, fit_network
+from detect.model.tfjs.sizes import shape_derived
 
 NAME = "centernet"
 DESCRIPTION = "CenterNet MobileNetV3 trained on COCO"
@@ -90,53 +89,9 @@ def decode(tf: Any, keypoints: Any, wh: Any, top_k: int = TOP_K) -> tuple[Any, A
 
 
 def any_size(tf: Any, graph: TfjsGraph, path: Path) -> TfjsGraph:
-    """The graph with its three upsample targets computed from the input's shape, not constants.
-
-    Each constant becomes `StridedSlice(Shape(input), [1], [3]) // stride`: (H, W) of the NHWC input
-    over 16, 8, 4. At 512 x 512 that is the constants' own 32, 64, 128 (a test checks the graph's
-    decode is unchanged there).
-    """
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.CopyFrom(graph.graph_def)
-    nodes = {node.name: node for node in graph_def.node}
-    missing = [name for name in UPSAMPLE_TARGETS if nodes.get(name) is None or nodes[name].op != "Const"]
-    if missing:
-        raise ModelError(f"model {path}: no constant upsample target {missing[0]} (not the CenterNet graph this "
-                         f"head knows)")
-    node_type = type(graph_def.node[0])
-    shape = f"{INPUT}/any_size/shape"
-    added = [_node(node_type, shape, "Shape", [INPUT], T=tf.float32.as_datatype_enum,
-                   out_type=tf.int32.as_datatype_enum)]
-    for name, value in (("begin", [1]), ("end", [3]), ("strides", [1])):
-        added.append(_const(tf, node_type, f"{INPUT}/any_size/{name}", value))
-    sides = f"{INPUT}/any_size/sides"
-    added.append(_node(node_type, sides, "StridedSlice", [shape] + [f"{INPUT}/any_size/{n}" for n in
-                                                                   ("begin", "end", "strides")],
-                       T=tf.int32.as_datatype_enum, Index=tf.int32.as_datatype_enum))
-    for name, stride in UPSAMPLE_TARGETS.items():
-        node = nodes[name]
-        added.append(_const(tf, node_type, f"{name}/stride", [stride]))
-        node.Clear()
-        node.name, node.op = name, "FloorDiv"
-        node.input.extend([sides, f"{name}/stride"])
-        node.attr["T"].type = tf.int32.as_datatype_enum
-    graph_def.node.extend(added)
-    return dataclasses.replace(graph, graph_def=graph_def)
-
-
-def _node(node_type: Any, name: str, op: str, inputs: list[str], **types: int) -> Any:
-    node = node_type()
-    node.name, node.op = name, op
-    node.input.extend(inputs)
-    for key, value in types.items():
-        node.attr[key].type = value
-    return node
-
-
-def _const(tf: Any, node_type: Any, name: str, value: list[int]) -> Any:
-    node = _node(node_type, name, "Const", [], dtype=tf.int32.as_datatype_enum)
-    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value, dtype=tf.int32))
-    return node
+    """The graph with its three upsample targets the NHWC input's (H, W) over 16, 8, 4, not constants
+    (at 512 x 512 the constants' own 32, 64, 128: a test checks the graph's decode is unchanged)."""
+    return shape_derived(tf, graph, path, INPUT, UPSAMPLE_TARGETS, (1, 3), SHORT_NAME)
 
 
 def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
