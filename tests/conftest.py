@@ -1,4 +1,14 @@
-"""Shared fixtures: the real Waymo frame (from ../shared), the tiny committed v2 segment."""
+"""Shared fixtures: the real Waymo frame (from ../shared), the tiny committed v2 segment; the test
+tiers (markers), the Hypothesis profiles and the timeouts of tests that start processes.
+
+Tiers (`--strict-markers`: a mark not registered in pyproject.toml is an error):
+- `slow`: a real detector (CenterNet, NanoDet, the person model) or a full pipeline over many
+  frames. Tests that use a real-model fixture (`SLOW_FIXTURES`) are marked here without asking.
+- `ray`: starts a local Ray cluster.
+- `signals`: starts `detect` as a process and signals or kills it.
+`make test-fast` runs `-m "not slow and not ray and not signals"`; `make test` runs everything.
+Tests marked `ray` or `signals` get a timeout (pytest-timeout) unless they set their own.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
 # means it (and checks it finds the same boxes), so the rest does not convert every model it builds.
@@ -13,8 +24,44 @@ os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
 
 pytest_plugins = ["conftest_models"]
 
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Hypothesis: `ci` (CI=true) draws the full number of examples, `dev` a fifth of them, so a
+# developer's run is quick and CI's is thorough; HYPOTHESIS_PROFILE=ci runs CI's locally.
+# A test asks for a share of the profile's examples (`examples(share)`), smaller when an example
+# costs more. No deadline: TensorFlow's first call takes seconds on a busy machine.
+settings.register_profile("ci", max_examples=300, deadline=None, print_blob=True)
+settings.register_profile("dev", max_examples=60, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
+
+
+def examples(share: float) -> int:
+    """`share` of the loaded profile's examples (ci: 300, dev: 60), at least one."""
+    return max(1, round(settings().max_examples * share))
+
+
+# Fixtures that load a real detector: a test that uses one is `slow` (see the module docstring).
+SLOW_FIXTURES = frozenset({
+    "coco_model", "npm_files", "person_pb", "person_saved_model", "tf1_zoo_saved_model", "two_models",
+    "nanodet_files", "nanodet_model", "nanodet_run",
+})
+# Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
+TIMEOUTS = {"signals": 300, "ray": 600}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("timeout") is None:
+            limits = [seconds for mark, seconds in TIMEOUTS.items() if item.get_closest_marker(mark)]
+            if limits:
+                item.add_marker(pytest.mark.timeout(max(limits)))
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+# ../shared beside the clone (as CI has it); DETECT_SHARED names another (a worktree's ../ has none).
+SHARED = Path(os.environ.get("DETECT_SHARED") or ROOT.parent / "shared")
+SHARED_FRAME = SHARED / "fixtures" / "waymo_v1_one_frame.tfrecord"
 REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"
 TINY_V2_DIR = Path(__file__).parent / "fixtures" / "tiny_v2"
 TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
@@ -32,6 +79,9 @@ def lower_priority() -> None:
 def real_frame_path() -> Path:
     """The real one-frame v1 segment; its license keeps it out of this repo."""
     if not SHARED_FRAME.exists():
+        if IN_CI:  # CI has ../shared beside its clone: a missing frame there is a broken setup, not a skip
+            pytest.fail(f"CI=true but the real Waymo fixture is missing: {SHARED_FRAME} (../shared beside the clone)",
+                        pytrace=False)
         pytest.skip(f"real Waymo fixture not found at {SHARED_FRAME} (it lives in ../shared, outside the repo)")
     return SHARED_FRAME
 

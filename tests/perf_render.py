@@ -98,9 +98,11 @@ def main() -> None:
     small = canvas.reduce(3)
     rows.append(("array -> PIL image (copy for the animation path)", median_ms(lambda: to_canvas(annotated), r), ""))
     rows.append(("downscale 1920->640 (reduce 3)", median_ms(lambda: canvas.reduce(3), r), ""))
-    rows.append(("GIF quantize FASTOCTREE + LZW encode (640)", median_ms(lambda: encode_gif_frame(small), r), f"{len(encode_gif_frame(small).block) / 1e3:.0f} KB"))
+    rows.append(("GIF quantize FASTOCTREE + LZW encode (640)", median_ms(lambda: encode_gif_frame(small), r),
+                 f"{len(encode_gif_frame(small).block) / 1e3:.0f} KB"))
     rows.append(("GIF quantize MEDIANCUT only (640, for comparison)", median_ms(lambda: small.quantize(256), 3), ""))
-    rows.append(("prepare_animation_frame (downscale+tile+quantize+encode)", median_ms(lambda: prepare_animation_frame(annotated, key), r), ""))
+    rows.append(("prepare_animation_frame (downscale+tile+quantize+encode)",
+                 median_ms(lambda: prepare_animation_frame(annotated, key), r), ""))
 
     frame = prepare_animation_frame(annotated, key)
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,7 +116,8 @@ def main() -> None:
             for _ in range(n):
                 mp4.append(frame.image, next(ts))
             mp4.close()
-            rows.append(("MP4 append 640 wide, veryfast (wall per frame incl. close)", (time.perf_counter() - start) * 1000 / n, ""))
+            rows.append(("MP4 append 640 wide, veryfast (wall per frame incl. close)",
+                         (time.perf_counter() - start) * 1000 / n, ""))
 
         small_frames = {
             cam: prepare_animation_frame(draw_detections(img, dets), FrameKey("bench", 0, cam))
@@ -123,7 +126,8 @@ def main() -> None:
         tiles = {cam: f.tile for cam, f in small_frames.items()}
         layout = mosaic_layout(tiles[CameraName.FRONT].width)
         caption = ("1024360143612057520_3580_000_3600_000", "t = 0.0 s", "1553735853462203")
-        rows.append((f"mosaic compose (5 tiles of {layout.tile_width})", median_ms(lambda: compose_mosaic(tiles, layout, caption), r), ""))
+        rows.append((f"mosaic compose (5 tiles of {layout.tile_width})",
+                     median_ms(lambda: compose_mosaic(tiles, layout, caption), r), ""))
         mosaic = compose_mosaic(tiles, layout, caption)
         rows.append((f"mosaic GIF quantize + encode ({layout.size[0]} wide)", median_ms(lambda: encode_gif_frame(mosaic), r), ""))
 

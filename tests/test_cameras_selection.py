@@ -23,8 +23,10 @@ def test_parse_cameras_splits_commas_dedups_and_sorts():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("rear", "unknown camera 'rear': expected one of FRONT (1), FRONT_LEFT (2), FRONT_RIGHT (3), SIDE_LEFT (4), SIDE_RIGHT (5)"),
-        ("9", "unknown camera number 9: expected 1-5 (FRONT (1), FRONT_LEFT (2), FRONT_RIGHT (3), SIDE_LEFT (4), SIDE_RIGHT (5))"),
+        ("rear", "unknown camera 'rear': expected one of "
+                 "FRONT (1), FRONT_LEFT (2), FRONT_RIGHT (3), SIDE_LEFT (4), SIDE_RIGHT (5)"),
+        ("9", "unknown camera number 9: expected 1-5 "
+              "(FRONT (1), FRONT_LEFT (2), FRONT_RIGHT (3), SIDE_LEFT (4), SIDE_RIGHT (5))"),
     ],
 )
 def test_unknown_camera_messages(value, message):

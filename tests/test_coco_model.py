@@ -256,7 +256,7 @@ def test_a_bin_of_the_wrong_length_is_refused(npm_files, tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("{not json", "is not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ("{not json", "is not valid JSON (Expecting property name enclosed in double quotes, line 1 column 2)"),
     ("[1, 2]", "is not a TF.js graph model (the JSON is a list, not an object)"),
     ('{"format": "layers-model", "modelTopology": {}}', "is not a TF.js graph model (no modelTopology.node)"),
     ('{"modelTopology": {"node": [{"name": "x", "op": "Placeholder"}]}, "weightsManifest": []}',

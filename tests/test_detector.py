@@ -185,6 +185,8 @@ for name in sys.argv[1:]:
 print(json.dumps(out))
 """
 
+@pytest.mark.slow  # a second Python with TensorFlow on two logical CPUs (`make test-fast` leaves it out)
+@pytest.mark.timeout(180)
 def test_mirrored_on_two_logical_cpus_matches_single_device(stub_models, dynamic):
     env = {**os.environ, "DETECT_LOGICAL_CPUS": "2", "PYTHONPATH": str(ROOT)}
     names = [str(stub_models["stub_dynamic"]), str(stub_models["stub_batch1"])]

@@ -72,7 +72,8 @@ def test_in_place_draws_the_same_pixels_on_the_callers_array():
 
 @pytest.mark.parametrize(
     "image",
-    [Image.fromarray(synthetic_image()), synthetic_image()[:, ::2], np.frombuffer(synthetic_image().tobytes(), np.uint8).reshape(120, 160, 3)],
+    [Image.fromarray(synthetic_image()), synthetic_image()[:, ::2],
+     np.frombuffer(synthetic_image().tobytes(), np.uint8).reshape(120, 160, 3)],
     ids=["pil", "strided", "read-only"],
 )
 def test_in_place_needs_a_writable_contiguous_array(image):
@@ -134,7 +135,8 @@ def test_threshold_classes_and_max_boxes():
 
 def test_labels_and_scores_off_draws_boxes_only():
     image = np.zeros((60, 80, 3), np.uint8)
-    out = np.asarray(draw_detections(image, dets([[20, 20, 60, 50]]), DrawStyle(show_labels=False, show_scores=False, line_width=1)))
+    out = np.asarray(draw_detections(image, dets([[20, 20, 60, 50]]),
+                                     DrawStyle(show_labels=False, show_scores=False, line_width=1)))
     # Only the 1-px outline is painted: nothing above the box (where a chip would go).
     assert not out[:20].any()
     assert out[20, 20:61].all() and not out[30, 30].any()
@@ -143,7 +145,8 @@ def test_labels_and_scores_off_draws_boxes_only():
 def test_dashed_style_for_overlays():
     image = np.zeros((60, 80, 3), np.uint8)
     solid = np.asarray(draw_detections(image, dets([[10, 10, 70, 50]]), DrawStyle(show_labels=False, show_scores=False)))
-    dashed = np.asarray(draw_detections(image, dets([[10, 10, 70, 50]]), DrawStyle(show_labels=False, show_scores=False, dashed=True)))
+    dashed = np.asarray(draw_detections(image, dets([[10, 10, 70, 50]]),
+                                        DrawStyle(show_labels=False, show_scores=False, dashed=True)))
     assert 0 < np.count_nonzero(dashed.any(-1)) < np.count_nonzero(solid.any(-1))
 
 

@@ -204,7 +204,8 @@ def test_the_pictures_show_what_matches_parquet_says(one_step):
         found = Detections(rows[["xmin", "ymin", "xmax", "ymax"]].to_numpy(np.float32), rows["score"].to_numpy(),
                            rows["class_id"].to_numpy(np.int32), tuple(rows["label"]))
         judged = judge(found, image_labels, ALL_TYPES, DrawStyle(threshold=threshold))
-        here = matches[(matches[CAMERA] == int(image_key.camera_name)) & matches["type_name"].isin(["VEHICLE", "PEDESTRIAN", "CYCLIST"])]
+        here = matches[(matches[CAMERA] == int(image_key.camera_name))
+                       & matches["type_name"].isin(["VEHICLE", "PEDESTRIAN", "CYCLIST"])]
         drawn = here[(here["kind"] == "detection") & (here["score"] >= threshold)]
         missed = here[(here["kind"] == "label") & ~(here["matched"] & (here["score"] >= threshold))]
         assert (judged.count(HIT), judged.count(FALSE_ALARM), judged.count(MISSED)) == (

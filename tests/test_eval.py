@@ -129,7 +129,7 @@ def test_the_default_map_and_a_person_only_model():
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("{not json", "not JSON"),
+    ("{not json", "is not valid JSON (Expecting property name enclosed in double quotes, line 1 column 2)"),
     ("[1]", "expected a JSON object from model classes to Waymo types"),
     ('{"unicorn": "VEHICLE"}', "unknown COCO class 'unicorn'"),
     ('{"car": "TRAIN"}', "'car' maps to 'TRAIN'; expected one of VEHICLE, PEDESTRIAN, SIGN, CYCLIST (or 1-4)"),
@@ -187,6 +187,7 @@ def test_labels_are_drawn_dashed_in_their_type_color_with_a_legend():
         draw_labels(image, [])
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--out", str(out), "--model", str(stub_dynamic_dir), "--gt",
@@ -206,6 +207,7 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     assert "PEDESTRIAN LEVEL_2       15" in printed and "VEHICLE    LEVEL_2       50" in printed
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_gt_without_labels_is_refused_by_both_engines(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     source = tmp_path / "in" / "camera_image" / tiny_v2_path.name
     source.parent.mkdir(parents=True)
@@ -219,6 +221,7 @@ def test_gt_without_labels_is_refused_by_both_engines(tiny_v2_path, stub_dynamic
     assert f"{source}: --gt asks for labels, but none were found" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_a_pooled_run_equals_one_library_evaluation_of_everything(tmp_path):
     """Segments are matched one at a time and accumulated together (detect.evaluate.pooled): every
     number equals faster-coco-eval run once over the whole run's exported COCO JSON."""
@@ -290,6 +293,7 @@ def test_the_pool_accumulates_exactly_as_the_library_with_ties_across_images():
     np.testing.assert_array_equal(pooled["recall"][..., 0], np.asarray(once.eval["recall"])[..., -1])
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_a_pooled_run_gives_each_segment_its_own_numbers_and_pages(tmp_path):
     """`detect eval RUN` also writes each segment's own eval.json (the same as evaluating it alone),
     so `detect report RUN` fills every segment page and the index's AP50 column."""

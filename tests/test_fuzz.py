@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
+from conftest import REAL_SEGMENT, examples
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -49,9 +49,10 @@ START = 1_600_000_000_000_000
 LIBJPEG_MAX_SIDE = 65500
 
 
-def fuzz(max_examples: int) -> settings:
-    """Hypothesis settings for these tests: no deadline (TensorFlow's first call takes seconds)."""
-    return settings(max_examples=max_examples, deadline=None, suppress_health_check=SUPPRESSED)
+def fuzz(share: float) -> settings:
+    """Hypothesis settings for these tests: `share` of the profile's examples (tests/conftest.py: the
+    ci profile's 300 for a share of 1), no deadline (TensorFlow's first call takes seconds)."""
+    return settings(max_examples=examples(share), deadline=None, suppress_health_check=SUPPRESSED)
 
 
 # --- strategies --------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def name_pairs(draw: st.DrawFn) -> tuple[str, str]:
     return first, first[:at] + draw(ANY_CHAR) + first[at + draw(st.integers(0, 1)):]
 
 
-@fuzz(300)
+@fuzz(1)
 @given(name=NAMES)
 @with_name_examples()
 def test_any_name_maps_to_one_safe_directory_inside_out(out_root: Path, name: str) -> None:
@@ -289,7 +290,7 @@ def test_any_name_maps_to_one_safe_directory_inside_out(out_root: Path, name: st
         path.rmdir()
 
 
-@fuzz(300)
+@fuzz(1)
 @given(pair=name_pairs())
 @example(pair=("a/b", "a\nb"))
 @example(pair=("a/b", "a_b"))
@@ -303,7 +304,7 @@ def test_different_names_get_different_directories(pair: tuple[str, str]) -> Non
     assert segment_dir_name(first) != segment_dir_name(second)
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(name=SAFE_NAMES)
 @example(name=REAL_SEGMENT)
 def test_safe_names_are_their_own_directory(out_root: Path, name: str) -> None:
@@ -312,7 +313,7 @@ def test_safe_names_are_their_own_directory(out_root: Path, name: str) -> None:
     assert segment_dir(out_root, name) == out_root / name
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(name=NAMES, limit=st.integers(12, 200))
 @with_name_examples(limit=80)
 @with_name_examples(limit=12)
@@ -335,7 +336,7 @@ V2_ROWS = st.lists(
 )
 
 
-@fuzz(150)
+@fuzz(1 / 2)
 @given(content=st.one_of(st.binary(max_size=4096), st.binary(max_size=4096).map(lambda b: b"PAR1" + b + b"PAR1")))
 @example(content=b"")
 @example(content=b"PAR1")
@@ -347,7 +348,7 @@ def test_v2_readers_on_any_bytes(content: bytes) -> None:
         check_all_readers(path, tmp / "out")
 
 
-@fuzz(60)
+@fuzz(1 / 5)
 @given(frames=camera_frames())
 def test_v2_valid_files_with_hostile_names_read_back(frames: list[CameraFrame]) -> None:
     """The generator of the mutation test makes readable files, whatever the segment name."""
@@ -360,7 +361,7 @@ def test_v2_valid_files_with_hostile_names_read_back(frames: list[CameraFrame]) 
         assert_inside(tmp / "out", got[0].segment_context_name)
 
 
-@fuzz(150)
+@fuzz(1 / 2)
 @given(frames=camera_frames(), edits=EDITS, cut=CUTS)
 @example(frames=example_frames(REAL_SEGMENT), edits=[("name", 0, 0x80)], cut=None)
 def test_v2_readers_on_mutated_valid_files(frames: list[CameraFrame], edits: list[Edit], cut: int | None) -> None:
@@ -371,7 +372,7 @@ def test_v2_readers_on_mutated_valid_files(frames: list[CameraFrame], edits: lis
         check_all_readers(path, tmp / "out")
 
 
-@fuzz(150)
+@fuzz(1 / 2)
 @given(rows=V2_ROWS)
 @example(rows=[("seg", START, 1, with_header_size(tiny_jpeg(), 20000, 20000))])
 @example(rows=[("a", START, 1, tiny_jpeg()), ("b\nc", START, 2, tiny_jpeg())])
@@ -382,7 +383,7 @@ def test_v2_readers_on_well_formed_files_with_any_values(rows: list[V2Row]) -> N
         check_all_readers(write_v2_rows(tmp / "x.parquet", rows), tmp / "out")
 
 
-@fuzz(60)
+@fuzz(1 / 5)
 @given(names=st.lists(STORABLE_NAMES, min_size=2, max_size=4, unique=True))
 @example(names=["a", "b\nc"])
 def test_v2_refusals_are_one_line(names: list[str]) -> None:
@@ -408,7 +409,7 @@ FRAME_RECORDS = st.builds(
 )
 
 
-@fuzz(25)
+@fuzz(1 / 12)
 @given(content=st.binary(max_size=4096))
 @example(content=b"")
 @example(content=b"\x00" * 16)
@@ -419,7 +420,7 @@ def test_v1_readers_on_any_bytes(waymo_protos: object, content: bytes) -> None:
         check_all_readers(path, tmp / "out")
 
 
-@fuzz(25)
+@fuzz(1 / 12)
 @given(frames=camera_frames(), edits=EDITS, cut=CUTS)
 def test_v1_readers_on_mutated_valid_files(
     waymo_protos: object, frames: list[CameraFrame], edits: list[Edit], cut: int | None,
@@ -451,7 +452,7 @@ def raw_frame_record(name: bytes, camera: int = 1, jpeg: bytes = b"\xff\xd8") ->
             + b"\x22" + _varint(len(image)) + image)
 
 
-@fuzz(30)
+@fuzz(1 / 10)
 @given(records=st.lists(
     st.one_of(st.binary(max_size=256), FRAME_RECORDS, FRAME_RECORDS.flatmap(mutations)), min_size=1, max_size=3,
 ))
@@ -473,7 +474,7 @@ JPEG_LIKE = st.one_of(
 DECODABLE = st.builds(tiny_jpeg, st.integers(MIN_SIDE, 40), st.integers(MIN_SIDE, 40), st.integers(0, 200))
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(jpeg=JPEG_LIKE)
 @example(jpeg=b"")
 def test_decode_error_on_any_bytes_is_one_line(jpeg: bytes) -> None:
@@ -482,7 +483,7 @@ def test_decode_error_on_any_bytes_is_one_line(jpeg: bytes) -> None:
     assert "\n" not in message
 
 
-@fuzz(150)
+@fuzz(1 / 2)
 @given(width=SIDES, height=SIDES, max_pixels=st.one_of(st.just(DEFAULT_MAX_PIXELS), st.integers(1, 2**28)))
 @example(width=13000, height=13000, max_pixels=DEFAULT_MAX_PIXELS)
 def test_decode_error_never_decodes_a_refused_header_size(width: int, height: int, max_pixels: int) -> None:
@@ -503,14 +504,14 @@ def test_decode_error_names_the_limit_for_a_13000_square_header() -> None:
     assert "13000x13000" in message and "over the limit" in message and "not decoded" in message
 
 
-@fuzz(300)
+@fuzz(1)
 @given(width=st.integers(0, 2**20), height=st.integers(0, 2**20), max_pixels=st.integers(1, 2**30))
 def test_check_size_refuses_exactly_the_sizes_outside_the_limits(width: int, height: int, max_pixels: int) -> None:
     allowed = width * height <= max_pixels and min(width, height) >= MIN_SIDE and max(width, height) <= MAX_SIDE
     assert (check_size(width, height, max_pixels) is None) == allowed
 
 
-@fuzz(12)
+@fuzz(1 / 25)
 @given(items=st.lists(st.one_of(DECODABLE.map(lambda j: (True, j)), JPEG_LIKE.map(lambda j: (False, j))), max_size=5))
 def test_decode_stream_keeps_the_good_images_and_drops_the_rest(items: list[tuple[bool, bytes]]) -> None:
     decoded = list(decode_stream(enumerate(j for _, j in items), input_size=(32, 32), keep_full=True))
@@ -558,7 +559,7 @@ def rows_considered(total: int, num_detections: float) -> int:
     return total if not math.isfinite(num_detections) else max(0, min(total, round(num_detections)))
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES,
        threshold=THRESHOLDS, class_ids=CLASS_FILTERS)
 def test_to_detections_boxes_are_finite_and_inside_the_image(
@@ -586,7 +587,7 @@ def test_to_detections_boxes_are_finite_and_inside_the_image(
 ONE_ULP_WIDE = np.array([[0.1, 0.8132702, 0.5, np.nextafter(np.float32(0.8132702), np.float32(1))]], np.float32)
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES)
 @example(rows=(ONE_ULP_WIDE, np.array([0.9], np.float32), np.array([1.0], np.float32)),
          num_detections=1.0, width=3, height=480)
@@ -600,7 +601,7 @@ def test_to_detections_boxes_have_positive_area(
     assert (xmin < xmax).all() and (ymin < ymax).all()
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS)
 @example(rows=(np.array([[0.1, 0.1, 0.5, 0.5]]), np.array([0.9]), np.array([2.0**40])), num_detections=1.0)
 def test_to_detections_class_ids_are_the_models_classes_rounded(
@@ -613,7 +614,7 @@ def test_to_detections_class_ids_are_the_models_classes_rounded(
     assert set(det.class_ids.tolist()) <= set(considered.tolist())
 
 
-@fuzz(200)
+@fuzz(2 / 3)
 @given(rows=model_rows(unit_scores=True), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES)
 def test_to_detections_accounts_for_every_row(
     rows: tuple[np.ndarray, np.ndarray, np.ndarray], num_detections: float, width: int, height: int,

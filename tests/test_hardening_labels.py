@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT
+from conftest import TINY_SEGMENT, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,7 +115,7 @@ def test_null_difficulties_print_no_warning(tmp_path):
         assert labels_from_camera_box(str(path), SEG).count == 66
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(1 / 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.fixed_dictionaries({
     CAMERA: st.integers(-128, 127),
     BOX_CENTER_X: st.floats(allow_nan=True, allow_infinity=True),
@@ -165,6 +165,7 @@ def test_dropped_labels_reach_eval_json_and_export_writes_valid_json(tiny_v2_pat
         json.loads(text)
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_frame_path, tiny_v2_path, stub_dynamic_dir,
                                                                            tmp_path, capsys):
     out = tmp_path / "run"
@@ -194,7 +195,7 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
 NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.integers(-(2**24), 2**24))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(1 / 10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(detections=st.lists(st.tuples(st.integers(-(2**62), 2**62), st.integers(-128, 127), st.integers(-(2**31), 2**31 - 1),
                                      NUMBER, NUMBER, NUMBER, NUMBER, NUMBER), max_size=8),
        labels=st.lists(st.tuples(st.integers(-128, 127), st.integers(-128, 127), st.integers(-128, 127),

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT
+from conftest import TINY_SEGMENT, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,7 +181,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-(10**400), 10**400)
                     max_leaves=8)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(2 / 15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(manifest_values=st.dictionaries(st.sampled_from(["status", "counts", "timings", "settings", "model", "input",
                                                         "failures", "versions", "segment_context_name", "engine"]),
                                        JSON, max_size=6),

@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 import pytest
+from conftest import examples
 from faster_coco_eval import COCO, COCOeval_faster
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,7 +47,7 @@ box = st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(2, 40), st.i
     lambda b: (float(b[0]), float(b[1]), float(b[0] + b[2]), float(b[1] + b[3])))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(1 / 2), deadline=None)
 @given(gts=st.lists(st.tuples(box, st.sampled_from([VEHICLE, PEDESTRIAN]), st.booleans()), max_size=6),
        dts=st.lists(st.tuples(box, st.sampled_from([0.2, 0.5, 0.5, 0.9, 0.33]), st.sampled_from([VEHICLE, PEDESTRIAN])),
                     max_size=8),

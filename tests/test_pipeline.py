@@ -27,6 +27,7 @@ def table(segment_dir):
     return pq.read_table(segment_dir / "detections.parquet")
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     seg = tmp_path / REAL_SEGMENT
@@ -73,9 +74,11 @@ def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_
     assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", "--no-eval", "--no-report",
                model=stub_dynamic_dir) == 0
     assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
-    assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [".detect", "detections.parquet", "manifest.json"]
+    assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [
+        ".detect", "detections.parquet", "manifest.json"]
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub_dynamic_dir, stub_batch1_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "d", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
     assert run(real_frame_path, "--out", tmp_path / "b", "--no-png", "--no-gif", model=stub_batch1_dir) == 0
@@ -124,7 +127,8 @@ def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path,
     assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     capsys.readouterr()
     assert run(tiny_v2_path, "--out", tmp_path, "--resume", "--threshold", "0.3", model=stub_dynamic_dir) == 2
-    assert "was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again" in capsys.readouterr().err
+    assert ("was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again"
+            in capsys.readouterr().err)
 
 
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
@@ -183,7 +187,6 @@ def _outputs(seg):
     return files
 
 
-@pytest.mark.slow
 def _children(pid: int) -> set[int]:
     """Processes whose parent is `pid` (Linux /proc; empty elsewhere)."""
     found = set()
@@ -196,6 +199,8 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.slow
+@pytest.mark.signals
 def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, stub_dynamic_dir, tmp_path):
     frames = repeat_frames(real_camera_frames, 8, segment_context_name="killed")
     path = write_frames_tfrecord(tmp_path / "killed.tfrecord", frames)

@@ -182,7 +182,8 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
         assert [entries[n]["status"] for n in ("a.parquet", "b.parquet", "c.parquet")] == [
             "done_with_failures", "failed", "done_with_failures"]
         assert entries["b.parquet"]["error"].endswith("also comes from " + str(folder / "a.parquet") + " in this run; "
-                                                      f"both would write {segment_dir_name('../../escape')}/: run them one at a time")
+                                                      f"both would write {segment_dir_name('../../escape')}/: "
+                                                      "run them one at a time")
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["local", "ray"]
     local_files, ray_files = files(outs["local"]), files(outs["ray"])
     assert local_files.keys() == ray_files.keys()

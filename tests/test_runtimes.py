@@ -8,7 +8,9 @@ names its runtime.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -182,6 +184,7 @@ def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, pe
     assert boxes >= {"person": 3, "coco": 50}[which]  # the comparison is over real detections
 
 
+@pytest.mark.slow  # converts networks to OpenVINO (`make test-fast` leaves it out)
 def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_changes(tmp_path):
     model = build_conv_nms_model(tmp_path / "model")
     images = np.random.default_rng(1).integers(0, 255, (3, 40, 60, 3), dtype=np.uint8)
@@ -263,6 +266,7 @@ def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_mo
         Detector(tiny_model)
 
 
+@pytest.mark.slow  # converts a network to OpenVINO (`make test-fast` leaves it out)
 def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_path, stub_dynamic_dir, capsys,
                                                                            monkeypatch):
     from detect.model.runtimes import openvino as ov
@@ -319,3 +323,43 @@ def test_a_real_segment_evaluates_the_same_on_both_runtimes(coco_model, real_fra
     for key, (ap50, ap_waymo, hits, false_alarms) in results["tensorflow"].items():
         assert results["openvino"][key] == (pytest.approx(ap50, abs=0.01), pytest.approx(ap_waymo, abs=0.01),
                                             hits, false_alarms), key
+
+
+NO_TELEMETRY_SCRIPT = """
+import json, sys
+# A look-up or a packet towards any host, in this process or a forked one (OpenVINO's telemetry
+# sends from a forked multiprocessing.Process): appended to a file the test reads. urllib3's import
+# binds ::1 port 0 to probe for IPv6, which is not a contact.
+REACHING_OUT = {"socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr",
+                "socket.sendto", "socket.sendmsg"}
+
+def audit(event, args):
+    if event in REACHING_OUT:
+        with open(sys.argv[2], "a") as log:
+            log.write(f"{event} {args!r:.200}\\n")
+
+sys.addaudithook(audit)
+import numpy as np
+from detect.model.detector import Detector
+detector = Detector(sys.argv[1], threshold=0.0, runtime="openvino", batch_size=2)
+detector(np.zeros((2, 40, 60, 3), np.uint8))
+print(json.dumps({"runtime": detector.runtime.name, "reused": detector.runtime.describe()["reused_cache"],
+                  "telemetry": repr(sys.modules.get("openvino_telemetry", "never imported"))}))
+"""
+
+
+@pytest.mark.slow
+def test_a_conversion_contacts_no_host_and_writes_nothing_in_home(tmp_path):
+    """OpenVINO's converter would send usage telemetry to Google Analytics and write ~/intel."""
+    model = build_conv_nms_model(tmp_path / "model")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT), "DETECT_RUNTIME": "openvino"}
+    contacts = tmp_path / "contacts.log"
+    done = subprocess.run([sys.executable, "-c", NO_TELEMETRY_SCRIPT, str(model), str(contacts)], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts == {"runtime": "openvino", "reused": False, "telemetry": "None"}
+    assert not contacts.exists(), contacts.read_text()[:2000]
+    assert not (home / "intel").exists()  # no ~/intel/openvino_ga_cid, ~/intel/stats

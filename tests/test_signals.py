@@ -43,8 +43,8 @@ def segment(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def clean_run(segment, stub_dynamic_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean")
-    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out",
-                 str(out)]) == 0
+    assert main(["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+                 "--batch-size", "2", "--out", str(out)]) == 0
     return out
 
 
@@ -83,13 +83,14 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int
     pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
 
 
+@pytest.mark.signals
 @pytest.mark.parametrize("sig, lines", [(signal.SIGTERM, 2), (signal.SIGINT, 14), (signal.SIGTERM, 29),
                                         (signal.SIGINT, 40)])
 def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment, clean_run, stub_dynamic_dir,
                                                                           tmp_path, sig, lines):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--workers", "2", "--render", "processes"]
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
     proc = start(args)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines, IMAGES)
     proc.send_signal(sig)
@@ -106,19 +107,22 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     assert table(out / SEGMENT).num_rows == table(clean_run / SEGMENT).num_rows
 
 
+@pytest.mark.signals
 def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path):
     proc = start(["run", str(segment), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
     time.sleep(0.3)  # Python is importing the command's modules
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
-    assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written", MESSAGES[signal.SIGTERM][1])
+    assert err.strip().splitlines()[-1] in ("detect: interrupted while starting; nothing was written",
+                                            MESSAGES[signal.SIGTERM][1])
 
 
+@pytest.mark.signals
 def test_a_group_killed_outright_leaves_shared_memory_that_the_next_run_removes(segment, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--workers", "2", "--render", "processes"]
+    args = ["segment", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
     proc = start(args, start_new_session=True)
     wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", 6, IMAGES)
     os.killpg(proc.pid, signal.SIGKILL)  # the parent, its render processes and multiprocessing's tracker
@@ -141,11 +145,13 @@ def test_the_sweep_leaves_live_processes_and_other_names_alone(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(names[2:])
 
 
+@pytest.mark.signals
 @pytest.mark.ray
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")  # as in test_ray_engine.py
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(segment, clean_run, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--batch-size", "2", "--out", str(out),
-            "--engine", "ray"]
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--engine", "ray"]
     proc = start(args)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and not list(out.glob(f"{SEGMENT}/frames/*/*.png")):

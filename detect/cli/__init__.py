@@ -10,8 +10,10 @@ traceback only with --debug); 130 interrupted.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from detect.core.signals import Terminated, sigterm_as_interrupt
@@ -19,9 +21,21 @@ from detect.core.signals import Terminated, sigterm_as_interrupt
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
+def keep_dependency_state_in_our_cache() -> None:
+    """matplotlib (its font list) and Keras (keras.json) write into the home folder when first
+    imported: `~/.cache/matplotlib`, `~/.config/matplotlib`, `~/.keras`. `detect` writes nothing
+    outside OUT and its own cache, so unless the user chose their folders, they go under
+    `$XDG_CACHE_HOME/detect` (or `~/.cache/detect`), where the converted models go. Before either
+    is imported (they load lazily, with the first report or model)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "detect"
+    os.environ.setdefault("MPLCONFIGDIR", str(base / "matplotlib"))
+    os.environ.setdefault("KERAS_HOME", str(base / "keras"))
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """The `detect` command. Its modules load here, inside the guard: a Ctrl-C or SIGTERM while
     Python is still importing them ends with one line, not a traceback."""
+    keep_dependency_state_in_our_cache()
     with sigterm_as_interrupt():
         try:
             from detect.cli.app import main as run

@@ -39,11 +39,12 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except BrokenPipeError:  # `detect info ... | head`
         return EXIT_OK
     except Terminated:
-        print("detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where it stopped",
-              file=err)
+        resumable = "what finished is kept: rerun with --resume to continue where it stopped"
+        print(f"detect: terminated (SIGTERM); {resumable if _resumable(args) else _START_AGAIN}", file=err)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
-        print("detect: interrupted; rerun with --resume to continue where it stopped", file=err)
+        resumable = "rerun with --resume to continue where it stopped"
+        print(f"detect: interrupted; {resumable if _resumable(args) else _START_AGAIN}", file=err)
         return EXIT_INTERRUPTED
     except OSError as error:  # read-only or full disk, no permission, OUT is a file...
         if args.debug:
@@ -56,6 +57,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         print(f"detect: error: unexpected {type(error).__name__}: {one_line(str(error))} "
               f"(rerun with --debug for the traceback, and please report it)", file=err)
         return EXIT_USAGE
+
+
+_START_AGAIN = "rerun the command to start again"
+
+
+def _resumable(args: object) -> bool:
+    """Whether the command takes `--resume` (`run`, `segment`); others (`compare`, `model`) start again."""
+    return hasattr(args, "resume")
 
 
 def one_line(text: str) -> str:

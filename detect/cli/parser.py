@@ -14,6 +14,7 @@ from detect.cli.values import (
     AUTO_GT,
     MAX_ANIMATION_WIDTH,
     MAX_BATCH_SIZE,
+    MAX_BOOTSTRAP,
     MAX_WORKERS,
     MIN_ANIMATION_WIDTH,
     bounded_int,
@@ -119,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", metavar="A", type=Path, help="the first results folder")
     compare.add_argument("b", metavar="B", type=Path, help="the second results folder")
     compare.add_argument("--out", type=Path, required=True, help="where to write compare.html and its pictures")
-    compare.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N",
-                         help="resamples of the frames for the interval of each difference (default 1000; 0: none)")
+    compare.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000, metavar="N",
+                         help=f"resamples of the frames for the interval of each difference (default 1000; 0: none; at most {MAX_BOOTSTRAP:,})")
     compare.add_argument("--seed", type=non_negative_int, default=0, help="the resampling's seed (default 0)")
     compare.add_argument("--quiet", action="store_true", help="no table")
     compare.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder")

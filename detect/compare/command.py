@@ -86,8 +86,8 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     notes = [*a.notes, *b.notes, *pairing.left_out_lines()]
     if not frames_a or not frames_b:
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
-    animations = pictures.animations(pairing.common, frames_a, frames_b, names, target)
-    shown = pictures.gallery([k for _, k, _ in collected.disagreement], frames_a, frames_b, names, target)
+    animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes)
+    shown = pictures.gallery([k for _, k, _ in collected.disagreement], frames_a, frames_b, names, target, notes)
     comparison["animations"] = [p.name for p in animations]
     comparison["gallery"] = [{"image": _key(k), "file": p.name, "frame_a": str(frames_a[k]), "frame_b": str(frames_b[k]),
                               "disagreement": next(n for n, key, _ in collected.disagreement if key == k)}

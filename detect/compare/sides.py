@@ -80,6 +80,9 @@ def load_side(label: str, root: Path, class_map: ClassMap, gt: str | None = None
                          f"{segments[segment.name].directory}); left out")
             continue
         segments[segment.name] = segment
+        notes.extend(f"{label}: {line}" for line in segment.notes)
+        if segment.labels_mismatch is not None:
+            notes.append(f"{label}: {segment.labels_mismatch}: agreement only for it")
     if not segments:
         raise InputError(f"{root}: no segment results could be read ({notes[0] if notes else 'none found'})")
     first = next(iter(segments.values()))

@@ -42,6 +42,13 @@ def import_tensorflow() -> ModuleType:
     return tf
 
 
+def native_stderr_quiet() -> contextlib.AbstractContextManager[None]:
+    """File descriptor 2 pointed elsewhere while native code that logs there runs (OpenVINO's
+    frontends print `E0000 ... text_format.cc` lines for a file they cannot parse), unless verbose."""
+    verbose = _verbose or os.environ.get(VERBOSE_ENV) == "1"
+    return contextlib.nullcontext() if verbose else _fd_silenced(2)  # where C++ writes, whatever sys.stderr is
+
+
 @contextlib.contextmanager
 def _stderr_silenced() -> Iterator[None]:
     try:
@@ -49,8 +56,19 @@ def _stderr_silenced() -> Iterator[None]:
     except (AttributeError, OSError, ValueError):  # pytest capture, notebooks: nothing to hide
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(fd)
+    with _fd_silenced(fd):
+        yield
+
+
+@contextlib.contextmanager
+def _fd_silenced(fd: int) -> Iterator[None]:
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stderr.flush()
+    try:
+        saved = os.dup(fd)
+    except OSError:  # no such descriptor (a daemon that closed it): nothing to hide
+        yield
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, fd)

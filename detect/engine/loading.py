@@ -127,6 +127,17 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
 
 
+def expected_facts(spec: ModelSpec) -> dict[str, Any]:
+    """The facts of `model_facts` that a segment's resume key holds, known without loading the
+    model: a rerun checks its completed segments against them before deciding to load it."""
+    try:
+        class_ids = parse_classes(spec.classes)
+    except UnknownClassError as err:
+        raise UsageError(str(err)) from None
+    return {"path": str(model_path(spec).resolve()), "score_floor": float(min(spec.score_floor, spec.threshold)),
+            "classes": sorted(class_ids) if class_ids else None, "nms_iou": spec.nms_iou}
+
+
 def check_classes(path: Path, classes: tuple[str, ...] | None) -> None:
     """`--classes` asking for a class the model cannot output is refused (it would silently draw
     and keep nothing), from the model's sidecar, before TensorFlow loads it."""

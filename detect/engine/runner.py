@@ -19,11 +19,12 @@ from detect.core.errors import OutputError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
-from detect.engine.loading import LoadedModel, load_model, model_kind, watermark
+from detect.engine.loading import LoadedModel, expected_facts, load_model, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
+from detect.sinks import journal
 from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
@@ -95,9 +96,11 @@ def _run_locked(spec: RunSpec, engine: Engine, reporter: Reporter, clock: Callab
     started = clock()
     outcomes: dict[str, SegmentOutcome] = {}
     claims: dict[str, str] = {}
+    model = expected_facts(spec.model)
     for source in sources:
-        before = None if spec.settings.mode == "overwrite" else carried_over(root, source, previous.get(source.uri),
-                                                                              spec.retry_failed)
+        before = None if spec.settings.mode == "overwrite" else carried_over(
+            root, source, previous.get(source.uri), spec.retry_failed,
+            expected=lambda name: spec.settings.resume_key(model, name))
         if before is not None:
             outcomes[source.uri] = before
             if before.segment_context_name:
@@ -107,18 +110,18 @@ def _run_locked(spec: RunSpec, engine: Engine, reporter: Reporter, clock: Callab
         outcomes[outcome.path] = outcome
 
     todo = [s for s in sources if s.uri not in outcomes]
-    model = None
+    facts = None
     stopped_by = None
     try:
         if todo:
-            model = engine.run(todo, spec, claims, record, reporter)
+            facts = engine.run(todo, spec, claims, record, reporter)
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see detect.core.signals): recorded, then passed on
         stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
         raise
     finally:  # also when interrupted: what finished is recorded
         done = [outcomes[s.uri] for s in sources if s.uri in outcomes]
         write_run_file(run_file, done, previous, clock() - started, spec, stopped_by)
-    return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started, model)
+    return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started, facts)
 
 
 class LocalEngine:
@@ -179,7 +182,13 @@ def previous_outcomes(run_file: Path) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool) -> SegmentOutcome | None:
+# The rules that judge errors depend on each input's labels, known once it is opened: a completed
+# segment is checked on all the other settings, which include the model, threshold and tiling.
+UNCHECKED_BEFORE_OPENING = ("errors",)
+
+
+def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool,
+                 expected: Callable[[str], dict[str, Any]] | None = None) -> SegmentOutcome | None:
     """The outcome of an earlier run that stands, or None if the segment needs work now.
 
     Judged from the run file and the segment's own manifest, without opening the input.
@@ -193,9 +202,17 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
         return SegmentOutcome(source.uri, None, Status.FAILED, error=f"{previous.get('error')} (not retried; use --retry-failed)")
     if not isinstance(name, str) or not name:
         return None
-    manifest = read_manifest(out / segment_dir_name(name) / MANIFEST_FILE)
+    segment_dir = out / segment_dir_name(name)
+    manifest = read_manifest(segment_dir / MANIFEST_FILE)
     if not manifest:
         return None
+    try:
+        changes = [] if expected is None else changed_settings(segment_dir, expected(name))
+    except OutputError as error:  # a corrupt settings file: refused, never skipped unchecked
+        return SegmentOutcome(source.uri, name, Status.FAILED, error=str(error))
+    if changes:  # never skipped as done: the run folder would mix settings
+        return SegmentOutcome(source.uri, name, Status.FAILED, error=f"{segment_dir} was written with other settings "
+                                                                     f"({'; '.join(changes)}); use --overwrite to start again")
     if manifest.get("status") == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.get("status") == COMPLETE_WITH_FAILURES and not retry_failed:
@@ -203,6 +220,15 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
         return SegmentOutcome(source.uri, name, Status.PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None
+
+
+def changed_settings(segment_dir: Path, expected: dict[str, Any]) -> list[str]:
+    """How the settings recorded in a finished segment differ from this run's (none recorded: none)."""
+    recorded = journal.load_settings(segment_dir)
+    if recorded is None:
+        return []
+    checked = [k for k in expected if k not in UNCHECKED_BEFORE_OPENING]
+    return journal.differences({k: recorded.get(k) for k in checked}, {k: expected[k] for k in checked})
 
 
 def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,

@@ -93,6 +93,7 @@ class _Stream:
         self.directories = found.with_manifest()
         self.notes: list[str] = list(found.skipped)
         self.unlabeled: list[tuple[str, Path]] = []
+        self.mismatched: dict[Path, str] = {}  # segment directory -> why the --gt labels are not its own
         self.stand_ins: set[str] = set()
         self.class_counts: dict[int, int] = {}
         self.thresholds: set[float] = set()
@@ -121,8 +122,11 @@ class _Stream:
                 self.notes.append(f"{printable(str(err), 300)}; left out")
                 continue
             self.read += 1
+            self.notes.extend(segment.notes)
             if not segment.labels:
                 self.unlabeled.append((segment.name, segment.directory))
+                if segment.labels_mismatch is not None:
+                    self.mismatched[segment.directory] = segment.labels_mismatch
                 continue
             if segment.threshold != self.threshold:
                 self.thresholds.add(segment.threshold)
@@ -138,12 +142,15 @@ class _Stream:
             yield segment
 
     def nothing_message(self) -> str:
+        if self.mismatched:
+            return f"{next(iter(self.mismatched.values()))}; name the segment's own labels with --gt PATH"
         if self.unlabeled:
             return no_labels_message(self.results, self.unlabeled)
         return f"{self.results}: no segment could be read ({self.notes[0] if self.notes else 'none found'})"
 
     def finish_notes(self, labels_dropped: int) -> list[str]:
-        notes = list(self.notes) + [f"{printable(name)}: no labels, left out" for name, _ in self.unlabeled]
+        notes = list(self.notes) + [f"{self.mismatched[directory]}; left out" if directory in self.mismatched
+                                    else f"{printable(name)}: no labels, left out" for name, directory in self.unlabeled]
         if labels_dropped:
             notes.append(f"{labels_dropped} unusable label row(s) dropped (NaN, negative or empty boxes, types or "
                          f"cameras outside Waymo's enums); eval.json counts them")

@@ -4,7 +4,6 @@ detections table, its labels and the facts of the run that made it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.sinks import journal
@@ -24,7 +24,7 @@ from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.images import MAX_SIDE, check_size
-from detect.waymo.labels import labels_from_camera_box
+from detect.waymo.labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 
@@ -56,6 +56,10 @@ class SegmentResults:
     sizes: Mapping[FrameKey, tuple[int, int]] = dataclasses.field(default_factory=dict)
     # fingerprints of detections.parquet and ground_truth.parquet, taken before reading them
     sources: Sources = dataclasses.field(default_factory=dict)
+    # why the labels `--gt` named were not used: they name no image of this segment the run processed
+    labels_mismatch: str | None = None
+    # what reading left out, one line each (rows of detections.parquet that name another segment)
+    notes: tuple[str, ...] = ()
 
     @property
     def threshold(self) -> float:
@@ -109,27 +113,59 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
     sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
     try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    except (OSError, ValueError) as err:
+        manifest = read_json_object(directory / MANIFEST_FILE, follow_links=False)
+    except UnreadableFileError as err:
         raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
-    if not isinstance(manifest, dict):
-        raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest (not a JSON object)")
     name = str(manifest.get("segment_context_name", directory.name))
-    detections = _read_detections(directory / DETECTIONS_FILE)
+    detections, foreign = _own_rows(_read_detections(directory / DETECTIONS_FILE), name)
+    notes = (f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than {printable(name, 64)}; "
+             f"left out",) if foreign else ()
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
                         else ({}, 0))
+    done, _ = journal.load(directory, name)
+    processed = _processed_images(done, detections, written)
+    mismatch = None
     if gt is not None:
         chosen = labels_from_camera_box(gt, name)
         labels: Mapping[FrameKey, Labels] = chosen.by_key
         dropped = chosen.dropped
+        mismatch = _labels_mismatch(gt, chosen, name, processed)
+        if mismatch is not None:
+            labels = {}
     else:
         labels = written
         at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
         dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
-    done, _ = journal.load(directory, name)
-    processed = _processed_images(done, detections, written)
     sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources)
+    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
+                          notes)
+
+
+def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
+    """The rows of `segment` and how many name another one (an edited or concatenated table):
+    those would be boxes on images this segment's results do not hold."""
+    own = np.array([k.segment_context_name == segment for k in rows.keys], bool)
+    if own.all():
+        return rows, 0
+    keep = np.flatnonzero(own)
+    return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep]),
+            len(rows) - len(keep))
+
+
+def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
+    """One line when the labels `--gt` named hold no image of `segment` the run processed: whose
+    labels they are instead (another segment's, or this one's at other timestamps or cameras)."""
+    if any(key in processed for key in chosen.by_key):
+        return None
+    expected = printable(segment, 64)
+    if chosen.by_key:
+        return (f"{chosen.origin} labels {len(chosen.by_key)} image(s) of segment {expected}, none of them one this "
+                f"run processed (other timestamps or cameras)")
+    others = [printable(s, 64) for s in camera_box_segments(gt, segment) if s != segment]
+    if others:
+        held = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        return f"{chosen.origin} holds the labels of segment {held}, not of {expected}"
+    return f"{chosen.origin} has no usable label of segment {expected}"
 
 
 def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:

@@ -20,13 +20,13 @@ types (names or numbers), e.g. `{"person": "PEDESTRIAN", "car": "VEHICLE", "3": 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from detect.core.errors import UsageError
+from detect.core.files import UnreadableFileError, read_json
 from detect.core.matching import ImageMatches, Protocol, match_image
 from detect.core.records import Labels, WaymoType
 from detect.model.labels import UnknownClassError, label_for, parse_classes
@@ -152,11 +152,9 @@ def load_class_map(path: Path | None) -> ClassMap:
     if path is None:
         return default_class_map()
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise UsageError(f"--class-map {path}: cannot read it ({err.strerror or err})") from None
-    except ValueError as err:
-        raise UsageError(f"--class-map {path}: not JSON ({err})") from None
+        data = read_json(Path(path))
+    except UnreadableFileError as err:  # its message starts with the path
+        raise UsageError(f"--class-map {path}: {str(err).removeprefix(str(path)).strip()}") from None
     if not isinstance(data, dict) or not data:
         raise UsageError(f"--class-map {path}: expected a JSON object from model classes to Waymo types")
     by_class: dict[int, int] = {}

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from detect.core.errors import ModelError
+from detect.core.errors import ModelError, UsageError
+from detect.core.files import UnreadableFileError, open_regular, read_json_object
 from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.model.inputs import parse_input_size
 
 SIDECAR = "detect_model.json"
 CACHE_NAME = ".detect_cache"  # converted forms of a model, beside it (detect.model.runtimes.cache)
@@ -102,7 +104,11 @@ def load(source: ModelSource) -> Any:
 
 
 def checksum(path: Path) -> str:
-    """SHA-256 of a model's files (names and bytes, sorted; the sidecar and the runtimes' cache left out)."""
+    """SHA-256 of a model's files (names and bytes, sorted; the sidecar and the runtimes' cache left out).
+
+    A TF.js model's weight files are those `tfjs.graph.weight_file` accepts, the rule loading uses:
+    a manifest naming `/dev/zero` or `../x` is refused here as it is there. Only regular files are read.
+    """
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR and CACHE_NAME not in p.relative_to(path).parts)
@@ -112,7 +118,11 @@ def checksum(path: Path) -> str:
         files += weight_paths(path)
     for file in files:
         digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
-        with file.open("rb") as handle:
+        try:
+            fd = open_regular(file)
+        except UnreadableFileError as err:
+            raise ModelError(f"model {path}: {err}") from None
+        with os.fdopen(fd, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
@@ -180,7 +190,10 @@ def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:
     if not sidecar.is_file():
         return source
     try:
-        data = json.loads(sidecar.read_text())
+        data = read_json_object(sidecar)
+    except UnreadableFileError as err:
+        raise ModelError(f"model {directory}: unreadable {SIDECAR}: {err}") from None
+    try:
         kind = str(data["kind"])
         classes = data.get("classes")
         classes = tuple(int(c) for c in classes) if classes is not None else None
@@ -207,6 +220,12 @@ def _defaults(data: Any, directory: Path) -> ModelDefaults:
     size, threshold, nms = data.get("input_size"), data.get("threshold"), data.get("nms_iou")
     if size is not None and not isinstance(size, str):
         raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size must be a string such as 'native' or '512'")
+    if size is not None:
+        try:
+            parse_input_size(size)
+        except UsageError:
+            raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size {size!r}: expected N, WxH "
+                             f"(32-4096 pixels) or 'native'") from None
     for name, value, low_open in (("threshold", threshold, False), ("nms_iou", nms, True)):
         if value is None:
             continue

@@ -7,11 +7,11 @@ note and the others get their pages; a segment folder that is a symlink is never
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from detect.core.errors import DetectError, InputError
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
 from detect.report.data import load, read_manifest
 from detect.report.pages import REPORT_FILE, index_page, segment_page
@@ -39,7 +39,7 @@ def build_reports(results: Path) -> Reports:
     if found.folders == [results]:
         data = load(results)
         changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
-        return Reports([segment_page(data)], [refresh_note(results, [data.name])] if changed else [])
+        return Reports([segment_page(data)], data.notes + ([refresh_note(results, [data.name])] if changed else []))
     notes = list(found.skipped)
     directories = found.with_manifest()
     if not directories:
@@ -53,6 +53,7 @@ def build_reports(results: Path) -> Reports:
             else:
                 data = load(directory)
                 written.append(segment_page(data))
+                notes += data.notes  # a frame its page could not show
                 manifest = data.manifest
         except DetectError as err:  # one broken segment (or a link planted in it) leaves the others' pages
             notes.append(f"{printable(str(err), 300)}; left out")
@@ -82,10 +83,9 @@ def _up_to_date(directory: Path) -> bool:
 def _json_object(path: Path) -> dict[str, Any]:
     """A results file holding a JSON object; empty when missing, unreadable or not an object."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -93,9 +93,9 @@ def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:
     runs = []
     for path in sorted(results.glob(RUN_FILES)):
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError, UnicodeDecodeError):
+            data = read_json_object(path, follow_links=False)
+        except UnreadableFileError:
             continue
-        if isinstance(data, dict) and not path.is_symlink():
+        if not path.is_symlink():
             runs.append((path.name, data))
     return runs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.sinks import journal
 from detect.sinks.frames import list_frames
 from detect.sinks.layout import EVAL_FILE
@@ -37,6 +37,8 @@ class SegmentData:
     threshold: float
     evaluation: dict[str, Any] | None
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
+    # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -133,8 +135,8 @@ def load(directory: Path) -> SegmentData:
     evaluation = None
     if (directory / EVAL_FILE).is_file():
         try:
-            evaluation = json.loads((directory / EVAL_FILE).read_text())
-        except (OSError, ValueError):
+            evaluation = read_json_object(directory / EVAL_FILE, follow_links=False)
+        except UnreadableFileError:
             evaluation = None
     name = str(manifest.get("segment_context_name", directory.name))
     return SegmentData(directory, manifest, detections, float(threshold),
@@ -149,11 +151,9 @@ def drawing_threshold(manifest: dict[str, Any]) -> float | None:
 def read_manifest(directory: Path) -> dict[str, Any]:
     """The segment's manifest as a JSON object, or a one-line InputError."""
     try:
-        manifest = json.loads((directory / MANIFEST_FILE).read_text())
-    except (OSError, ValueError) as err:
+        manifest = read_json_object(directory / MANIFEST_FILE, follow_links=False)
+    except UnreadableFileError as err:
         raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest ({first_line(err)})") from None
-    if not isinstance(manifest, dict):
-        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest (not a JSON object)")
     return manifest
 
 

@@ -18,9 +18,10 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 
 def evaluation_section(report: dict[str, Any], directory: Path, segment: str | None = None,
-                       assets: Path | None = None) -> str:
+                       assets: Path | None = None, notes: list[str] | None = None) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
-    `segment`, or of the whole run for None); with `assets`, the galleries too."""
+    `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
+    cannot read is a line in `notes`)."""
     protocol = safe.mapping(report.get("protocol"))
     library = safe.mapping(report.get("library"))
     threshold = safe.number(report.get("threshold"), 2)
@@ -47,7 +48,7 @@ def evaluation_section(report: dict[str, Any], directory: Path, segment: str | N
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
     if matches is not None and assets is not None and isinstance(threshold_value, (int, float)):
-        parts.append(_galleries(gallery.select(matches, float(threshold_value)), directory, assets))
+        parts.append(_galleries(gallery.select(matches, float(threshold_value)), directory, assets, notes))
     return "".join(parts)
 
 
@@ -112,7 +113,8 @@ def _thresholds(report: dict[str, Any], directory: Path) -> str:
     return out
 
 
-def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path) -> str:
+def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path,
+               notes: list[str] | None = None) -> str:
     out = []
     for name, kinds in chosen.items():
         for kind, examples in kinds.items():
@@ -120,7 +122,7 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
                 continue
             prefix = f"{gallery.PREFIX}{name.lower()}_{'fa' if kind == gallery.FALSE_ALARM else 'miss'}"
             figures = []
-            for example, crop, frame in gallery.crops(examples, directory, assets, prefix):
+            for example, crop, frame in gallery.crops(examples, directory, assets, prefix, notes):
                 caption = safe.text(example.caption())
                 picture = (Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if crop and frame
                            else Markup("<p class='muted'>(no frame written)</p>"))

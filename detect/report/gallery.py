@@ -15,9 +15,11 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
+from detect.core.errors import first_line
+from detect.core.files import UnreadableFileError
 from detect.model.labels import label_for
 from detect.sinks.atomic import atomic_path
-from detect.sinks.frames import list_frames
+from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -108,9 +110,11 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
     return chosen
 
 
-def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -> list[tuple[Example, str | None, str | None]]:
+def crops(examples: list[Example], directory: Path, assets: Path, prefix: str,
+          notes: list[str] | None = None) -> list[tuple[Example, str | None, str | None]]:
     """Each example with its crop (written to `assets`) and its frame, as paths relative to
-    `directory`; None for both when the run wrote no frame for it."""
+    `directory`; None for both when the run wrote no frame for it, or one that cannot be read
+    (a line in `notes` names it)."""
     frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(directory)}
     out: list[tuple[Example, str | None, str | None]] = []
     for n, example in enumerate(examples):
@@ -118,15 +122,28 @@ def crops(examples: list[Example], directory: Path, assets: Path, prefix: str) -
         if frame is None:
             out.append((example, None, None))
             continue
+        try:
+            opened = read_frame(frame)
+        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: shown as having none
+            if notes is not None:
+                note_picture(notes, err)
+            out.append((example, None, None))
+            continue
         target = assets / f"{prefix}_{n}.jpg"
-        with Image.open(frame) as opened:
-            crop = opened.convert("RGB").crop(crop_box(example.xyxy, opened.width, opened.height))
+        crop = opened.crop(crop_box(example.xyxy, opened.width, opened.height))
         scale = CROP_SIZE / max(crop.width, crop.height)
         crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.Resampling.LANCZOS)
         with atomic_path(target) as tmp:
             crop.save(tmp, "JPEG", quality=85)
         out.append((example, target.relative_to(directory).as_posix(), frame.relative_to(directory).as_posix()))
     return out
+
+
+def note_picture(notes: list[str], err: Exception) -> None:
+    """One line for a frame the report cannot show (once, however many pictures it was for)."""
+    line = f"{first_line(err)}; left out of the report's pictures"
+    if line not in notes:
+        notes.append(line)
 
 
 def clear(assets: Path) -> None:

@@ -8,23 +8,23 @@ lines of plain JavaScript, and the page reads the same without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section
+from detect.report.gallery import note_picture
 from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
 from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.sinks.atomic import atomic_path
+from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
@@ -92,7 +92,7 @@ def segment_page(data: SegmentData) -> Path:
     if thumbs:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
     if data.evaluation:
-        sections.append(evaluation_section(data.evaluation, directory, data.name, assets))
+        sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if safe.number(v) != "-"}
     if stage_ms:
@@ -232,10 +232,9 @@ def _facts_table(facts: dict[str, Any]) -> str:
 def _json_object(path: Path) -> dict[str, Any] | None:
     """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _segment_ap(directory: Path) -> str:
@@ -249,8 +248,11 @@ def _thumbnails(data: SegmentData, assets: Path) -> str:
     figures = []
     for camera, ts, boxes, frame in data.busiest_frames(THUMBNAILS):
         thumb = assets / f"thumb_{camera}_{ts}.jpg"
-        with Image.open(frame) as opened:
-            small = opened.convert("RGB")
+        try:
+            small = read_frame(frame)
+        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: the page still builds
+            note_picture(data.notes, err)
+            continue
         small.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
         with atomic_path(thumb) as tmp:
             small.save(tmp, "JPEG", quality=85)

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError, UsageError
+from detect.core.errors import InputError, UsageError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.render.draw import to_canvas
@@ -253,10 +253,13 @@ def rebuild_animations(
     gif: bool = True,
     segment_context_name: str | None = None,
     workers: int | None = None,
+    notes: list[str] | None = None,
 ) -> list[Path]:
     """Rebuild a segment's animations from `frames/` (same bytes as the pipeline for PNG frames).
 
-    The mosaic caption shows `segment_context_name`, by default the directory's name.
+    The mosaic caption shows `segment_context_name`, by default the directory's name. With `notes`,
+    a frame that cannot be read (a link, a FIFO, truncated, oversized) is left out with a line
+    there naming it; without, it is an InputError. Every frame unreadable is an InputError.
     """
     segment_dir = Path(segment_dir)
     frames = list_frames(segment_dir)
@@ -266,25 +269,39 @@ def rebuild_animations(
     cameras = {f.camera_name for f in frames}
     workers = workers or min(4, os.cpu_count() or 1)
 
-    def prepare(index: int) -> AnimationFrame:
+    def prepare(index: int) -> AnimationFrame | str:
         f = frames[index]
         key = FrameKey(segment, f.frame_timestamp_micros, f.camera_name)
         try:
             image = read_frame(f.path)
-        except (OSError, ValueError) as err:
-            raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
+        except (OSError, ValueError, InputError) as err:  # InputError: read_frame's UnreadableFileError
+            if notes is None:
+                raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
+            return f"{first_line(err)}; frame left out of the animations"
         return prepare_animation_frame(image, key, width, gif=gif)
+
+    skipped: list[str] = []
+
+    def add(sink: AnimationSet, prepared: AnimationFrame | str) -> None:
+        if isinstance(prepared, str):
+            skipped.append(prepared)
+        else:
+            sink.add(prepared)
 
     with (
         concurrent.futures.ThreadPoolExecutor(workers) as pool,
         AnimationSet(segment_dir, fps=fps, mp4=mp4, gif=gif, mosaic=len(cameras) >= 2) as sink,
     ):
         # A bounded window of futures keeps memory flat however many frames the segment has.
-        window: collections.deque[concurrent.futures.Future[AnimationFrame]] = collections.deque()
+        window: collections.deque[concurrent.futures.Future[AnimationFrame | str]] = collections.deque()
         for index in range(len(frames)):
             window.append(pool.submit(prepare, index))
             if len(window) > 2 * workers:
-                sink.add(window.popleft().result())
+                add(sink, window.popleft().result())
         while window:
-            sink.add(window.popleft().result())
+            add(sink, window.popleft().result())
+        if len(skipped) == len(frames):
+            raise InputError(f"no readable annotated frame under {segment_dir / FRAMES_DIR} ({skipped[0]})")
+    if notes is not None:
+        notes.extend(skipped)
     return sink.close()

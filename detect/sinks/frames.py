@@ -12,13 +12,17 @@ import numpy as np
 from PIL import Image
 
 from detect.core.cameras import CameraName
-from detect.core.errors import UsageError
+from detect.core.errors import UsageError, first_line
+from detect.core.files import UnreadableFileError, read_regular
 from detect.core.records import FrameKey
 from detect.sinks.atomic import atomic_write_bytes, is_temp_path
+from detect.waymo.images import check_size, jpeg_size
 
 FRAMES_DIR = "frames"
 FRAME_FORMATS = ("png", "jpg")
 JPEG_QUALITY = 90
+# bytes: a 1920x1280 annotated PNG is ~3-5 MB; an incompressible frame at the pixel limit is ~50 MB
+FRAME_LIMIT = 64 * 1024 * 1024
 
 
 def normalize_frame_format(fmt: str) -> str:
@@ -67,10 +71,22 @@ def write_frame(
 
 
 def read_frame(path: str | os.PathLike[str]) -> Image.Image:
-    """A frame written by `write_frame`, decoded to RGB."""
-    with Image.open(path) as im:
-        im.load()
-        return im if im.mode == "RGB" else im.convert("RGB")
+    """A frame of a results folder, decoded to RGB; `UnreadableFileError` (one line naming it) when
+    it is not a regular file (a link, a FIFO), is larger than `FRAME_LIMIT`, claims a size
+    `check_size` refuses in its header, or does not decode (truncated)."""
+    data = read_regular(Path(path), limit=FRAME_LIMIT, follow_links=False)
+    size = jpeg_size(data)
+    if size is None:
+        raise UnreadableFileError(f"{path} is not a picture, or its header claims more pixels than are decoded")
+    refused = check_size(*size, flag=None)
+    if refused:
+        raise UnreadableFileError(f"{path}: {refused}")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            return im if im.mode == "RGB" else im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as err:
+        raise UnreadableFileError(f"{path} does not decode: {first_line(err)}") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,10 @@ from detect.sinks.atomic import TempFileSink
 DEFAULT_DELAY_CS = 10
 # Browsers replace delays below 2 cs by 10 cs; clamp so fast sequences stay fast everywhere.
 MIN_DELAY_CS = 2
+# A gap longer than this (segments recorded minutes apart, a dropped stretch of frames) shows
+# for 5 s: the format holds at most 65535 cs (~11 min), and a GIF that freezes for minutes
+# reads as broken, not as "time passed".
+MAX_DELAY_CS = 500
 _NETSCAPE_LOOP_FOREVER = b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", 0) + b"\x00"
 
 
@@ -42,15 +46,21 @@ def encode_gif_frame(image: Image.Image, colors: int = 256) -> GifFrame:
     return GifFrame(indexed.width, indexed.height, block)
 
 
+def clamp_delay_cs(delay_cs: int) -> int:
+    """The one rule for a frame's delay: at least MIN_DELAY_CS, at most MAX_DELAY_CS (5 s)."""
+    return min(MAX_DELAY_CS, max(MIN_DELAY_CS, delay_cs))
+
+
 def delays_cs(timestamps_micros: list[int], fps: float | None = None) -> list[int]:
     """Per-frame GIF delays (centiseconds) from timestamps; the last frame repeats the previous.
 
-    Rounded on the cumulative clock so a 20 s segment lasts 20 s however the intervals jitter.
+    Rounded on the cumulative clock so a 20 s segment lasts 20 s however the intervals jitter;
+    each delay is clamped by `clamp_delay_cs` (a 1,000 s gap shows for 5 s).
     """
     if fps is not None:
-        return [max(MIN_DELAY_CS, round(100 / fps))] * len(timestamps_micros)
+        return [clamp_delay_cs(round(100 / fps))] * len(timestamps_micros)
     ticks = [round((t - timestamps_micros[0]) / 10_000) for t in timestamps_micros]
-    delays = [max(MIN_DELAY_CS, b - a) for a, b in zip(ticks, ticks[1:])]
+    delays = [clamp_delay_cs(b - a) for a, b in zip(ticks, ticks[1:])]
     delays.append(delays[-1] if delays else DEFAULT_DELAY_CS)
     return delays
 
@@ -116,7 +126,7 @@ class GifWriter(TempFileSink):
         self._size = size
         self._start_tick = int(timestamp_micros)
         if self.fps is not None:
-            self._last_delay = max(MIN_DELAY_CS, round(100 / self.fps))
+            self._last_delay = clamp_delay_cs(round(100 / self.fps))
         # Logical screen without a global color table: every frame carries its own palette.
         self._file.write(b"GIF89a" + struct.pack("<HHBBB", size[0], size[1], 0, 0, 0))
         self._file.write(_NETSCAPE_LOOP_FOREVER)
@@ -127,7 +137,7 @@ class GifWriter(TempFileSink):
         # Same cumulative rounding as `delays_cs`, one step at a time.
         a = round((previous - self._start_tick) / 10_000)
         b = round((current - self._start_tick) / 10_000)
-        self._last_delay = max(MIN_DELAY_CS, b - a)
+        self._last_delay = clamp_delay_cs(b - a)
         return self._last_delay
 
     def _write(self, frame: GifFrame, delay_cs: int) -> None:

@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameFailure, FrameResult
 from detect.sinks.atomic import atomic_write_bytes
 
@@ -57,10 +58,9 @@ def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest at `path` when it is a readable JSON object, else None (missing, broken, edited)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def now_iso() -> str:

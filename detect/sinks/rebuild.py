@@ -9,11 +9,11 @@ it, not the folder's (a renamed segment keeps its caption).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 
 from detect.core.errors import InputError, OutputError
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.sinks.animations import DEFAULT_WIDTH, rebuild_animations
 from detect.sinks.frames import FRAMES_DIR
 from detect.sinks.layout import SegmentLock, is_marked
@@ -35,11 +35,11 @@ def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
 
 def recorded_name(segment_dir: Path) -> str | None:
     """The segment's name as its manifest records it (None when there is no readable one)."""
-    try:
-        manifest = json.loads((segment_dir / MANIFEST_FILE).read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+    try:  # through core/files: a FIFO, a link or a 100,000-deep manifest is no name, never a hang or a crash
+        manifest = read_json_object(segment_dir / MANIFEST_FILE, follow_links=False)
+    except UnreadableFileError:
         return None
-    name = manifest.get("segment_context_name") if isinstance(manifest, dict) else None
+    name = manifest.get("segment_context_name")
     return name if isinstance(name, str) and name else None
 
 
@@ -58,16 +58,22 @@ def rebuild_all(
         raise InputError(found.nothing_found(Path(results_dir), f"{FRAMES_DIR}/ folder"))
     written: list[Path] = []
     notes: list[str] = list(found.skipped)
+    failed: list[str] = []
     for segment_dir in segments:
         try:
             lock = SegmentLock(segment_dir) if is_marked(segment_dir) else None
         except OutputError as err:
             notes.append(f"{err}; left out")
             continue
-        try:
+        try:  # an unreadable frame is a note; a segment without a readable one is left out with a note
             written += rebuild_animations(segment_dir, width=width, fps=fps, mp4=mp4, workers=workers,
-                                          segment_context_name=recorded_name(segment_dir))
+                                          segment_context_name=recorded_name(segment_dir), notes=notes)
+        except InputError as err:
+            notes.append(f"{err}; left out")
+            failed.append(str(err))
         finally:
             if lock is not None:
                 lock.release()
+    if failed and len(failed) == len(segments):
+        raise InputError(failed[0] if len(failed) == 1 else f"{failed[0]} (and {len(failed) - 1} more segment(s))")
     return Rebuilt(written, notes)

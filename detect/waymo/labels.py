@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -84,6 +85,17 @@ def labels_from_camera_box(gt: str, segment: str) -> SegmentLabels:
     return _from_camera_box(_camera_box_file(gt, segment), segment)
 
 
+def camera_box_segments(gt: str, segment: str) -> list[str]:
+    """The segments the camera_box file `gt` names for `segment` holds labels of, sorted: to tell
+    a user whose labels they gave when none are the segment's (only the name column is read)."""
+    fs, path = split_uri(_camera_box_file(gt, segment))
+    try:
+        column = pq.read_table(path, filesystem=fs, columns=[SEGMENT]).column(SEGMENT)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(f"{gt}: cannot read the camera_box rows ({first_line(err)})") from None
+    return sorted(str(name) for name in pc.unique(column).to_pylist() if name is not None)
+
+
 def _camera_box_file(gt: str, segment: str) -> str:
     """`gt` itself when it is a file; in a folder, this segment's camera_box file."""
     fs, path = split_uri(gt)
@@ -141,7 +153,7 @@ def labels_by_image(table: pa.Table, segment: str) -> tuple[dict[FrameKey, Label
         by_key[FrameKey(segment, timestamp, CameraName(camera))] = Labels.from_centers(
             values["cx"][rows], values["cy"][rows], values["size_x"][rows], values["size_y"][rows],
             values["type"][rows].astype(np.int8), np.nan_to_num(difficulty[rows]).astype(np.int8),
-            tuple(str(ids[r]) for r in rows))
+            tuple("" if ids[r] is None else str(ids[r]) for r in rows))  # a null id names no object (not "None")
     return by_key, int(n - len(rows_ok))
 
 

@@ -72,8 +72,7 @@ def choose(requested: str, tensorflow: Runtime, *, loaded: Any, model_path: Path
     from detect.model.runtimes import openvino
 
     try:
-        runtime = openvino.OpenVinoRuntime(loaded, model_path, checksum(), batch_size=len(warm))
-        runtime.run(warm)
+        runtime = openvino.OpenVinoRuntime(loaded, model_path, checksum(), batch_size=len(warm), warm=warm)
     except DependencyError as err:
         if requested == "openvino":
             raise

@@ -15,22 +15,29 @@ interleaved repeats of 200 images: CenterNet with default outputs 0.93 (one requ
 slower than TensorFlow), without outputs 0.92 (0.93); the SSD bench model 0.79 (0.82) and 0.70
 (0.69). Batches that do not split evenly run as one LATENCY request. Each shape is converted once
 (cached, see `cache.py`) and compiled once per process.
+
+OpenVINO is imported only through `import_openvino`, which first switches off its usage telemetry
+(`openvino_telemetry`: Google Analytics look-ups from every conversion, a client id and stats
+written under `~/intel`, a sender thread a forked render process can inherit mid-send and hang
+on). `detect` contacts no host the user did not name and writes nothing outside OUT and its cache.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from detect.core.errors import DependencyError, ModelError
-from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.core.errors import DependencyError, DetectError, ModelError
+from detect.core.files import JSON_LIMIT, parse_json
+from detect.core.tf_env import import_tensorflow, native_stderr_quiet, tf_error_text
 from detect.model.contract import REQUIRED_OUTPUTS
-from detect.model.runtimes.cache import CachedNetwork, model_cache, write_atomically
+from detect.model.runtimes.cache import COMPILED, CachedNetwork, ModelCache, model_cache
 from detect.model.runtimes.freeze import FrozenModel, freeze
 from detect.model.runtimes.split import (
     NETWORK_OUTPUT_PREFIX,
@@ -45,6 +52,8 @@ NAME = "openvino"
 PRECISIONS = ("f32", "bf16")
 STREAMS = 2
 DEVICE = "CPU"
+FROZEN, SPLIT = "frozen.pb", "split.json"  # in the cache folder
+FROZEN_LIMIT = 2 << 30  # bytes: a GraphDef cannot be larger
 
 
 def version() -> str | None:
@@ -58,48 +67,94 @@ def version() -> str | None:
         return None
 
 
-def _core() -> Any:
+TELEMETRY_PACKAGE = "openvino_telemetry"
+
+
+def import_openvino() -> ModuleType:
+    """OpenVINO with its telemetry off (`without_telemetry`): every detect process (the CLI's, a
+    Ray actor, a spawned worker) loads OpenVINO through here, so each one switches it off itself."""
+    without_telemetry()
     try:
         import openvino
     except ImportError:
         raise DependencyError("OpenVINO is not installed: pip install openvino==2026.4.1 (or use --runtime "
                               "tensorflow)") from None
-    return openvino.Core()
+    return openvino
+
+
+def without_telemetry() -> None:
+    """Make `openvino_telemetry` unimportable in this process, before OpenVINO is first imported.
+
+    OpenVINO's converter imports it inside `try: ... except ImportError:` and then uses its own
+    do-nothing stub (`openvino/tools/ovc/telemetry_utils.py` and `convert_impl.py` in 2026.4), and
+    a `None` entry in `sys.modules` is Python's documented way to make an import raise ImportError:
+    no private name of OpenVINO's is touched. A forked child inherits the entry; a spawned one or a
+    Ray actor imports OpenVINO through `import_openvino` too. Rejected: the package's only switches
+    are its consent file `~/intel/openvino_telemetry` (writing outside OUT) and the CI markers
+    `CI=true` / `TF_BUILD` / `JENKINS_URL`, which would tell every library and child that this is a
+    CI job (Hypothesis, for one, changes its settings then). tests/test_runtimes.py checks a real
+    conversion under a fresh HOME: no socket look-up or connection, no `~/intel`.
+    """
+    sys.modules[TELEMETRY_PACKAGE] = None  # type: ignore[assignment]  # `import` now raises ImportError
 
 
 class OpenVinoRuntime:
     """The detector's network in OpenVINO between TensorFlow pre- and post-processing.
 
     `loaded` is what `formats.load` returned, `checksum` the model files' SHA-256 (the cache key),
-    `batch_size` the images per call. Raises `SplitError` when the graph has no network to take
-    out, `ModelError` when OpenVINO cannot convert or compile it.
+    `batch_size` the images per call; `warm`, a batch of that size, is run once before the
+    constructor returns. Raises `SplitError` when the graph has no network to take out,
+    `ModelError` when OpenVINO cannot convert or compile it or its network does not run
+    (`CacheError` when the cache cannot be written).
+
+    What the cache holds is used only as checked (`cache.ModelCache`); when it still does not
+    load or run (say a manifest edited to match an edited file), the cache folder is emptied and
+    the model converted again, once: a cache heals instead of stopping or slowing every run.
     """
 
     name = NAME
 
     def __init__(self, loaded: Any, model_path: Path, checksum: str, *, batch_size: int,
-                 precision: str = "f32") -> None:
+                 precision: str = "f32", warm: np.ndarray | None = None) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        self._core = _core()
+        self._core = import_openvino().Core()
         self._ov_version = version() or "unknown"  # an OpenVINO without package metadata (a source build)
         self._tf = import_tensorflow()
         self.batch_size = batch_size
         self.precision = precision
-        self.folder = model_cache(model_path, NAME, self._ov_version, checksum)
-        self.reused = (self.folder / "split.json").is_file() and (self.folder / "frozen.pb").is_file()
-        frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
-        self._pre, self._post, self._imported_graph = self._tf_parts(frozen, self.split)
-        self._graph_def = frozen.graph_def
-        self._compiled: dict[tuple[tuple[int, ...], str], Any] = {}
         # Two streams, each half the batch, when the batch splits evenly (see the module docstring).
         self.parts = STREAMS if batch_size % STREAMS == 0 and (os.cpu_count() or 1) >= STREAMS else 1
         self.hint = "THROUGHPUT" if self.parts > 1 else "LATENCY"
+        self.cache = ModelCache(model_cache(model_path, NAME, self._ov_version, checksum))
+        self.folder = self.cache.folder
+        self._from_cache = False  # whether what failed read anything from the cache
+        with self.cache.locked():
+            try:
+                self._open(loaded, warm)
+            except Exception as err:
+                if not self._from_cache:
+                    raise _model_error(err) from None
+                self.cache.discard()  # what the cache held does not run: convert the model again
+                try:
+                    self._open(loaded, warm)
+                except Exception as again:
+                    raise _model_error(again) from None
+
+    def _open(self, loaded: Any, warm: np.ndarray | None) -> None:
+        self._compiled: dict[tuple[tuple[int, ...], str], Any] = {}
+        self.reused = self._from_cache = self.cache.has(FROZEN, SPLIT)
+        frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
+        self._pre, self._post, self._imported_graph = self._tf_parts(frozen, self.split)
+        self._graph_def = frozen.graph_def
+        if warm is not None:
+            self.run(warm)
 
     def describe(self) -> dict[str, Any]:
         return {"name": NAME, "version": self._ov_version, "device": DEVICE, "hint": self.hint, "streams": self.parts,
                 "precision": self.precision, "cache": str(self.folder), "reused_cache": self.reused,
-                "network_nodes": self.split.network_nodes, "postprocess_in_tensorflow": list(self.split.postprocess_ops)}
+                "cache_discarded": list(self.cache.discarded), "network_nodes": self.split.network_nodes,
+                "postprocess_in_tensorflow": list(self.split.postprocess_ops)}
 
     def run(self, images: np.ndarray) -> dict[str, np.ndarray]:
         """uint8 `[n, H, W, 3]`, n <= batch size -> the four contract outputs for those n images."""
@@ -136,31 +191,45 @@ class OpenVinoRuntime:
         return self._compiled[key]
 
     def _compile(self, network_input: np.ndarray) -> Any:
-        """The network for this input shape: read from the cache, else converted and cached."""
-        import openvino
+        """The network for this input shape: read from the cache, else converted and cached.
 
+        OpenVINO's C++ logs (a frontend parsing a file it cannot read) go to fd 2: silenced here
+        unless DETECT_TF_VERBOSE=1 or --debug, as TensorFlow's are."""
         xml = CachedNetwork(tuple(network_input.shape), network_input.dtype.name).file(self.folder)
-        try:
-            if xml.is_file() and xml.with_suffix(".bin").is_file():
-                model = self._core.read_model(str(xml))
-            else:
-                self.reused = False
+        names = (xml.with_suffix(".bin").name, xml.name)  # weights first: an .xml always has its .bin
+        with self.cache.locked(), native_stderr_quiet():
+            if self.cache.has(*names):
+                self._from_cache = True
+                try:
+                    return self._compiled_model(self._core.read_model(str(xml)))
+                except Exception:  # checked, yet OpenVINO cannot take it: converted again below
+                    self.cache.discard(names)
+            self.reused = False
+            try:
                 model = self._convert(network_input)
-                self._save(openvino, model, xml)
-            order = [self._output_index(model, k) for k in range(len(self.split.network_outputs))]
-            if order != list(range(len(order))):
-                raise ModelError(f"OpenVINO reordered the network's outputs ({order})")
-            config = {"PERFORMANCE_HINT": self.hint, "INFERENCE_PRECISION_HINT": self.precision,
-                      "CACHE_DIR": str(self.folder / "compiled"),
-                      **({"NUM_STREAMS": self.parts} if self.parts > 1 else {})}
-            return self._core.compile_model(model, DEVICE, config)
-        except ModelError:
-            raise
-        except Exception as err:  # OpenVINO raises RuntimeError/OpConversionFailure with long texts
-            raise ModelError(f"OpenVINO cannot convert or compile the network: {_first_line(err)}") from None
+                with self.cache.writing(names) as private:
+                    import_openvino().save_model(model, str(private / xml.name), compress_to_fp16=False)
+            except ModelError:
+                raise
+            except Exception as err:  # OpenVINO raises RuntimeError/OpConversionFailure with long texts
+                raise ModelError(f"OpenVINO cannot convert the network: {_first_line(err)}") from None
+            return self._compiled_model(model)
+
+    def _compiled_model(self, model: Any) -> Any:
+        order = [self._output_index(model, k) for k in range(len(self.split.network_outputs))]
+        if order != list(range(len(order))):
+            raise ModelError(f"OpenVINO reordered the network's outputs ({order})")
+        config = {"PERFORMANCE_HINT": self.hint, "INFERENCE_PRECISION_HINT": self.precision,
+                  "CACHE_DIR": str(self.folder / COMPILED), **({"NUM_STREAMS": self.parts} if self.parts > 1 else {})}
+        try:
+            compiled = self._core.compile_model(model, DEVICE, config)
+        except Exception as err:
+            raise ModelError(f"OpenVINO cannot compile the network: {_first_line(err)}") from None
+        self.cache.add_new(COMPILED)  # the blobs it wrote
+        return compiled
 
     def _convert(self, network_input: np.ndarray) -> Any:
-        import openvino
+        openvino = import_openvino()
 
         tf = self._tf
         graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum,
@@ -179,34 +248,21 @@ class OpenVinoRuntime:
                 return index
         return k  # OpenVINO gave the Identity's name to the tensor it forwards: outputs keep their order
 
-    @staticmethod
-    def _save(openvino: Any, model: Any, xml: Path) -> None:
-        """Saved in a private folder beside `xml`, then renamed into place: weights first, so a
-        process that finds the .xml finds its .bin whole (two Ray actors may convert at once)."""
-        with tempfile.TemporaryDirectory(dir=xml.parent, prefix=".saving-") as private:
-            temporary = Path(private) / xml.name
-            openvino.save_model(model, str(temporary), compress_to_fp16=False)
-            os.replace(temporary.with_suffix(".bin"), xml.with_suffix(".bin"))
-            os.replace(temporary, xml)
-
     def _make_split(self, loaded: Any) -> tuple[FrozenModel, Split]:
         frozen = freeze(loaded)
         split = find_split(frozen.graph_def, frozen.model_input, [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
-        write_atomically(self.folder / "frozen.pb", frozen.graph_def.SerializeToString())
+        self.cache.write(FROZEN, frozen.graph_def.SerializeToString())
         facts = {"split": split.to_json(), "model_input": frozen.model_input, "outputs": frozen.outputs}
-        write_atomically(self.folder / "split.json", json.dumps(facts, indent=1).encode())
+        self.cache.write(SPLIT, json.dumps(facts, indent=1).encode())
         return frozen, split
 
     def _load_split(self) -> tuple[FrozenModel, Split]:
+        """The frozen graph and its split as a run wrote them (a failure here empties the cache)."""
         tf = self._tf
-        try:
-            facts = json.loads((self.folder / "split.json").read_text())
-            graph_def = tf.compat.v1.GraphDef()
-            graph_def.ParseFromString((self.folder / "frozen.pb").read_bytes())
-            return (FrozenModel(graph_def, str(facts["model_input"]), dict(facts["outputs"])),
-                    Split.from_json(facts["split"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise SplitError(f"the cache {self.folder} is unreadable ({err}); remove it to convert again") from None
+        facts = parse_json(self.cache.read(SPLIT, limit=JSON_LIMIT), str(self.folder / SPLIT))
+        graph_def = tf.compat.v1.GraphDef()
+        graph_def.ParseFromString(self.cache.read(FROZEN, limit=FROZEN_LIMIT))
+        return FrozenModel(graph_def, str(facts["model_input"]), dict(facts["outputs"])), Split.from_json(facts["split"])
 
     def _tf_parts(self, frozen: FrozenModel, split: Split) -> tuple[Any, Any, Any]:
         """The pre-processing and the post-processing as TF functions of the one imported graph, and that graph."""
@@ -228,6 +284,14 @@ class OpenVinoRuntime:
         except Exception as err:  # a split TF cannot prune (it would be our bug, said in one line)
             raise SplitError(f"TensorFlow cannot run the parts around the network: {tf_error_text(err)}") from None
         return pre, post, graph
+
+
+def _model_error(err: Exception) -> DetectError:
+    """Ours as it is; anything else (TensorFlow running the parts around the network) in one line."""
+    if isinstance(err, DetectError):
+        return err
+    return ModelError(f"OpenVINO's network does not run between TensorFlow's parts: {type(err).__name__}: "
+                      f"{tf_error_text(err)}")
 
 
 def _first_line(err: BaseException) -> str:

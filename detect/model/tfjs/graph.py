@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
+import math
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
 from detect.core.errors import ModelError
+from detect.core.files import UnreadableFileError, read_json, read_regular
 
 GRAPH_MODEL_FORMAT = "graph-model"
 # A model.json is a few hundred KB; refuse a multi-GB file before json.loads holds it twice.
@@ -36,6 +39,11 @@ _OP_ATTRS = {
     "MatMul": ("transpose_a", "transpose_b"),
 }
 _NUMPY = {"float32": np.float32, "int32": np.int32, "bool": np.bool_, "int64": np.int64}
+# How each storage dtype sits in the weight files (bool as one byte).
+_STORED = {"float32": np.float32, "int32": np.int32, "bool": np.uint8, "float16": np.float16, "uint8": np.uint8,
+           "uint16": np.uint16}
+MAX_RANK = 32  # numpy's (and far above any network's)
+MAX_WEIGHT_BYTES = 2**31 - 1  # a GraphDef (protobuf) holds at most 2 GB, its constants included
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -102,91 +110,148 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
 
 
 def weight_paths(json_path: Path) -> list[Path]:
-    """The weight files a model.json names, in manifest order (for checksums); [] when it names none."""
+    """The weight files a model.json names, in manifest order, each accepted by `weight_file` (for checksums)."""
+    json_path = Path(json_path)
+    return [path for group in _manifest(json_path, _load_json(json_path)) for path in _group(json_path, group)[0]]
+
+
+def weight_file(json_path: Path, name: object) -> Path:
+    """The one rule for a manifest's weight path, used by loading and by checksums: a relative path,
+    inside the model's folder once links are resolved (no `../`, no `/dev/zero`), of a regular file."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise ModelError(f"model {json_path}: weight path {name!r} is not a file name")
+    if PurePosixPath(name).is_absolute() or Path(name).is_absolute():
+        raise ModelError(f"model {json_path}: weight path {name} is absolute; weight files are named relative to "
+                         f"the model's folder")
+    path = json_path.parent / name
+    if not path.resolve().is_relative_to(json_path.parent.resolve()):
+        raise ModelError(f"model {json_path}: weight file {path.name} is outside the model's folder")
     try:
-        manifest = _load_json(json_path).get("weightsManifest") or []
-        return [json_path.parent / str(p) for group in manifest for p in group["paths"]]
-    except (ModelError, KeyError, TypeError, AttributeError):
-        return []
+        mode = path.stat().st_mode
+    except OSError as err:
+        raise ModelError(f"model {json_path}: weight file missing or unreadable: {err.strerror}: {path}") from None
+    if not stat.S_ISREG(mode):
+        raise ModelError(f"model {json_path}: weight file {name} is not a regular file")
+    return path
 
 
 def _load_json(path: Path) -> dict[str, Any]:
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise ModelError(f"model {path} is {size:,} bytes: too large for a TF.js model.json")
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ModelError(f"model {path} does not exist") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelError(f"model {path} is not JSON: {_first_line(err)}") from None
+        data = read_json(path, limit=MAX_JSON_BYTES)
+    except UnreadableFileError as err:
+        raise ModelError(f"model {err}") from None
     if not isinstance(data, dict):
         raise ModelError(f"model {path} is not a TF.js graph model (the JSON is a {type(data).__name__}, not an object)")
     return data
 
 
+def _manifest(json_path: Path, model: dict[str, Any]) -> list[Any]:
+    manifest = model.get("weightsManifest")
+    if manifest is None:
+        return []
+    if not isinstance(manifest, list):
+        raise ModelError(f"model {json_path}: weightsManifest is not a list")
+    return manifest
+
+
+def _group(json_path: Path, group: Any) -> tuple[list[Path], list[Any]]:
+    """A manifest group's weight files (each checked by `weight_file`) and its entries."""
+    if not isinstance(group, dict) or not isinstance(group.get("paths"), list) \
+            or not isinstance(group.get("weights"), list):
+        raise ModelError(f"model {json_path}: a weightsManifest entry lacks paths or weights")
+    return [weight_file(json_path, p) for p in group["paths"]], group["weights"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One manifest entry, checked: its shape's element count is a bounded Python int."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    stored: np.dtype
+    quant: dict[str, Any] | None
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape) * self.stored.itemsize
+
+
+def _entry(entry: Any, json_path: Path) -> _Entry:
+    if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list) or "name" not in entry \
+            or "dtype" not in entry:
+        raise ModelError(f"model {json_path}: a weightsManifest entry lacks name, shape or dtype")
+    name, shape, dtype, quant = str(entry["name"]), entry["shape"], str(entry["dtype"]), entry.get("quantization")
+    if len(shape) > MAX_RANK or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise ModelError(f"model {json_path}: weight {name} has shape {_clip(shape)}; expected at most {MAX_RANK} "
+                         f"dimensions, each a whole number >= 0")
+    if quant is not None and not isinstance(quant, dict):
+        raise ModelError(f"model {json_path}: weight {name} has a quantization that is not an object")
+    stored = str(quant.get("dtype")) if quant else dtype
+    if stored not in _STORED:
+        raise ModelError(f"model {json_path}: weight {name} is stored as {stored}, which this reader does not know")
+    found = _Entry(name, tuple(shape), dtype, np.dtype(_STORED[stored]), quant or None)
+    if found.size > MAX_WEIGHT_BYTES:  # Python ints: [2**40, 2**40] does not wrap to 0
+        raise ModelError(f"model {json_path}: weight {name} of shape {_clip(shape)} would take {found.size:,} bytes, "
+                         f"more than the {MAX_WEIGHT_BYTES:,} a TensorFlow graph can hold")
+    return found
+
+
+def _clip(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _read_weights(json_path: Path, manifest: list[Any]) -> tuple[dict[str, np.ndarray], list[Path]]:
-    """Every weight of the manifest as a numpy array, dequantized to its original dtype."""
+    """Every weight of the manifest as a numpy array, dequantized to its original dtype.
+
+    Sizes are checked against what the manifest declares before any byte is read, and each file
+    is read as a regular file bounded by its size (a weight file swapped for a FIFO or grown since
+    is refused, not waited on).
+    """
     weights: dict[str, np.ndarray] = {}
     files: list[Path] = []
     for group in manifest:
+        paths, raw_entries = _group(json_path, group)
+        entries = [_entry(e, json_path) for e in raw_entries]
+        names = ", ".join(p.name for p in paths)
+        sizes = [path.stat().st_size for path in paths]
+        available, offset = sum(sizes), 0
+        for entry in entries:
+            if offset + entry.size > available:
+                raise ModelError(f"model {json_path}: weight file {names} ends inside weight {entry.name} (needs "
+                                 f"{offset + entry.size:,} bytes, has {available:,}): truncated or not this model's weights")
+            offset += entry.size
+        if offset != available:
+            raise ModelError(f"model {json_path}: weight file {names} holds {available:,} bytes, the manifest "
+                             f"describes {offset:,} (truncated or not this model's weights)")
         try:
-            paths = [json_path.parent / str(p) for p in group["paths"]]
-            entries = list(group["weights"])
-        except (KeyError, TypeError):
-            raise ModelError(f"model {json_path}: a weightsManifest entry lacks paths or weights") from None
-        for path in paths:
-            if path.resolve().parent != json_path.resolve().parent:
-                raise ModelError(f"model {json_path}: weight file {path.name} is outside the model's folder")
-        try:
-            data = b"".join(path.read_bytes() for path in paths)
-        except OSError as err:
-            raise ModelError(f"model {json_path}: weight file missing or unreadable: {err.strerror}: "
-                             f"{err.filename}") from None
+            data = b"".join(read_regular(path, limit=size) for path, size in zip(paths, sizes, strict=True))
+        except UnreadableFileError as err:
+            raise ModelError(f"model {json_path}: weight file {err}") from None
+        if len(data) != available:
+            raise ModelError(f"model {json_path}: weight file {names} changed while it was read")
         files.extend(paths)
         offset = 0
         for entry in entries:
-            name, array, size = _weight(entry, data, offset, json_path, ", ".join(p.name for p in paths))
-            weights[name] = array
-            offset += size
-        if offset != len(data):
-            names = ", ".join(p.name for p in paths)
-            raise ModelError(f"model {json_path}: weight file {names} holds {len(data):,} bytes, the manifest "
-                             f"describes {offset:,} (truncated or not this model's weights)")
+            weights[entry.name] = _weight(entry, data, offset, json_path)
+            offset += entry.size
     return weights, files
 
 
-def _weight(entry: Any, data: bytes, offset: int, json_path: Path, files: str) -> tuple[str, np.ndarray, int]:
-    """One manifest entry read from `data` at `offset`: `(name, array, bytes used)`."""
-    try:
-        name = str(entry["name"])
-        shape = [int(d) for d in entry["shape"]]
-        dtype = str(entry["dtype"])
-        quant = entry.get("quantization")
-    except (KeyError, TypeError, ValueError):
-        raise ModelError(f"model {json_path}: a weightsManifest entry lacks name, shape or dtype") from None
-    count = int(np.prod(shape)) if shape else 1
-    stored = str(quant["dtype"]) if quant else dtype
-    if stored not in ("float32", "int32", "bool", "float16", "uint8", "uint16"):
-        raise ModelError(f"model {json_path}: weight {name} is stored as {stored}, which this reader does not know")
-    item = np.dtype(np.float16 if stored == "float16" else np.uint8 if stored in ("uint8", "bool")
-                    else np.uint16 if stored == "uint16" else _NUMPY[stored])
-    size = count * item.itemsize
-    if offset + size > len(data) or count < 0:
-        raise ModelError(f"model {json_path}: weight file {files} ends inside weight {name} (needs {offset + size:,} "
-                         f"bytes, has {len(data):,}): truncated or not this model's weights")
-    raw = np.frombuffer(data, item, count, offset).reshape(shape)
+def _weight(entry: _Entry, data: bytes, offset: int, json_path: Path) -> np.ndarray:
+    """One checked manifest entry read from `data` at `offset`, dequantized."""
+    raw = np.frombuffer(data, entry.stored, math.prod(entry.shape), offset).reshape(entry.shape)
+    quant = entry.quant
     if not quant:
-        array = raw.astype(bool) if dtype == "bool" else raw.copy()
-    elif stored == "float16":
-        array = raw.astype(np.float32)
-    else:  # affine: value = q * scale + min (TF.js quantization.ts)
-        try:
-            scale, low = float(quant["scale"]), float(quant["min"])
-        except (KeyError, TypeError, ValueError):
-            raise ModelError(f"model {json_path}: weight {name} is {stored}-quantized without scale and min") from None
-        array = (raw.astype(np.float32) * scale + low).astype(_NUMPY.get(dtype, np.float32))
-    return name, array, size
+        return raw.astype(bool) if entry.dtype == "bool" else raw.copy()
+    if entry.stored == np.float16:
+        return raw.astype(np.float32)
+    try:  # affine: value = q * scale + min (TF.js quantization.ts)
+        scale, low = float(quant["scale"]), float(quant["min"])
+    except (KeyError, TypeError, ValueError):
+        raise ModelError(f"model {json_path}: weight {entry.name} is {entry.stored}-quantized without scale and min") from None
+    return (raw.astype(np.float32) * scale + low).astype(_NUMPY.get(entry.dtype, np.float32))
 
 
 def _split_fused_ops(graph_def: Any, json_path: Path) -> int:

@@ -1,0 +1,43 @@
+"""The trackers of one segment: one ByteTracker per (camera, group), ids from one allocator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from detect.track.bytetrack import ByteTracker, IdAllocator
+from detect.track.params import TrackerParams
+
+
+class SegmentTracker:
+    """Track ids for every detection of one segment; frames of each camera come in time order."""
+
+    def __init__(self, params: TrackerParams) -> None:
+        self.params = params
+        self._ids = IdAllocator()
+        self._trackers: dict[tuple[int, int], ByteTracker] = {}
+        self._last_ts: dict[int, int] = {}
+
+    def update(self, camera: int, timestamp_micros: int, xyxy: np.ndarray, scores: np.ndarray,
+               groups: np.ndarray) -> np.ndarray:
+        """One camera image's boxes -> track ids (int64, -1 for boxes not kept)."""
+        xyxy = np.asarray(xyxy, np.float64).reshape(-1, 4)
+        scores = np.asarray(scores, np.float64).reshape(-1)
+        groups = np.asarray(groups, np.int64).reshape(-1)
+        if not len(xyxy) == len(scores) == len(groups):
+            raise ValueError(f"expected one score and group per box ({len(xyxy)}), got {len(scores)} and {len(groups)}")
+        camera, ts = int(camera), int(timestamp_micros)
+        if camera in self._last_ts and ts <= self._last_ts[camera]:
+            raise ValueError(f"camera {camera}: timestamps must increase, got {ts} after {self._last_ts[camera]}")
+        self._last_ts[camera] = ts
+        out = np.full(len(xyxy), -1, np.int64)
+        # every tracker of the camera sees every frame, so lost tracks age even when a group has no box
+        for group in {g for (c, g) in self._trackers if c == camera} | {int(g) for g in groups}:
+            tracker = self._trackers.get((camera, group))
+            if tracker is None:
+                tracker = self._trackers[camera, group] = ByteTracker(self.params, self._ids)
+            rows = np.flatnonzero(groups == group)
+            out[rows] = tracker.update(ts, xyxy[rows], scores[rows])
+        return out
+
+    def tracks_held(self) -> int:
+        return sum(len(t) for t in self._trackers.values())

@@ -1,0 +1,93 @@
+"""Tracking scores per Waymo type, from TrackEval's metric classes (PyPI `trackeval` 1.3.0, MIT).
+
+HOTA (with DetA and AssA, averaged over TrackEval's 19 IoU thresholds 0.05-0.95: HOTA integrates
+over localisation, so the protocol does not set its IoU), CLEAR (MOTA, MOTP, ID switches,
+fragmentations, mostly tracked / partly / mostly lost) and Identity (IDF1) at the protocol's IoU
+for the type. Sequences (one per segment and camera) are pooled with each metric's own
+`combine_sequences`, as TrackEval pools a benchmark's sequences.
+
+TrackEval is installed without its declared dependencies (opencv-python, pycocotools, matplotlib,
+tabulate: its dataset and plotting modules need them, its metric classes need only numpy and scipy);
+its package prints a line on import when a dataset module's dependency is missing, so the import
+happens once, lazily, with stdout captured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from detect.core.matching import Protocol
+from detect.track.frames import FrameTracks, to_trackeval
+
+
+@functools.cache
+def trackeval_metrics() -> ModuleType:
+    """`trackeval.metrics`, imported without the package's import-time print reaching our stdout."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import trackeval.metrics
+
+    return trackeval.metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackingScores:
+    """One Waymo type's tracking scores, pooled over sequences."""
+
+    hota: float
+    deta: float
+    assa: float
+    mota: float
+    motp: float
+    idf1: float
+    id_switches: int
+    fragmentations: int
+    mostly_tracked: int
+    partly_tracked: int
+    mostly_lost: int
+    label_boxes: int
+    tracked_boxes: int
+    objects: int
+    iou: float  # the protocol's IoU for MOTA and IDF1
+
+    def to_json(self) -> dict[str, float | int]:
+        return dataclasses.asdict(self)
+
+
+def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> dict[str, dict[str, Any]]:
+    """TrackEval's combined results (HOTA, CLEAR, Identity) over sequences, as the library returns them."""
+    m = trackeval_metrics()
+    config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
+    metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
+    per_sequence: dict[str, dict[str, Any]] = {name: {} for name in metrics}
+    for n, frames in enumerate(sequences):
+        data = to_trackeval(frames).data
+        for name, metric in metrics.items():
+            per_sequence[name][str(n)] = metric.eval_sequence(data)
+    if not per_sequence["HOTA"]:
+        raise ValueError("no sequence to score")
+    return {name: metric.combine_sequences(per_sequence[name]) for name, metric in metrics.items()}
+
+
+def score_tracks(sequences: Mapping[int, Iterable[Sequence[FrameTracks]]], protocol: Protocol) -> dict[int, TrackingScores]:
+    """Per Waymo type: its sequences (each one camera of one segment, frames in time order) -> scores."""
+    out = {}
+    for waymo_type, type_sequences in sorted(sequences.items()):
+        iou = protocol.iou(waymo_type)
+        r = metric_results(type_sequences, iou)
+        hota, clear, ident = r["HOTA"], r["CLEAR"], r["Identity"]
+        out[int(waymo_type)] = TrackingScores(
+            hota=float(np.mean(hota["HOTA"])), deta=float(np.mean(hota["DetA"])), assa=float(np.mean(hota["AssA"])),
+            mota=float(clear["MOTA"]), motp=float(clear["MOTP"]), idf1=float(ident["IDF1"]),
+            id_switches=int(clear["IDSW"]), fragmentations=int(clear["Frag"]), mostly_tracked=int(clear["MT"]),
+            partly_tracked=int(clear["PT"]), mostly_lost=int(clear["ML"]),
+            label_boxes=int(clear["CLR_TP"] + clear["CLR_FN"]), tracked_boxes=int(clear["CLR_TP"] + clear["CLR_FP"]),
+            objects=int(clear["MT"] + clear["PT"] + clear["ML"]), iou=iou)
+    return out
