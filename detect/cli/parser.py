@@ -200,8 +200,9 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=bounded_int(1, MAX_BATCH_SIZE), metavar="N",
                         help=f"images per model call, 1-{MAX_BATCH_SIZE} (default: measured best)")
     parser.add_argument("--input-size", metavar="SIZE",
-                        help="resize frames to SIZExSIZE or WxH (width x height) before the model, "
-                        "'native' for full frames (default: the model's own; else 320)")
+                        help="resize frames to SIZExSIZE or WxH (width x height) before the model, fit:WxH to fit "
+                        "each camera inside WxH keeping its scale (sides multiples of 32), 'native' for full frames "
+                        "(default: the model's own, e.g. fit:960x640 for CenterNet; else 320)")
     parser.add_argument("--tile", type=bounded_int(MIN_TILE, MAX_TILE), metavar="SIZE",
                         help="also run the model over overlapping SIZExSIZE tiles of the full-resolution frame and merge "
                         "the boxes with the whole frame's (finds far, small objects; 5-12x the model time; e.g. 512)")

@@ -23,6 +23,7 @@ from detect.core.records import FrameFailure, FrameKey, FrameResult
 from detect.engine.outcomes import SegmentReport
 from detect.engine.spec import SegmentSettings
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
+from detect.model.inputs import size_record
 from detect.sinks import journal, layout
 from detect.sinks.frames import frame_path
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
@@ -268,7 +269,7 @@ class SegmentLifecycle:
             "settings": {
                 "cameras": [c.name for c in f.cameras] if f.cameras else "all",
                 "first_frame": f.first_frame, "max_frames": f.max_frames,
-                "input_size": list(settings.input_size) if settings.input_size else "native",
+                "input_size": size_record(settings.input_size),
                 "batch_size": self.model_facts.get("batch_size"),
                 "write_frames": settings.write_frames, "frame_format": settings.frame_format,
                 "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,

@@ -12,7 +12,10 @@ from detect.core.errors import ModelError, UsageError
 from detect.engine.spec import ModelSpec
 from detect.model import formats
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
+from detect.model.inputs import parse_input_size, require_multiple
 from detect.model.labels import UnknownClassError, describe_classes, label_for, parse_classes
+from detect.model.tfjs import HEADS
+from detect.model.tfjs.heads import MULTIPLE
 
 MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
@@ -54,7 +57,8 @@ class ModelChoices:
 def choose_settings(path: Path | None, *, threshold: float | None = None, input_size: str | None = None,
                     nms_iou: float | None | str = "model") -> ModelChoices:
     """Fill what the user left open from the model's own defaults (its sidecar; no TensorFlow)."""
-    defaults = formats.locate(Path(path) if path is not None else default_model_path()).defaults
+    source = formats.locate(Path(path) if path is not None else default_model_path())
+    defaults = source.defaults
     picked = []
     if threshold is None:
         threshold = defaults.threshold if defaults.threshold is not None else FALLBACK_THRESHOLD
@@ -62,6 +66,8 @@ def choose_settings(path: Path | None, *, threshold: float | None = None, input_
     if input_size is None:
         input_size = defaults.input_size or FALLBACK_INPUT_SIZE
         picked += ["input_size"] if defaults.input_size else []
+    if (source.origin or {}).get("head") in HEADS:  # a TF.js network: any multiple of 32, nothing else
+        require_multiple(parse_input_size(input_size), MULTIPLE, source.short_name or "this model")
     if nms_iou == "model":
         nms_iou = defaults.nms_iou
         picked += ["nms_iou"] if defaults.nms_iou is not None else []

@@ -16,7 +16,7 @@ from detect.core.errors import UsageError
 from detect.core.matching import PROTOCOLS
 from detect.core.records import WaymoType
 from detect.model.classmap import ClassMap, default_class_map
-from detect.model.inputs import InputSize
+from detect.model.inputs import InputSize, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.render.errors import ErrorRules
@@ -129,7 +129,7 @@ class SegmentSettings:
             "score_floor": model.get("score_floor"),
             "classes": model.get("classes"),
             "nms_iou": model.get("nms_iou"),
-            "input_size": list(self.input_size) if self.input_size else "native",
+            "input_size": size_record(self.input_size),
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
             **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},

@@ -13,8 +13,30 @@ from detect.core.errors import UsageError
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 
-# (width, height) frames are resized to before the model, or None to feed full frames.
-InputSize = tuple[int, int] | None
+FIT_MULTIPLE = 32  # the sides a `fit:` size rounds to (the TF.js networks run at multiples of 32)
+
+
+@dataclasses.dataclass(frozen=True)
+class FitSize:
+    """`--input-size fit:WxH`: each image scaled to fit inside W x H keeping its aspect ratio, its
+    sides then rounded to multiples of 32, so each camera size gets its own shape (Waymo's 1920x1280
+    cameras 960x640, its 1920x886 side cameras 960x448 rather than stretched to 960x640)."""
+
+    width: int
+    height: int
+
+    def for_image(self, width: int, height: int) -> tuple[int, int]:
+        """The (width, height) an image of this size is resized to."""
+        scale = min(self.width / width, self.height / height)
+        return (max(FIT_MULTIPLE, round(width * scale / FIT_MULTIPLE) * FIT_MULTIPLE),
+                max(FIT_MULTIPLE, round(height * scale / FIT_MULTIPLE) * FIT_MULTIPLE))
+
+    def __str__(self) -> str:
+        return f"fit:{self.width}x{self.height}"
+
+
+# (width, height) frames are resized to before the model, a per-image fit, or None for full frames.
+InputSize = tuple[int, int] | FitSize | None
 
 
 
@@ -30,10 +52,16 @@ class DecodedImage:
 
 
 def parse_input_size(text: str) -> InputSize:
-    """'320' -> (320, 320); '640x384' -> (640, 384) as width x height; 'native' -> None."""
+    """'320' -> (320, 320); '640x384' -> (640, 384) as width x height; 'fit:960x640' -> `FitSize`;
+    'native' -> None."""
     value = text.strip().lower()
     if value in ("native", "full", "none"):
         return None
+    if value.startswith("fit:"):
+        fixed = parse_input_size(value[4:])
+        if fixed is None or isinstance(fixed, FitSize):
+            raise UsageError(f"input size {text!r}: expected fit:WxH, e.g. fit:960x640")
+        return FitSize(*fixed)
     parts = value.split("x")
     try:
         numbers = [int(p) for p in parts]
@@ -42,8 +70,25 @@ def parse_input_size(text: str) -> InputSize:
     if len(numbers) == 1:
         numbers = numbers * 2
     if len(numbers) != 2 or min(numbers) < 32 or max(numbers) > 4096:
-        raise UsageError(f"input size {text!r}: expected N, WxH (32-4096 pixels) or 'native'")
+        raise UsageError(f"input size {text!r}: expected N, WxH, fit:WxH (32-4096 pixels) or 'native'")
     return numbers[0], numbers[1]
+
+
+def require_multiple(size: InputSize, multiple: int, model: str) -> None:
+    """Refuse (one line, `UsageError`) a WxH whose sides are not multiples of `multiple`, naming the
+    nearest valid sizes: a network that runs at any multiple of 32 (the TF.js heads) would otherwise
+    pad the frame, and the user would not be running the size they asked for."""
+    if size is None:
+        return
+    width, height = (size.width, size.height) if isinstance(size, FitSize) else size
+    if width % multiple == 0 and height % multiple == 0:
+        return
+    low = [max(multiple, side // multiple * multiple) for side in (width, height)]
+    high = [-(-side // multiple) * multiple for side in (width, height)]
+    nearest = [f"{w}x{h}" for w, h in sorted({(low[0], low[1]), (high[0], high[1]), (low[0], high[1]),
+                                              (high[0], low[1])}, key=lambda s: (abs(s[0] - width) + abs(s[1] - height), s))]
+    raise UsageError(f"input size {width}x{height}: {model} runs at multiples of {multiple} a side; "
+                     f"nearest valid sizes: {', '.join(nearest[:2])}")
 
 
 def decode_stream(
@@ -83,8 +128,15 @@ def decode_stream(
         if input_size is None:
             model_input = tf.zeros((0, 0, 3), tf.uint8) if keep_full else image  # the full frame is both
         else:
-            width, height = input_size
-            resized = tf.image.resize(image, (height, width), method="bilinear", antialias=False)
+            if isinstance(input_size, FitSize):
+                scale = tf.minimum(input_size.width / tf.cast(shape[1], tf.float32),
+                                   input_size.height / tf.cast(shape[0], tf.float32))
+                target = tf.cast(tf.round(tf.cast(shape[:2], tf.float32) * scale / FIT_MULTIPLE), tf.int32)
+                target = tf.maximum(target, 1) * FIT_MULTIPLE  # (height, width); as FitSize.for_image
+            else:
+                width, height = input_size
+                target = tf.constant([height, width])
+            resized = tf.image.resize(image, target, method="bilinear", antialias=False)
             model_input = tf.saturate_cast(tf.round(resized), tf.uint8)
         full = image if keep_full else tf.zeros((0, 0, 3), tf.uint8)
         return index, shape[1], shape[0], full, model_input
@@ -140,11 +192,16 @@ def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
     return "cannot decode JPEG"
 
 
-def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def size_record(size: InputSize) -> list[int] | str:
+    """How a manifest records an input size: [width, height], 'fit:WxH' or 'native'."""
+    return "native" if size is None else str(size) if isinstance(size, FitSize) else list(size)
+
+
+def resize_images(images: np.ndarray, size: tuple[int, int] | FitSize) -> np.ndarray:
     """uint8 `[B, H, W, 3]` resized to `size` (width, height) exactly as `decode_stream` resizes a
     frame for the model (bilinear, no antialiasing, rounded): tiles and whole frames cut out of a
     full frame reach the model as a resized frame would."""
     tf = import_tensorflow()
-    width, height = size
+    width, height = size.for_image(images.shape[2], images.shape[1]) if isinstance(size, FitSize) else size
     resized = tf.image.resize(tf.convert_to_tensor(images), (height, width), method="bilinear", antialias=False)
     return tf.saturate_cast(tf.round(resized), tf.uint8).numpy()

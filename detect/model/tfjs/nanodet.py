@@ -5,8 +5,11 @@ Upstream: github RangiLyu/nanodet, `config/legacy_v0.x_configs/nanodet-g.yml` (C
 - Input `input_1` float32 NCHW `[1, 3, 416, 416]`: BGR, `(x - [103.53, 116.28, 123.675]) /
   [57.375, 57.12, 58.395]` (upstream's `normalize`; Human's `nanodet.ts` feeds RGB / 255, which cut
   VEHICLE AP50 on the real Waymo frame from 0.27 to 0.09). Upstream letterboxes (`keep_ratio: True`),
-  and so does `serve`; the default `--input-size 416` has the frame stretched before (DEFAULTS).
-  The PAN's upsampling sizes are constants: the network only runs at 416 x 416.
+  and `serve` does for an image above 1280 a side; a smaller one runs at its own size (padded to
+  multiples of 32). The default `--input-size 416` has the frame stretched before (DEFAULTS).
+  The PAN's four upsampling sizes are constants (`PartitionedCall/Cast_1/_3/_5/_7`: 26, 52, 26, 13
+  a side at 416, i.e. input / 16, 8, 16, 32); `build` makes them the NCHW input's own, so the
+  network runs at any multiple of 32 (`detect.model.tfjs.sizes`), as CenterNet's.
 - Per stride 8, 16, 32 (52, 26, 13 cells a side) one conv gives 80 + 44 channels, split in two:
   80 sigmoid class scores (`..._Sigmoid_N`) and 44 box logits (`..._Split_N:1`): for each side
   left, top, right, bottom, 11 bins (`reg_max` 10) whose softmax expectation times the stride is
@@ -25,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from detect.model.tfjs.graph import TfjsGraph, as_function
-from detect.model.tfjs.heads import contract_outputs, letterbox
+from detect.model.tfjs.heads import contract_outputs, fit_network
+from detect.model.tfjs.sizes import shape_derived
 
 NAME = "nanodet"
 DESCRIPTION = "NanoDet-g-416 trained on COCO"
@@ -52,6 +56,9 @@ OUTPUTS = (
 # The same, reshaped by the graph itself to `[1, H*W, C]` (scores, logits per stride).
 GRAPH_OUTPUTS = ("Identity", "Identity_3", "Identity_1", "Identity_4", "Identity_2", "Identity_5")
 SIZE = 416
+# The PAN's constant resize targets and the stride each stands for (input side / it).
+RESIZE_TARGETS = {"PartitionedCall/Cast_1": 16, "PartitionedCall/Cast_3": 8, "PartitionedCall/Cast_5": 16,
+                  "PartitionedCall/Cast_7": 32}
 CLASSES = 80
 REG_MAX = 10
 MEAN_BGR = (103.53, 116.28, 123.675)
@@ -76,20 +83,22 @@ def flatten(tf: Any, nchw: Any) -> Any:
     return tf.transpose(tf.reshape(nchw, [shape[0], shape[1], -1]), [0, 2, 1])
 
 
-def level_boxes(tf: Any, logits: Any, stride: int, size: int = SIZE) -> Any:
-    """Box logits `[B, H*W, 44]` of one stride -> xyxy `[B, H*W, 4]` in input pixels, inside the input."""
-    cells = size // stride
-    ys, xs = tf.meshgrid(tf.range(cells), tf.range(cells), indexing="ij")
+def level_boxes(tf: Any, logits: Any, stride: int, size: Any = SIZE) -> Any:
+    """Box logits `[B, H*W, 44]` of one stride -> xyxy `[B, H*W, 4]` in input pixels, inside the input.
+    `size`: the input's side, or its (height, width)."""
+    height, width = size if isinstance(size, tuple) else (size, size)
+    ys, xs = tf.meshgrid(tf.range(height // stride), tf.range(width // stride), indexing="ij")
     cx = (tf.cast(tf.reshape(xs, [-1]), tf.float32) + 0.5) * stride
     cy = (tf.cast(tf.reshape(ys, [-1]), tf.float32) + 0.5) * stride
     bins = tf.nn.softmax(tf.reshape(logits, [tf.shape(logits)[0], -1, 4, REG_MAX + 1]), axis=-1)
     distance = tf.reduce_sum(bins * tf.range(REG_MAX + 1, dtype=tf.float32), axis=-1) * stride
     left, top, right, bottom = tf.unstack(distance, axis=-1)
     xyxy = tf.stack([cx - left, cy - top, cx + right, cy + bottom], axis=-1)
-    return tf.clip_by_value(xyxy, 0.0, float(size))
+    limit = tf.cast(tf.stack([width, height, width, height]), tf.float32)
+    return tf.clip_by_value(xyxy, 0.0, limit)
 
 
-def decode(tf: Any, levels: list[tuple[Any, Any]], size: int = SIZE) -> tuple[Any, Any]:
+def decode(tf: Any, levels: list[tuple[Any, Any]], size: Any = SIZE) -> tuple[Any, Any]:
     """Per stride `(scores [B, H*W, 80], logits [B, H*W, 44])` -> every position's xyxy `[B, P, 4]`
     and class scores `[B, P, 80]`, strides 8, 16, 32 in turn."""
     boxes = [level_boxes(tf, logits, stride, size) for (_, logits), stride in zip(levels, STRIDES)]
@@ -107,14 +116,16 @@ def suppress(tf: Any, xyxy: Any, scores: Any) -> tuple[Any, Any, Any, Any]:
 
 def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
     """A `tf.Module` whose `serve(input_tensor)` meets our detector contract."""
-    network = as_function(graph, INPUT, OUTPUTS, path=path)
+    network = as_function(shape_derived(tf, graph, path, INPUT, RESIZE_TARGETS, (2, 4), SHORT_NAME), INPUT,
+                          OUTPUTS, path=path)
 
     class NanoDet(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
         def serve(self, input_tensor: Any) -> dict[str, Any]:
-            images, place = letterbox(tf, input_tensor, SIZE)
+            images, place = fit_network(tf, input_tensor, SIZE)
+            shape = tf.shape(images)
             outputs = [flatten(tf, t) for t in network(normalize(tf, images))]
-            xyxy, scores = decode(tf, list(zip(outputs[0::2], outputs[1::2])))
+            xyxy, scores = decode(tf, list(zip(outputs[0::2], outputs[1::2])), (shape[1], shape[2]))
             boxes, best, class_index, count = suppress(tf, xyxy, scores)
             return contract_outputs(tf, boxes, best, class_index, place, count)
 
