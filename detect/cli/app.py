@@ -25,8 +25,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse already printed usage, help or version
         return EXIT_USAGE if exit_.code else EXIT_OK
-    if args.debug:
-        set_verbose(True)
+    set_verbose(bool(args.debug))  # per call: one --debug run must not make later calls in this process loud
     keep_freed_memory()
     try:
         with sigterm_as_interrupt():

@@ -74,6 +74,7 @@ def _fd_silenced(fd: int) -> Iterator[None]:
         os.dup2(devnull, fd)
         yield
     finally:
+        _flush_c_streams()  # what native code left in C's stdio buffers goes to /dev/null too
         os.dup2(saved, fd)
         os.close(saved)
         os.close(devnull)
@@ -86,3 +87,10 @@ def tf_error_text(err: BaseException) -> str:
     text = re.sub(r"\s*\[Op:\w+\]\s*$", "", text)
     lines = text.splitlines()
     return lines[0].strip() if lines else type(err).__name__
+
+
+def _flush_c_streams() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
