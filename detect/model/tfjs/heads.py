@@ -30,12 +30,7 @@ def letterbox(tf: Any, images: Any, size: int) -> tuple[Any, Letterbox]:
     scale = tf.minimum(size / height, size / width)
     new_h = tf.clip_by_value(tf.cast(tf.round(height * scale), tf.int32), 1, size)
     new_w = tf.clip_by_value(tf.cast(tf.round(width * scale), tf.int32), 1, size)
-    resized = tf.image.resize(tf.cast(images, tf.float32), tf.stack([new_h, new_w]), method="bilinear")
-    top, left = (size - new_h) // 2, (size - new_w) // 2
-    padded = tf.image.pad_to_bounding_box(resized, top, left, size, size)
-    place = Letterbox(tf.cast(new_h, tf.float32), tf.cast(new_w, tf.float32),
-                      tf.cast(top, tf.float32), tf.cast(left, tf.float32))
-    return padded, place
+    return _centered(tf, images, new_h, new_w, size, size)
 
 
 # Images up to this many pixels a side run through a TF.js network at their own size (padded up to
@@ -59,6 +54,11 @@ def fit_network(tf: Any, images: Any, size: int, multiple: int = MULTIPLE) -> tu
     new_w = tf.where(small, width, tf.clip_by_value(tf.cast(tf.round(w * scale), tf.int32), 1, size))
     out_h = tf.where(small, -(-height // multiple) * multiple, size)
     out_w = tf.where(small, -(-width // multiple) * multiple, size)
+    return _centered(tf, images, new_h, new_w, out_h, out_w)
+
+
+def _centered(tf: Any, images: Any, new_h: Any, new_w: Any, out_h: Any, out_w: Any) -> tuple[Any, Letterbox]:
+    """`images` resized to `new_h` x `new_w`, centered on black in `out_h` x `out_w`, and where they sit."""
     resized = tf.image.resize(tf.cast(images, tf.float32), tf.stack([new_h, new_w]), method="bilinear")
     top, left = (out_h - new_h) // 2, (out_w - new_w) // 2
     padded = tf.image.pad_to_bounding_box(resized, top, left, out_h, out_w)
