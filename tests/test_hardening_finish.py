@@ -17,7 +17,7 @@ from conftest import TINY_SEGMENT
 from PIL import Image
 
 from detect.cli import main
-from detect.cli.values import EXIT_FRAMES_FAILED
+from detect.cli.exit_codes import EXIT_FRAMES_FAILED
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import SEGMENT
 

@@ -2,7 +2,7 @@
 
 The only package that knows argparse, prints or exits; one module per group of commands
 (`jobs`: segment and run; `results`: eval, export, report, gif; `facts`: info and model), the
-parser in `parser`, flag values and exit codes in `values`, the error mapping in `app`.
+parser in `parser`, flag values in `values`, exit codes in `exit_codes`, the error mapping in `app`.
 Exit codes: 0 all good; 1 some frames (or segments) failed and are listed in the manifest / run
 file; 2 usage, input, model or output errors and unexpected ones (one line on stderr; the
 traceback only with --debug); 130 interrupted.
@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from detect.core.signals import Terminated, sigterm_as_interrupt
-
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def keep_dependency_state_in_our_cache() -> None:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from detect.cli.console import Printable
+from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from detect.cli.parser import build_parser
-from detect.cli.values import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from detect.core.errors import DetectError
 from detect.core.signals import Terminated, sigterm_as_interrupt
 from detect.core.tf_env import set_verbose

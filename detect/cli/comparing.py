@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from detect.cli.values import EXIT_OK
+from detect.cli.exit_codes import EXIT_OK
 from detect.compare.command import run_compare
 from detect.core.matching import PROTOCOLS
 

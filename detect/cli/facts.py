@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import TextIO
 
-from detect.cli.values import EXIT_OK
+from detect.cli.exit_codes import EXIT_OK
 from detect.core.names import printable
 from detect.engine.loading import default_model_path
 from detect.model import formats

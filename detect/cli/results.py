@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from detect.cli.values import EXIT_FRAMES_FAILED, EXIT_OK
+from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.core.matching import PROTOCOLS
 from detect.evaluate.commands import export_coco, run_eval
 from detect.evaluate.outputs import table_lines

@@ -1,11 +1,10 @@
-"""What flags may hold (bounds, parsers of their values) and what the command exits with."""
+"""What flags may hold: bounds, and parsers of their values."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 
-EXIT_OK, EXIT_FRAMES_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 # Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
 # 1920x1280 frames are 1.9 GB; 64 drawing threads keep a 64-core box busy.
 MAX_BATCH_SIZE = 256
