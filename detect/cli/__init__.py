@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
 from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
+from detect.core.cache_dirs import user_cache_dir
 from detect.core.signals import Terminated, sigterm_as_interrupt
 
 
@@ -26,7 +26,7 @@ def keep_dependency_state_in_our_cache() -> None:
     outside OUT and its own cache, so unless the user chose their folders, they go under
     `$XDG_CACHE_HOME/detect` (or `~/.cache/detect`), where the converted models go. Before either
     is imported (they load lazily, with the first report or model)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "detect"
+    base = user_cache_dir()
     os.environ.setdefault("MPLCONFIGDIR", str(base / "matplotlib"))
     os.environ.setdefault("KERAS_HOME", str(base / "keras"))
 

@@ -17,11 +17,11 @@ import numpy as np
 from detect.compare import page, pictures
 from detect.compare.sides import Pairing, Side, load_side, pair
 from detect.compare.stats import Collected, average_precision, bootstrap_difference, collect
+from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.records import WaymoType
 from detect.model.classmap import load_class_map
-from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import real_folder
 
 COMPARE_FILE, PAGE_FILE = "compare.json", "compare.html"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from detect.core.atomic import atomic_path
 from detect.core.cameras import CameraName
 from detect.core.errors import first_line
 from detect.core.files import UnreadableFileError
 from detect.core.records import FrameKey
 from detect.render.draw import font
 from detect.sinks.animations import downscale_to_width
-from detect.sinks.atomic import atomic_path
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.gif import GifWriter
 

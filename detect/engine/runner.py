@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import OutputError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
@@ -25,7 +26,6 @@ from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
 from detect.sinks import journal
-from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
 from detect.waymo.sources import SegmentSource, resolve, resolve_one

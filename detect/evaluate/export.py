@@ -15,13 +15,13 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import DependencyError, InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.evaluate import coco
 from detect.evaluate.results import SegmentResults
 from detect.model.classmap import ClassMap
-from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.journal import JOURNAL, STATE_DIR
 from detect.sinks.layout import real_file, real_folder
 from detect.waymo.images import jpeg_size

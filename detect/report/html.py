@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from detect.core.atomic import atomic_write_bytes
 from detect.report import safe
-from detect.sinks.atomic import atomic_write_bytes
 from detect.sinks.layout import real_file
 
 

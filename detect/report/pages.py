@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from detect.core.atomic import atomic_path
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.labels import describe_classes
 from detect.report import plots, safe
@@ -23,7 +24,6 @@ from detect.report.html import count_cell as _count_cell
 from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
-from detect.sinks.atomic import atomic_path
 from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
 

@@ -1,50 +1,14 @@
-"""Atomic file output: write beside the target under a hidden temp name, then `os.replace`."""
+"""The incremental writers' shared shape: `Sink` (close on success, abort on error) and `TempFileSink`
+(one file under a hidden temp name, renamed into place at close). One-shot atomic writes: `detect.core.atomic`."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-
-def temp_path_for(path: Path) -> Path:
-    """A hidden, unique sibling of `path` that keeps its suffix (ffmpeg picks the muxer from it)."""
-    return path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
-
-
-# `temp_path_for`'s names exactly: a user's own `.notes.tmp` is never taken for one of ours.
-_TEMP_NAME = re.compile(r"\..*\.[0-9a-f]{8}\.tmp(\.[A-Za-z0-9]+)?")
-
-
-def is_temp_path(path: Path) -> bool:
-    return _TEMP_NAME.fullmatch(path.name) is not None
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temp path to write; it replaces `path` on success and is removed on error."""
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    temp = temp_path_for(final)
-    try:
-        yield temp
-        os.replace(temp, final)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write `data` to `path` so readers see the old file or the whole new one, never a part."""
-    with atomic_path(path) as temp:
-        with open(temp, "wb") as f:
-            f.write(data)
-    return Path(path)
+from detect.core.atomic import temp_path_for
 
 
 class Sink:

@@ -11,11 +11,11 @@ import fpng
 import numpy as np
 from PIL import Image
 
+from detect.core.atomic import atomic_write_bytes, is_temp_path
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError, first_line
 from detect.core.files import UnreadableFileError, read_regular
 from detect.core.records import FrameKey
-from detect.sinks.atomic import atomic_write_bytes, is_temp_path
 from detect.waymo.images import check_size, jpeg_size
 
 FRAMES_DIR = "frames"

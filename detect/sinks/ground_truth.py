@@ -13,10 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from detect.core.atomic import atomic_path
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels, valid_label_rows
-from detect.sinks.atomic import atomic_path
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 GROUND_TRUTH_FILE = "ground_truth.parquet"

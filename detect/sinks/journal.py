@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from detect.core.atomic import atomic_write_bytes
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError, first_line
 from detect.core.records import Detections, FrameKey, FrameResult
-from detect.sinks.atomic import atomic_write_bytes
 
 STATE_DIR = ".detect"
 JOURNAL = "journal.jsonl"

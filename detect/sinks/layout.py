@@ -15,10 +15,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from detect.core.atomic import is_temp_path
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
-from detect.sinks.atomic import is_temp_path
 from detect.sinks.frames import FRAME_FORMATS, FRAMES_DIR
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.journal import JOURNAL as JOURNAL_FILE

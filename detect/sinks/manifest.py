@@ -11,9 +11,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from detect.core.atomic import atomic_write_bytes
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameFailure, FrameResult
-from detect.sinks.atomic import atomic_write_bytes
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from detect.core.atomic import atomic_path
 from detect.core.records import FrameResult
-from detect.sinks.atomic import atomic_path
 from detect.waymo.schema import CAMERA, KEY_FIELDS, SEGMENT, TIMESTAMP
 
 DETECTIONS_FILE = "detections.parquet"

@@ -40,6 +40,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from detect.core.atomic import atomic_write_bytes, new_file_mode
+from detect.core.cache_dirs import user_cache_dir
 from detect.core.errors import ModelError
 from detect.core.files import UnreadableFileError, open_regular, parse_json, read_regular
 from detect.model.formats import CACHE_NAME
@@ -64,8 +66,7 @@ def cache_root(model_path: Path) -> Path:
         return Path(os.environ[CACHE_ENV]) / _own_name(model_path)
     if not cache_dir.is_symlink() and _writable(beside):
         return beside
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "detect"
-    return base / _own_name(model_path)
+    return user_cache_dir() / _own_name(model_path)
 
 
 def cache_folder(model_path: Path, runtime: str, version: str, checksum: str) -> Path:
@@ -175,7 +176,7 @@ class ModelCache:
     def write(self, name: str, data: bytes) -> None:
         """`name` holds `data` entirely or is left as it was; recorded in the manifest."""
         with self._errors("written"):
-            write_atomically(self.folder / name, data)
+            atomic_write_bytes(self.folder / name, data)
         self._checksums[name] = hashlib.sha256(data).hexdigest()
         self._write_manifest()
 
@@ -184,7 +185,7 @@ class ModelCache:
         with self._errors("written"):
             for name in names:
                 path = self.folder / name
-                os.chmod(path, _file_mode(), follow_symlinks=False)
+                os.chmod(path, new_file_mode(), follow_symlinks=False)
                 digest = _sha256_or_none(path)
                 if digest is None:
                     raise OSError(errno.EINVAL, f"{name} is not a regular file")
@@ -255,7 +256,7 @@ class ModelCache:
     def _write_manifest(self) -> None:
         text = json.dumps({"files": dict(sorted(self._checksums.items()))}, indent=1).encode()
         with self._errors("written"):
-            write_atomically(self.folder / MANIFEST, text)
+            atomic_write_bytes(self.folder / MANIFEST, text)
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -291,25 +292,6 @@ def cached_networks(folder: Path) -> list[CachedNetwork]:
         if match and all(_is_regular(p) for p in (xml, xml.with_suffix(".bin"))):
             found.append(CachedNetwork(tuple(int(d) for d in match[1].split("x")), match[2]))
     return sorted(found, key=lambda n: (n.shape, n.dtype))
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """`path` holds `data` entirely or is left as it was; its mode is a new file's (0666 less the umask)."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), _file_mode())  # mkstemp makes 0600
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _file_mode() -> int:
-    umask = os.umask(0o022)  # the only way to read it; set back at once
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def _sha256_or_none(path: Path) -> str | None:
