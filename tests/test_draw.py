@@ -7,7 +7,8 @@ from PIL import Image, ImageFont
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.render.draw import DrawStyle, draw_boxes, draw_detections, font, select_detections
+from detect.render.chips import font
+from detect.render.draw import DrawStyle, draw_boxes, draw_detections, select_detections
 
 GOLDEN = Path(__file__).parent / "golden" / "draw_detections.png"
 REGENERATE = os.environ.get("DETECT_REGENERATE_GOLDEN") == "1"

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
-import threading
 from collections.abc import Sequence
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-
-RGB = tuple[int, int, int]
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at, place_chips
 
 # A fixed, high-contrast palette (Tableau 20 reordered so neighbouring COCO ids differ strongly).
 # A class keeps its color across frames, cameras and runs: color = palette[class_id % len].
@@ -86,20 +82,6 @@ def scaled_line_width(width: int, height: int) -> int:
 def scaled_font_size(width: int, height: int) -> int:
     """32 px on a 1920-wide frame, ~11 px once shrunk to 640 wide."""
     return max(10, round(max(width, height) / 60))
-
-
-_fonts = threading.local()
-
-
-def font(size: int) -> ImageFont.FreeTypeFont:
-    """Pillow's bundled TrueType font (Aileron via FreeType), cached per thread and size."""
-    cache = _fonts.__dict__.setdefault("by_size", {})
-    if size not in cache:
-        face = ImageFont.load_default(size=size)
-        if not isinstance(face, ImageFont.FreeTypeFont):  # Pillow without FreeType: no sized font
-            raise RuntimeError("Pillow was built without FreeType; detect needs it to draw labels")
-        cache[size] = face
-    return cache[size]
 
 
 def to_array(image: np.ndarray | Image.Image) -> np.ndarray:
@@ -220,6 +202,7 @@ def draw_boxes(
     The building block for overlays: ground truth can go on the same canvas you own, e.g. dashed
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
     fully outside, non-finite or empty after clipping draw nothing. The first box ends up on top.
+    Chips go where they hide no other chip when there is room (`detect.render.chips.place_chips`).
     `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
     solid, as `dashed` says), `widths` its own line width.
     """
@@ -245,10 +228,13 @@ def draw_boxes(
         box = clipped[i]
         if box is not None:
             paint_outline(canvas, box, colors[i], widths[i] if widths is not None else lw, styles[i])
+    chip_h = chip_height(size)
+    sizes = [(chip_width(t, size), chip_h) if t and t.split() else None for t in texts]
+    spots = place_chips(clipped, sizes, width, height)  # the first box's chip gets the best spot
     for i in order:
-        box, text = clipped[i], texts[i]
-        if box is not None and text:
-            paint_chip(canvas, box, text, colors[i], size)
+        spot, text = spots[i], texts[i]
+        if spot is not None and text:
+            paint_chip_at(canvas, spot, text, colors[i], size)
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:
@@ -295,82 +281,3 @@ def paint_outline(canvas: np.ndarray, box: tuple[int, int, int, int], color: RGB
                 region[start:start + dash, :] = color
 
 
-def chip_height(size: int) -> int:
-    """The height of a chip `paint_chip` draws with text of `size` pixels."""
-    text_h = _word_alpha("Ag", size).shape[0]
-    return text_h + 2 * max(1, math.ceil(text_h / 8))
-
-
-def chip_width(text: str, size: int) -> int:
-    """The width of the chip `paint_chip` draws for `text` at `size` pixels."""
-    words = text.split()
-    if not words:
-        return 0
-    text_h = _word_alpha("Ag", size).shape[0]
-    pad = max(1, math.ceil(text_h / 8))
-    return sum(_word_alpha(w, size).shape[1] for w in words) + _space_width(size) * (len(words) - 1) + 2 * pad
-
-
-def paint_chip(canvas: np.ndarray, box: tuple[int, int, int, int], text: str, color: RGB, size: int) -> None:
-    """A filled label chip above the box (or just inside its top), always inside the image; draws
-    on `canvas` in place."""
-    height, width = canvas.shape[:2]
-    words = [_word_alpha(word, size) for word in text.split()]
-    if not words:
-        return
-    space = _space_width(size)
-    text_h = words[0].shape[0]
-    pad = max(1, math.ceil(text_h / 8))
-    chip_w = sum(w.shape[1] for w in words) + space * (len(words) - 1) + 2 * pad
-    chip_h = text_h + 2 * pad
-    x = min(box[0], width - chip_w)
-    y = box[1] - chip_h if box[1] - chip_h >= 0 else box[1]
-    x, y = max(0, x), max(0, min(y, height - chip_h))
-    canvas[y:y + chip_h, x:x + chip_w] = color
-    cursor = x + pad
-    rgb = (int(color[0]), int(color[1]), int(color[2]))
-    for word in text.split():
-        patch = _word_patch(word, size, rgb)
-        h, w = patch.shape[:2]
-        region = canvas[y + pad:y + pad + h, cursor:cursor + w]
-        region[...] = patch[: region.shape[0], : region.shape[1]]
-        cursor += w + space
-
-
-def ink_color(color: RGB) -> RGB:
-    """Black text on light chips, white on dark ones."""
-    luminance = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
-    return (0, 0, 0) if luminance > 140 else (255, 255, 255)
-
-
-# A chip's words always sit on the chip's own flat color, so each word is blended once per color
-# and then copied: drawing stays a handful of array copies per box (~4x less CPU than blending
-# every chip, and less time holding the GIL).
-@functools.lru_cache(maxsize=4096)
-def _word_patch(word: str, size: int, color: RGB) -> np.ndarray:
-    """`word` in the ink color, antialiased onto `color`, as a read-only uint8 `(h, w, 3)` patch."""
-    a = _word_alpha(word, size)[:, :, None].astype(np.uint16)
-    background = np.array(color, np.uint16)
-    ink = np.array(ink_color(color), np.uint16)
-    patch = ((background * (255 - a) + ink * a + 127) // 255).astype(np.uint8)
-    patch.setflags(write=False)
-    return patch
-
-
-# FreeType rendering costs ~1-2 ms a string at 32 px, more than the rest of the drawing; labels
-# and scores repeat across boxes and frames, so rendered words are cached (a few KB each).
-@functools.lru_cache(maxsize=4096)
-def _word_alpha(word: str, size: int) -> np.ndarray:
-    """The word rendered by FreeType as a read-only uint8 coverage mask."""
-    face = font(size)
-    ascent, descent = face.getmetrics()
-    mask = Image.new("L", (max(1, math.ceil(face.getlength(word))), ascent + descent), 0)
-    ImageDraw.Draw(mask).text((0, 0), word, font=face, fill=255, anchor="la")
-    alpha = np.asarray(mask).copy()
-    alpha.setflags(write=False)
-    return alpha
-
-
-@functools.lru_cache(maxsize=256)
-def _space_width(size: int) -> int:
-    return max(1, round(font(size).getlength(" ")))

@@ -7,7 +7,8 @@ import numpy as np
 from PIL import Image
 
 from detect.core.records import WAYMO_TYPE_NUMBERS, Labels, WaymoType
-from detect.render.draw import RGB, chip_height, draw_boxes, paint_chip, scaled_font_size, to_array
+from detect.render.chips import RGB, chip_height, paint_chip
+from detect.render.draw import draw_boxes, scaled_font_size, to_array
 
 # Colors no COCO class of the default palette uses for a box of its own at a glance: the labels
 # read as a separate layer. Legible on asphalt, sky and buildings.

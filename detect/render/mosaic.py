@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from PIL import Image, ImageDraw
 
 from detect.core.cameras import CameraName
-from detect.render.draw import font
+from detect.render.chips import font
 
 GRID: tuple[tuple[CameraName | None, ...], ...] = (
     (CameraName.FRONT_LEFT, CameraName.FRONT, CameraName.FRONT_RIGHT),
