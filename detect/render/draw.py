@@ -127,9 +127,9 @@ def select_detections(detections: Detections, style: DrawStyle) -> Detections:
     return detections.select(index)
 
 
-def chip_text(label: str, class_id: int, score: float, style: DrawStyle) -> str | None:
-    """`car 0.87`, `car`, `0.87` or None, as the style says."""
-    parts = []
+def chip_text(label: str, class_id: int, score: float, style: DrawStyle, track_id: int | None = None) -> str | None:
+    """`car 0.87`, `car`, `0.87` or None, as the style says; a tracked box's id first: `#17 car 0.87`."""
+    parts = [] if track_id is None or track_id < 0 else [f"#{track_id}"]
     if style.show_labels:
         parts.append(label or str(class_id))
     if style.show_scores:
