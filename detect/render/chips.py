@@ -72,11 +72,13 @@ def paint_chip_at(canvas: np.ndarray, spot: tuple[int, int], text: str, color: R
 
 
 # Where a chip may go, in order of preference: above the box's top-left corner (the usual place),
-# just inside it, below the box, inside its bottom, then the same at the right edge. `place_chips`
+# just inside it, below the box, inside its bottom, the same at the right edge, beside the box, a
+# chip's height further above or below. `place_chips`
 # takes the first spot that covers no chip placed before it (as supervision's label placement
 # does), else the one covering the least.
 CHIP_SPOTS = ("above", "inside top", "below", "inside bottom", "above right", "inside top right",
-              "below right", "inside bottom right")
+              "below right", "inside bottom right", "beside left", "beside right", "second row above",
+              "second row below")
 
 
 def place_chips(boxes: Sequence[tuple[int, int, int, int] | None], sizes: Sequence[tuple[int, int] | None],
@@ -119,7 +121,13 @@ def _spot(box: tuple[int, int, int, int], size: tuple[int, int], name: str, widt
     x0, y0, x1, y1 = box
     chip_w, chip_h = size
     x = x1 + 1 - chip_w if name.endswith("right") else x0
-    if name.startswith("above"):
+    if name.startswith("beside"):
+        x, y = (x0 - chip_w, y0) if name.endswith("left") else (x1 + 1, y0)
+    elif name == "second row above":
+        y = y0 - 2 * chip_h
+    elif name == "second row below":
+        y = y1 + 1 + chip_h
+    elif name.startswith("above"):
         y = y0 - chip_h if y0 - chip_h >= 0 else y0  # no room above: just inside, as before
     elif name.startswith("inside top"):
         y = y0
