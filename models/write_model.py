@@ -15,8 +15,9 @@ from detect.model import formats
 from detect.model.detector import Detector
 
 
-def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any]) -> Path:
-    """`module.serve` as the `serving_default` signature, `sidecar` as `detect_model.json`."""
+def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any], *, replace: bool = False) -> Path:
+    """`module.serve` as the `serving_default` signature, `sidecar` as `detect_model.json`. With
+    `replace`, a converted model already at `out` is swapped out only once the new one is complete."""
     tf = import_tensorflow()
     out.parent.mkdir(parents=True, exist_ok=True)
     temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -25,7 +26,13 @@ def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any]) -> Path:
         (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
         Detector(temp, batch_size=2)  # the converted model meets the contract, batched
         temp.chmod(0o755)  # mkdtemp made it private
-        temp.rename(out)
+        if replace and (out / "saved_model.pb").is_file() and not out.is_symlink():
+            old = out.with_name(f"{temp.name}.old")
+            out.rename(old)
+            temp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            temp.rename(out)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise

@@ -111,3 +111,23 @@ def test_classes_the_model_cannot_output_are_one_line(stub_dynamic_dir, tiny_v2_
     assert not (tmp_path / "o").exists()
     assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"), "--quiet",
                  "--classes", "person"]) == 0
+
+
+@pytest.mark.parametrize(("any_size", "input_size", "refused"), [
+    (False, "fit:960x640", True), (False, "640x416", True), (False, "native", False), (True, "fit:960x640", False)])
+def test_a_tfjs_model_converted_before_any_size_graphs_refuses_other_sizes(stub_dynamic_dir, tmp_path, any_size,
+                                                                           input_size, refused):
+    from detect.core.errors import UsageError
+    from detect.engine.loading import choose_settings
+
+    model = tmp_path / "model"
+    shutil.copytree(stub_dynamic_dir, model)
+    sidecar = json.loads((model / SIDECAR).read_text())
+    sidecar["source"] = {"head": "centernet", **({"any_input_size": True} if any_size else {})}
+    (model / SIDECAR).write_text(json.dumps(sidecar))
+    if refused:
+        with pytest.raises(UsageError, match=rf"^model {model} predates other input sizes \(--input-size {input_size} "
+                                             r"would run at its export's own size\): convert it again \(make coco-model"):
+            choose_settings(model, input_size=input_size)
+    else:
+        assert choose_settings(model, input_size=input_size).input_size == input_size

@@ -14,7 +14,7 @@ from detect.model import formats
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import parse_input_size, require_multiple
 from detect.model.labels import UnknownClassError, describe_classes, label_for, parse_classes
-from detect.model.tfjs import HEADS
+from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.heads import MULTIPLE
 
 MODEL_ENV = "DETECT_MODEL"
@@ -66,8 +66,13 @@ def choose_settings(path: Path | None, *, threshold: float | None = None, input_
     if input_size is None:
         input_size = defaults.input_size or FALLBACK_INPUT_SIZE
         picked += ["input_size"] if defaults.input_size else []
-    if (source.origin or {}).get("head") in HEADS:  # a TF.js network: any multiple of 32, nothing else
+    origin = source.origin or {}
+    if origin.get("head") in HEADS:  # a TF.js network: any multiple of 32, nothing else
         require_multiple(parse_input_size(input_size), MULTIPLE, source.short_name or "this model")
+        if parse_input_size(input_size) is not None and not origin.get(ANY_INPUT_SIZE):
+            raise UsageError(f"model {source.path} predates other input sizes (--input-size {input_size} would "
+                             "run at its export's own size): convert it again (make coco-model, or "
+                             "models/convert_tfjs.py --replace) or use --input-size native")
     if nms_iou == "model":
         nms_iou = defaults.nms_iou
         picked += ["nms_iou"] if defaults.nms_iou is not None else []

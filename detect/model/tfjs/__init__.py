@@ -16,6 +16,9 @@ from detect.core.errors import ModelError
 from detect.model.tfjs import centernet, nanodet
 
 HEADS: dict[str, ModuleType] = {centernet.NAME: centernet, nanodet.NAME: nanodet}
+# In a model's source facts: its graph runs at any input size (`detect.model.tfjs.sizes`). Models
+# converted before that letterbox every input into the export's own size inside the graph.
+ANY_INPUT_SIZE = "any_input_size"
 
 
 def head_for(json_path: Path) -> ModuleType:
@@ -61,6 +64,6 @@ def describe(json_path: Path) -> dict[str, Any]:
     return {"description": f"{head.DESCRIPTION} (TF.js graph model {Path(json_path).name})",
             "short_name": head.SHORT_NAME, "defaults": dict(head.DEFAULTS),
             "source": {"file": str(json_path), "format": "TF.js graph model", "head": head.NAME,
-                       "upstream": head.UPSTREAM, "license": head.LICENSE,
+                       "upstream": head.UPSTREAM, "license": head.LICENSE, ANY_INPUT_SIZE: True,
                        **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})}}
 
