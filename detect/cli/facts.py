@@ -56,9 +56,10 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
     print(f"defaults: {shown}", file=out)
     head = HEADS.get(str(origin.get("head")))
-    for size, (vehicle, pedestrian, mot17, cost) in getattr(head, "SIZE_COSTS", {}).items():
+    costs = getattr(head, "SIZE_COSTS", {})
+    for size, (vehicle, pedestrian, mot17, cost) in costs.items():
         mark = " (default)" if size == defaults.get("input_size") else ""
-        print(f"  --input-size {size}{mark}: model time {cost:.2f}x the 512 letterbox; AP50 Waymo VEHICLE "
+        print(f"  --input-size {size}{mark}: model time {cost:.2f}x {next(iter(costs))}'s; AP50 Waymo VEHICLE "
               f"{vehicle:.3f}, PEDESTRIAN {pedestrian:.3f}, MOT17 PEDESTRIAN {mot17:.3f}", file=out)
     if origin.get("built_in"):
         print(printable(f"inside the model: {origin['built_in']}", limit=300), file=out)
