@@ -59,3 +59,13 @@ def test_runtimes_are_compared_per_repeat_and_against_the_targets():
     assert "pipeline, no outputs        0.62x  (1.60x the speed) (target <= 0.6: MISSED)" in text
     assert "over the blog loop: tensorflow 8.2x, openvino 11.5x (target >= 11: met)" in text
     assert runtime_lines({"tensorflow": block["tensorflow"]}) == []  # one runtime: nothing to compare
+
+
+def test_the_input_size_row_says_the_ratio_against_the_target():
+    from detect.tools.bench_sizes import SizeCost, size_lines
+
+    met, missed = SizeCost("fit:960x640", 148.0, 100.0), SizeCost("fit:1056x704", 270.0, 100.0)
+    assert met.ratio == 1.48 and size_lines(met)[1] == ("input size: the model alone at its default fit:960x640 148 "
+                                                        "ms/image, at the 512x512 letterbox 100 ms/image: 1.48x "
+                                                        "(target <= 2.6: met)")
+    assert size_lines(missed)[1].endswith("2.70x (target <= 2.6: MISSED)")

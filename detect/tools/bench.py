@@ -31,7 +31,7 @@ from detect.core.tf_env import import_tensorflow
 from detect.engine.loading import choose_settings, model_facts
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
-from detect.model.inputs import decode_stream, parse_input_size
+from detect.model.inputs import parse_input_size
 from detect.tools.bench_memory import memory
 from detect.tools.bench_predict import (
     SteadyRun,
@@ -41,9 +41,10 @@ from detect.tools.bench_predict import (
     steady_lines,
     steady_state,
 )
-from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments, pipeline
+from detect.tools.bench_runs import SHARED_FRAME, decoded_inputs, detector_alone, make_segments, pipeline
 from detect.tools.bench_runtimes import RUNTIMES, compare_runtimes, runtime_lines
 from detect.tools.bench_scaling import as_json, scaling, scaling_lines
+from detect.tools.bench_sizes import size_cost, size_lines
 from detect.tools.bench_targets import verdict
 from detect.tools.bench_tiles import tile_lines, tile_rates
 from detect.waymo.readers import iter_frames
@@ -86,32 +87,6 @@ def ensure_model(models: Path) -> Path:
         print(f"building the benchmark model into {path} (~20 s) ...", flush=True)
         subprocess.run([sys.executable, str(ROOT / "models" / "build_benchmark.py"), "--out", str(path)], check=True)
     return path
-
-
-def decoded_inputs(segment: Path, input_size) -> tuple[list[Any], float]:
-    """Every image decoded and resized exactly as the pipeline feeds the model, and the CPU cost."""
-    items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
-    start = cpu_seconds()
-    # Each full frame is dropped as soon as it is decoded, as in the pipeline: holding all of them
-    # would also time the kernel handing out 1.4 GB of fresh pages.
-    decoded = [dataclasses.replace(d, full=None) for d in decode_stream(items, input_size=input_size, keep_full=True)]
-    per_image = (cpu_seconds() - start) / len(decoded)
-    return decoded, per_image
-
-
-def detector_alone(detector, decoded) -> tuple[float, float]:
-    """images/s and CPU s per image of the model and nothing else, on pre-decoded inputs."""
-    by_shape: dict[tuple[int, ...], list[Any]] = {}  # full frames of two camera sizes: batched per size, as the pipeline does
-    for d in decoded:
-        by_shape.setdefault(d.model_input.shape, []).append(d)
-    batches = [group[i:i + detector.batch_size] for group in by_shape.values()
-               for i in range(0, len(group), detector.batch_size)]
-    stacked = [(np.stack([d.model_input for d in b]), [(d.width, d.height) for d in b]) for b in batches]
-    cpu, wall = cpu_seconds(), time.perf_counter()
-    for images, sizes in stacked:
-        detector(images, sizes)
-    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    return len(decoded) / wall, cpu / len(decoded)
 
 
 def blog_loop(detector, segment: Path, out: Path, count: int) -> float:
@@ -181,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
                                          args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
         for line in tile_lines(coco_rates["tiles"]):
             print(line)
+        sizes = size_cost(args.coco_model)
+        coco_rates["input_size"] = dataclasses.asdict(sizes) | {"ratio": sizes.ratio}
+        for line in size_lines(sizes):
+            print(line)
         (args.out / "bench_coco.json").write_text(json.dumps(coco_rates, indent=2))
         return 0
     stages = scaling(args.frame, SCALING_REPEATS)
@@ -210,9 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         results["coco_model"] = rates(args, segments, coco, blog=False, runtimes=runtimes)
         results["tiles"] = tile_rates(coco, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
                                       args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
+        results["input_size"] = size_cost(coco)
     if not args.skip_rss:
         results |= memory(args, segments, model)
     tiles = tile_lines(results["tiles"]) if "tiles" in results else []
+    if "input_size" in results:
+        tiles += size_lines(results["input_size"])
+        results["input_size"] = dataclasses.asdict(results["input_size"]) | {"ratio": results["input_size"].ratio}
     for line in [*report_lines(results), *tiles, *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
         print(line)
     (args.out / "bench.json").write_text(json.dumps(results, indent=2))

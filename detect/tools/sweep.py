@@ -26,7 +26,7 @@ from detect.cli import main as detect_main
 from detect.engine.loading import choose_settings
 from detect.model.detector import Detector
 from detect.model.inputs import parse_input_size
-from detect.tools.bench import decoded_inputs, detector_alone
+from detect.tools.bench_runs import decoded_inputs, detector_alone
 
 # ../shared/fixtures beside the checkout (a worktree under /work/wt/<name> finds /work/shared too).
 FIXTURES = next((p / "shared" / "fixtures" for p in Path(__file__).resolve().parents
