@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from detect.core.boxes import overlap_of_smaller
 from detect.core.errors import UsageError
 from detect.core.files import UnreadableFileError, read_json
 from detect.core.matching import ImageMatches, Protocol, match_image
@@ -114,12 +115,13 @@ def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> 
     bicycles = [i for i in range(len(class_ids)) if class_ids[i] == BICYCLE_ID]
     pairs: list[tuple[int, int]] = []
     taken: set[int] = set()
-    for p in persons:
+    overlaps = overlap_of_smaller(xyxy[persons], xyxy[bicycles])  # [persons, bicycles]
+    for row, p in enumerate(persons):
         best, best_overlap = None, RIDER_OVERLAP
-        for b in bicycles:
+        for column, b in enumerate(bicycles):
             if b in taken or min(scores[p], scores[b]) < RIDER_SCORE_RATIO * max(scores[p], scores[b]):
                 continue
-            overlap = _overlap_of_smaller(xyxy[p], xyxy[b])
+            overlap = float(overlaps[row, column])
             center = (xyxy[p][0] + xyxy[p][2]) / 2
             if overlap >= best_overlap and xyxy[b][0] <= center <= xyxy[b][2]:
                 best, best_overlap = b, overlap
@@ -127,15 +129,6 @@ def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> 
             pairs.append((int(p), int(best)))
             taken.add(best)
     return pairs
-
-
-def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
-        return 0.0
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return float(width * height / smaller) if smaller > 0 else 0.0
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
