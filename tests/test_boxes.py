@@ -32,7 +32,9 @@ def xyxy_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lt = np.maximum(a[:, None, :2], b[None, :, :2])
     rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
-    union = box_area(a)[:, None] + box_area(b)[None, :] - inter
+    area_a = np.prod(np.clip(a[:, 2:] - a[:, :2], 0, None), axis=1)
+    area_b = np.prod(np.clip(b[:, 2:] - b[:, :2], 0, None), axis=1)
+    union = area_a[:, None] + area_b[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(union > 0, inter / union, 0.0)
 
@@ -94,7 +96,9 @@ def test_crafted_boxes():
     assert pairwise_intersection(a, b).tolist() == [[50, 0, 100, 4]]
     np.testing.assert_allclose(box_iou(a, b), [[50 / 150, 0, 1, 4 / 100]])
     assert overlap_of_smaller(a, b).tolist() == [[0.5, 0, 1, 1]]
-    assert box_area(np.array([[0, 0, 2, 3], [5, 5, 4, 9]], np.float32)).tolist() == [6, 0]  # inverted: empty
+    inverted = np.array([[5, 5, 4, 9]], np.float32)
+    assert box_area(np.array([[0, 0, 2, 3]], np.float32)).tolist() == [6] and box_area(inverted).tolist() == [-4]
+    assert box_iou(inverted, inverted).tolist() == [[0]] and overlap_of_smaller(inverted, a).tolist() == [[0]]
     assert box_iou(a, np.zeros((0, 4))).shape == (1, 0)
 
 

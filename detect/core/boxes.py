@@ -31,9 +31,10 @@ def xywh_to_xyxy(xywh: np.ndarray) -> np.ndarray:
 
 
 def box_area(xyxy: np.ndarray) -> np.ndarray:
-    """`[N]` areas in the boxes' own dtype; an inverted side counts as 0."""
+    """`[N]` width times height, in the boxes' own dtype (an inverted box's is negative or 0, as in
+    COCO and torchvision; it shares no area with any box, so its IoU is 0 either way)."""
     boxes = np.asarray(xyxy).reshape(-1, 4)
-    return np.clip(boxes[:, 2] - boxes[:, 0], 0, None) * np.clip(boxes[:, 3] - boxes[:, 1], 0, None)
+    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
 
 
 def pairwise_intersection(a_xyxy: np.ndarray, b_xyxy: np.ndarray) -> np.ndarray:
