@@ -17,11 +17,11 @@ from conftest import REAL_SEGMENT, ROOT
 from conftest_models import load_models_script, tfjs_saved_model
 
 from detect.cli import main
+from detect.core.boxes import box_iou
 from detect.core.errors import ModelError
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.labels import COCO80_IDS
-from detect.model.nms import iou_matrix
 from detect.model.tfjs import centernet, head_for
 from detect.model.tfjs.graph import as_function, read_graph_model
 from detect.waymo.readers import iter_frames
@@ -149,7 +149,7 @@ def match_count(rows: list[dict], labels: list[dict], classes: set[int], waymo_t
                         and r["score"] >= 0.3), key=lambda r: -r["score"])
         taken: set[int] = set()
         for row in boxes:
-            overlaps = iou_matrix(np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]]), truth)[0]
+            overlaps = box_iou(np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]]), truth)[0]
             free = [i for i in np.argsort(-overlaps) if i not in taken and overlaps[i] >= 0.5]
             if free:
                 taken.add(int(free[0]))

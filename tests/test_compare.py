@@ -15,7 +15,9 @@ from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fi
 from test_report import CHROMIUM, phone_page
 
 from detect.cli import main
-from detect.compare.stats import Records, average_precision
+from detect.compare.sides import load_side, pair
+from detect.compare.stats import Disagreement, Records, average_precision, collect
+from detect.model.classmap import default_class_map
 
 PED = 2  # Waymo's PEDESTRIAN
 BOX, ELSEWHERE = (100, 100, 200, 300), (1000, 100, 1100, 300)
@@ -149,3 +151,17 @@ def test_the_page_opens_in_a_browser_without_errors_and_fits_a_phone(two_models)
         }""")
         assert widths and all(w > 0 for w in widths)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390 and errors == []
+
+
+def test_collect_names_what_it_counts(tmp_path):
+    """`collect` takes the two sides and names its counts: agreement per type, disagreement per image."""
+    class_map = default_class_map()
+    a = load_side("A", folder(tmp_path, "a", [True] * 4), class_map, None)
+    b = load_side("B", folder(tmp_path, "b", [True, False, True, False]), class_map, None)
+    pairing = pair(a, b)
+    collected = collect(a, b, pairing.common, dict(pairing.labels or {}), class_map)
+    agreement = collected.agreement[PED]
+    assert (agreement.pairs, agreement.only_a, agreement.only_b) == (2, 2, 0)
+    assert len(agreement.scores) == 2 and np.array(agreement.scores).ravel().tolist() == pytest.approx([0.9] * 4, abs=1e-6)
+    assert collected.disagreement == [Disagreement(1, key, "labeled objects found by one side only")
+                                      for key in pairing.common[1::2]]

@@ -21,9 +21,10 @@ from detect.cli import main
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL
 from detect.core.records import Detections, Labels, WaymoType
 from detect.evaluate.thresholds import suggest
+from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.draw import DrawStyle
-from detect.render.errors import COLORS, FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules, draw_errors, judge
+from detect.render.errors import COLORS, draw_errors, judge
 from detect.report import gallery
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP

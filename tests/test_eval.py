@@ -17,9 +17,9 @@ from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
 from detect.core.records import LEVEL_1, LEVEL_2, Detections, FrameKey, FrameResult, Labels, WaymoType
 from detect.evaluate.coco import image_id
+from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
 from detect.render.errors import COLORS as ERROR_COLORS
-from detect.render.errors import HIT
 from detect.render.labels import TYPE_COLORS, draw_labels
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth

@@ -14,12 +14,12 @@ import pytest
 from conftest_models import load_models_script
 
 from detect.cli import main
+from detect.core.boxes import class_aware_nms
 from detect.core.errors import ModelError, UsageError
 from detect.core.records import Detections
 from detect.model import formats
 from detect.model.classmap import load_class_map
 from detect.model.formats import SIDECAR
-from detect.model.nms import class_aware_nms
 from detect.model.tfjs import centernet
 from detect.model.tfjs.graph import read_graph_model
 from detect.model.tiles import TiledDetector, TileSpec, tile_layout

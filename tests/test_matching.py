@@ -12,7 +12,8 @@ from faster_coco_eval import COCO, COCOeval_faster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from detect.core.matching import COCO_PROTOCOL, IOU_THRESHOLDS, WAYMO_PROTOCOL, Protocol, box_iou, match_image
+from detect.core.boxes import box_iou
+from detect.core.matching import COCO_PROTOCOL, IOU_THRESHOLDS, WAYMO_PROTOCOL, Protocol, match_image
 from detect.core.records import WaymoType
 
 VEHICLE, PEDESTRIAN = int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN)

@@ -5,18 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from detect.core.boxes import box_iou, class_aware_nms
 from detect.core.records import Detections, WaymoType
 from detect.model.classmap import default_class_map, load_class_map, pair_riders
 from detect.model.labels import describe_classes
-from detect.model.nms import class_aware_nms, iou_matrix, suppress
+from detect.model.nms import suppress
 
 CAR, TRUCK, PERSON, BICYCLE = 3, 8, 1, 2
 
 
-def test_iou_matrix_of_crafted_boxes():
+def test_box_iou_of_crafted_boxes():
     a = np.array([[0, 0, 10, 10], [0, 0, 10, 10]])
     b = np.array([[5, 0, 15, 10], [20, 20, 30, 30], [0, 0, 10, 10]])
-    np.testing.assert_allclose(iou_matrix(a, b), [[50 / 150, 0, 1], [50 / 150, 0, 1]])
+    np.testing.assert_allclose(box_iou(a, b), [[50 / 150, 0, 1], [50 / 150, 0, 1]])
 
 
 def test_nms_suppresses_within_a_class_only():

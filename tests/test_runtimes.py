@@ -21,12 +21,12 @@ from conftest_models import tfjs_saved_model
 from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
 
 from detect.cli import main
+from detect.core.boxes import box_iou
 from detect.core.errors import DependencyError, ModelError, UsageError
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.detector import Detector
-from detect.model.nms import iou_matrix
 from detect.model.runtimes import RUNTIME_ENV, default_runtime
 from detect.model.runtimes.freeze import freeze
 from detect.model.runtimes.split import CONTROL_FLOW_OPS, POSTPROCESS_OPS, SplitError, find_split, network_graph
@@ -155,7 +155,7 @@ def matched(a: Detections, b: Detections) -> float:
     """The worst IoU over a's boxes >= 0.3 with the best same-class box of b within 0.02 of its score."""
     keep = a.scores >= 0.3
     worst = 1.0
-    iou = iou_matrix(a.xyxy[keep], b.xyxy) if len(b.scores) else np.zeros((int(keep.sum()), 0))
+    iou = box_iou(a.xyxy[keep], b.xyxy) if len(b.scores) else np.zeros((int(keep.sum()), 0))
     for row, (cls, score) in enumerate(zip(a.class_ids[keep], a.scores[keep], strict=True)):
         same = (b.class_ids == cls) & (np.abs(b.scores - score) <= 0.02)
         worst = min(worst, float(iou[row][same].max()) if same.any() else 0.0)

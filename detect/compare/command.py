@@ -75,8 +75,7 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     class_map = load_class_map(class_map_path)
     a, b = load_side("A", a_path, class_map, gt), load_side("B", b_path, class_map, gt)
     pairing = pair(a, b)
-    collected = collect((a.segments, a.types, a.threshold), (b.segments, b.types, b.threshold), pairing.common,
-                        dict(pairing.labels) if pairing.labels else None, class_map, protocol)
+    collected = collect(a, b, pairing.common, dict(pairing.labels) if pairing.labels else None, class_map, protocol)
     types = _types(a, b, pairing, collected, replicates, seed)
     comparison = _comparison(a, b, pairing, collected, types, protocol, replicates, seed)
     target = real_folder(Path(out))
@@ -87,10 +86,10 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     if not frames_a or not frames_b:
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
     animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes)
-    shown = pictures.gallery([k for _, k, _ in collected.disagreement], frames_a, frames_b, names, target, notes)
+    shown = pictures.gallery([d.key for d in collected.disagreement], frames_a, frames_b, names, target, notes)
     comparison["animations"] = [p.name for p in animations]
     comparison["gallery"] = [{"image": _key(k), "file": p.name, "frame_a": str(frames_a[k]), "frame_b": str(frames_b[k]),
-                              "disagreement": next(n for n, key, _ in collected.disagreement if key == k)}
+                              "disagreement": next(d.count for d in collected.disagreement if d.key == k)}
                              for k, p in shown.items()]
     comparison["notes"] = notes
     data = atomic_write_bytes(target / COMPARE_FILE, (json.dumps(comparison, indent=2, allow_nan=False) + "\n").encode())
@@ -130,9 +129,9 @@ def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types:
                 protocol: Protocol, replicates: int, seed: int) -> dict[str, Any]:
     facts_a, facts_b = a.facts(), b.facts()
     agreement = {}
-    for waymo_type, (pairs, only_a, only_b, scores) in collected.agreement.items():
-        agreement[WaymoType(waymo_type).name] = {"pairs": pairs, "only_a": only_a, "only_b": only_b,
-                                                 "score_correlation": _correlation(scores)}
+    for waymo_type, agree in collected.agreement.items():
+        agreement[WaymoType(waymo_type).name] = {"pairs": agree.pairs, "only_a": agree.only_a, "only_b": agree.only_b,
+                                                 "score_correlation": _correlation(agree.scores)}
     return {
         "a": facts_a, "b": facts_b,
         "differs": sorted(k for k in facts_a if k not in ("results", "images/s", "detect ms/image")
@@ -176,7 +175,7 @@ def summary_lines(comparison: dict[str, Any], types: list[TypeComparison]) -> li
     return lines
 
 
-def _correlation(scores: list[tuple[float, float]]) -> float | None:
+def _correlation(scores: tuple[tuple[float, float], ...]) -> float | None:
     if len(scores) < 3:
         return None
     values = np.asarray(scores)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from detect.compare.stats import Disagreement
 from detect.core.records import FrameKey
 from detect.report import safe
 from detect.report.html import Markup, img, num, table, write_page
@@ -20,7 +21,7 @@ figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { 
 """
 
 
-def write(path: Path, comparison: dict[str, Any], shown: list[FrameKey], disagreement: list[tuple[int, FrameKey, str]],
+def write(path: Path, comparison: dict[str, Any], shown: list[FrameKey], disagreement: list[Disagreement],
           files: dict[FrameKey, Path]) -> Path:
     a, b = comparison["a"], comparison["b"]
     sections = [f"<h1>{safe.text(a.get('model'))} vs {safe.text(b.get('model'))}</h1>",
@@ -37,7 +38,7 @@ def write(path: Path, comparison: dict[str, Any], shown: list[FrameKey], disagre
                         f"{' (hits, false alarms and misses against the same labels)' if comparison.get('labels') else ''}"
                         f".</p>{figures}")
     if shown:
-        why = {key: (count, what) for count, key, what in disagreement}
+        why = {d.key: (d.count, d.what) for d in disagreement}
         figures = "".join(
             f"<figure><a href='{safe.href(files[k].name)}'>{img(files[k].name, 'A | B')}</a><figcaption>"
             f"{safe.text(k.camera_name.name)} {k.frame_timestamp_micros} ({safe.text(k.segment_context_name)}): "

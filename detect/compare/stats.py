@@ -2,7 +2,7 @@
 of their difference, which labeled objects one found and the other missed, and how the two agree
 box for box.
 
-Each image is matched on its own (`detect.model.classmap.match_frame`: COCO's rule at the
+Each image is matched on its own (`detect.judge.match_frame`: COCO's rule at the
 protocol's IoU, the same matching `detect eval` and the pictures use), so AP over any multiset of
 frames is COCO's accumulation over those frames' records: detections in score order (ties in image
 order), cumulative hits and false alarms, precision made monotone, sampled at 101 recall points.
@@ -18,12 +18,15 @@ import dataclasses
 
 import numpy as np
 
+from detect.compare.sides import Side
+from detect.core.frame_rows import rows_by_image
 from detect.core.matching import COCO_PROTOCOL, Protocol, match_image
 from detect.core.records import FrameKey, Labels
 from detect.evaluate.coco import image_id
 from detect.evaluate.pooled import precision_at_recalls
 from detect.evaluate.results import SegmentResults
-from detect.model.classmap import ClassMap, match_frame
+from detect.judge import match_frame
+from detect.model.classmap import ClassMap
 
 RECALLS = np.linspace(0.0, 1.0, 101)  # COCO's recall thresholds (the library's params.recThrs)
 AGREEMENT_IOU = 0.5
@@ -71,6 +74,26 @@ def bootstrap_difference(a: Records, b: Records, replicates: int, seed: int) -> 
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+    """How A's and B's boxes of one type pair up (IoU 0.5): pairs, boxes without a partner on each
+    side, and each pair's (A score, B score)."""
+
+    pairs: int = 0
+    only_a: int = 0
+    only_b: int = 0
+    scores: tuple[tuple[float, float], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Disagreement:
+    """One image where the two sides differ: by how many objects (or boxes), and what they are."""
+
+    count: int
+    key: FrameKey
+    what: str
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Collected:
     """Per type: both sides' records (labeled types a side outputs), the labels each found; per
@@ -79,16 +102,15 @@ class Collected:
     frames: int
     records: dict[str, dict[int, Records]]  # side -> type -> records
     found: dict[int, np.ndarray]  # type -> [labels, 2] bool: found by A, by B at their thresholds
-    agreement: dict[int, tuple[int, int, int, list[tuple[float, float]]]]  # type -> pairs, only A, only B, scores
+    agreement: dict[int, Agreement]  # type -> how A's and B's boxes pair up
     drawn: dict[str, np.ndarray]  # side -> boxes drawn per image
-    disagreement: list[tuple[int, FrameKey, str]]  # (how much, image, what), most first
+    disagreement: list[Disagreement]  # most first
 
 
-def collect(a: tuple[dict[str, SegmentResults], tuple[int, ...], float],
-            b: tuple[dict[str, SegmentResults], tuple[int, ...], float], common: list[FrameKey],
-            labels: dict[FrameKey, Labels] | None, class_map: ClassMap, protocol: Protocol = COCO_PROTOCOL) -> Collected:
-    """Everything per image, in one pass over the common images. `a`/`b`: (segments by name,
-    types the model outputs, drawing threshold)."""
+def collect(a: Side, b: Side, common: list[FrameKey], labels: dict[FrameKey, Labels] | None, class_map: ClassMap,
+            protocol: Protocol = COCO_PROTOCOL) -> Collected:
+    """Everything per image, in one pass over the common images (each side's segments, the types
+    its model outputs and its drawing threshold)."""
     frame_of: dict[tuple[str, int], int] = {}
     for key in common:
         frame_of.setdefault((key.segment_context_name, key.frame_timestamp_micros), len(frame_of))
@@ -97,37 +119,35 @@ def collect(a: tuple[dict[str, SegmentResults], tuple[int, ...], float],
     rank = np.empty(len(common), np.int64)
     rank[np.argsort(ids, kind="stable")] = np.arange(len(common))
     sides = {"A": a, "B": b}
-    rows = {s: _index(sides[s][0]) for s in sides}
-    both_types = sorted(set(a[1]) & set(b[1]))
-    label_types = sorted(set(a[1]) | set(b[1]))
-    recs: dict[str, dict[int, list[tuple[int, int, float, bool]]]] = {s: {t: [] for t in sides[s][1]} for s in sides}
+    rows = {s: _index(sides[s].segments) for s in sides}
+    both_types = sorted(set(a.types) & set(b.types))
+    label_types = sorted(set(a.types) | set(b.types))
+    recs: dict[str, dict[int, list[tuple[int, int, float, bool]]]] = {s: {t: [] for t in sides[s].types} for s in sides}
     frame_labels = {t: np.zeros(len(frame_of)) for t in label_types}
     found: dict[int, list[tuple[bool, bool]]] = {t: [] for t in both_types}
     agreement = {t: _Tally() for t in both_types}
     drawn = {s: np.zeros(len(common), np.int64) for s in sides}
-    disagreement: list[tuple[int, FrameKey, str]] = []
+    disagreement: list[Disagreement] = []
     for n, key in enumerate(common):
         frame = frame_of[(key.segment_context_name, key.frame_timestamp_micros)]
         image_labels = (labels.get(key) or Labels.empty()) if labels else Labels.empty()
         kept: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         hit_labels: dict[str, np.ndarray] = {}
-        for s, (segments, types, threshold) in sides.items():
-            segment = segments[key.segment_context_name]
+        for s, side in sides.items():
+            segment = side.segments[key.segment_context_name]
             index = rows[s][key.segment_context_name].get(key, np.zeros(0, np.int64))
             d = segment.detections
-            m = match_frame(d.xyxy[index], d.scores[index], d.class_ids[index], image_labels, class_map, types, protocol)
+            m = match_frame(d.xyxy[index], d.scores[index], d.class_ids[index], image_labels, class_map, side.types,
+                            protocol)
             boxes = m.boxes
-            on = np.zeros(len(image_labels), bool)
             for j, i in enumerate(m.detections):
-                if not m.matches.evaluated[j]:
-                    continue
-                t = int(boxes.types[i])
-                recs[s][t].append((frame, int(rank[n]), float(boxes.scores[i]), bool(m.matches.label_of[j] >= 0)))
-                if m.matches.label_of[j] >= 0 and boxes.scores[i] >= threshold:
-                    on[m.labels[m.matches.label_of[j]]] = True
+                if m.matches.evaluated[j]:
+                    recs[s][int(boxes.types[i])].append((frame, int(rank[n]), float(boxes.scores[i]), bool(m.hits[j])))
+            on = np.zeros(len(image_labels), bool)
+            on[m.labels] = m.labels_found(side.threshold)
             hit_labels[s] = on
-            above = boxes.scores >= threshold
-            drawn[s][n] = int(np.count_nonzero(above & np.isin(boxes.types, types)))
+            above = boxes.scores >= side.threshold
+            drawn[s][n] = int(np.count_nonzero(above & np.isin(boxes.types, side.types)))
             kept[s] = (boxes.xyxy[above], boxes.scores[above], boxes.types[above])
         if labels:
             for t in label_types:
@@ -138,52 +158,51 @@ def collect(a: tuple[dict[str, SegmentResults], tuple[int, ...], float],
             for g in of_type:
                 found[t].append((bool(hit_labels["A"][g]), bool(hit_labels["B"][g])))
             one_only += int(np.count_nonzero(hit_labels["A"][of_type] != hit_labels["B"][of_type]))
-            pairs, only_a, only_b, scores = _agree(kept["A"], kept["B"], t)
-            agreement[t].add(pairs, only_a, only_b, scores)
+            agree = _agree(kept["A"], kept["B"], t)
+            agreement[t].add(agree)
             if not labels:
-                one_only += only_a + only_b
+                one_only += agree.only_a + agree.only_b
         if one_only:
             what = "labeled objects found by one side only" if labels else "boxes without a partner on the other side"
-            disagreement.append((one_only, key, what))
-    disagreement.sort(key=lambda item: (-item[0], item[1].order))
+            disagreement.append(Disagreement(one_only, key, what))
+    disagreement.sort(key=lambda item: (-item.count, item.key.order))
     records = {s: {t: Records.build(recs[s][t], frame_labels.get(t, np.zeros(len(frame_of)))) for t in recs[s]}
                for s in sides} if labels else {"A": {}, "B": {}}
     return Collected(len(frame_of), records,
                      {t: np.array(v, bool).reshape(-1, 2) for t, v in found.items()},
-                     {t: (c.pairs, c.only_a, c.only_b, c.scores) for t, c in agreement.items()},
+                     {t: c.agreement() for t, c in agreement.items()},
                      drawn, disagreement)
 
 
 @dataclasses.dataclass
 class _Tally:
+    """An `Agreement` being added up, image by image."""
+
     pairs: int = 0
     only_a: int = 0
     only_b: int = 0
     scores: list[tuple[float, float]] = dataclasses.field(default_factory=list)
 
-    def add(self, pairs: int, only_a: int, only_b: int, scores: list[tuple[float, float]]) -> None:
-        self.pairs, self.only_a, self.only_b = self.pairs + pairs, self.only_a + only_a, self.only_b + only_b
-        self.scores.extend(scores)
+    def add(self, image: Agreement) -> None:
+        self.pairs, self.only_a, self.only_b = self.pairs + image.pairs, self.only_a + image.only_a, self.only_b + image.only_b
+        self.scores.extend(image.scores)
+
+    def agreement(self) -> Agreement:
+        return Agreement(self.pairs, self.only_a, self.only_b, tuple(self.scores))
 
 
 def _agree(a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray],
-           waymo_type: int) -> tuple[int, int, int, list[tuple[float, float]]]:
+           waymo_type: int) -> Agreement:
     """A's and B's boxes of one type matched to each other (B's in score order take A's, IoU 0.5)."""
     in_a, in_b = a[2] == waymo_type, b[2] == waymo_type
     a_boxes, b_boxes = a[0][in_a], b[0][in_b]
     if not len(a_boxes) or not len(b_boxes):
-        return 0, len(a_boxes), len(b_boxes), []
+        return Agreement(0, len(a_boxes), len(b_boxes))
     agree = Protocol("agreement", "agreement", "-", {}, AGREEMENT_IOU)
     m = match_image(b_boxes, b[1][in_b], np.full(len(b_boxes), waymo_type), a_boxes, np.full(len(a_boxes), waymo_type), agree)
-    pairs = [(float(a[1][in_a][g]), float(b[1][in_b][j])) for j, g in enumerate(m.label_of) if g >= 0]
-    return len(pairs), len(a_boxes) - len(pairs), len(b_boxes) - len(pairs), pairs
+    pairs = tuple((float(a[1][in_a][g]), float(b[1][in_b][j])) for j, g in enumerate(m.label_of) if g >= 0)
+    return Agreement(len(pairs), len(a_boxes) - len(pairs), len(b_boxes) - len(pairs), pairs)
 
 
 def _index(segments: dict[str, SegmentResults]) -> dict[str, dict[FrameKey, np.ndarray]]:
-    out: dict[str, dict[FrameKey, np.ndarray]] = {}
-    for name, segment in segments.items():
-        by_key: dict[FrameKey, list[int]] = {}
-        for i, key in enumerate(segment.detections.keys):
-            by_key.setdefault(key, []).append(i)
-        out[name] = {k: np.asarray(v, np.int64) for k, v in by_key.items()}
-    return out
+    return {name: rows_by_image(segment.detections.keys) for name, segment in segments.items()}

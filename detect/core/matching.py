@@ -6,7 +6,7 @@ score order (stable), at most `max_detections` of them; each takes the unmatched
 most at or above the type's IoU threshold (labels to ignore only when no other is left). The
 evaluation's numbers come from the library; this is the same rule for one image at a time, so the
 pictures and `matches.parquet` name the same hits and misses (the tests hold it to the library's
-own matching on random images at every threshold).
+own matching on random images at every threshold). The IoU is `detect.core.boxes.box_iou`.
 
 A protocol is the IoU a match needs per Waymo type: COCO's AP@0.5 asks 0.5 of every type; Waymo's
 2D detection protocol asks 0.7 of VEHICLE and 0.5 of PEDESTRIAN and CYCLIST.
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from detect.core.boxes import box_iou
 from detect.core.records import WaymoType
 
 # COCO's IoU thresholds, as the library builds them (0.7 is index 4, the value it compares with).
@@ -64,21 +65,6 @@ class ImageMatches:
     detection_of: np.ndarray
 
 
-def box_iou(dt_xyxy: np.ndarray, gt_xyxy: np.ndarray, gt_crowd: np.ndarray) -> np.ndarray:
-    """`[D, G]` IoU as COCO computes it from `[x, y, w, h]` boxes (in float64); a crowd label's
-    overlap is measured over the detection's area alone."""
-    dt = _xywh(dt_xyxy)
-    gt = _xywh(gt_xyxy)
-    if not len(dt) or not len(gt):
-        return np.zeros((len(dt), len(gt)))
-    iw = np.minimum(dt[:, None, 0] + dt[:, None, 2], gt[None, :, 0] + gt[None, :, 2]) - np.maximum(dt[:, None, 0], gt[None, :, 0])
-    ih = np.minimum(dt[:, None, 1] + dt[:, None, 3], gt[None, :, 1] + gt[None, :, 3]) - np.maximum(dt[:, None, 1], gt[None, :, 1])
-    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    dt_area = (dt[:, 2] * dt[:, 3])[:, None]
-    union = np.where(np.asarray(gt_crowd, bool)[None, :], dt_area, dt_area + (gt[:, 2] * gt[:, 3])[None, :] - inter)
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-
-
 def match_image(dt_xyxy: np.ndarray, dt_scores: np.ndarray, dt_types: np.ndarray, gt_xyxy: np.ndarray,
                 gt_types: np.ndarray, protocol: Protocol, gt_crowd: np.ndarray | None = None,
                 max_detections: int = MAX_DETECTIONS) -> ImageMatches:
@@ -122,7 +108,3 @@ def match_image(dt_xyxy: np.ndarray, dt_scores: np.ndarray, dt_types: np.ndarray
                 detection_of[gts[m]] = dts[d]
     return ImageMatches(label_of, iou, evaluated, detection_of)
 
-
-def _xywh(xyxy: np.ndarray) -> np.ndarray:
-    boxes = np.asarray(xyxy, np.float64).reshape(-1, 4)
-    return np.stack([boxes[:, 0], boxes[:, 1], boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]], axis=1)

@@ -15,11 +15,11 @@ from typing import Any, Literal
 from detect.core.errors import UsageError
 from detect.core.matching import PROTOCOLS
 from detect.core.records import WaymoType
+from detect.judge import ErrorRules
 from detect.model.classmap import ClassMap, default_class_map
 from detect.model.inputs import InputSize, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
-from detect.render.errors import ErrorRules
 from detect.waymo.images import DEFAULT_MAX_PIXELS
 from detect.waymo.selection import FrameFilter
 

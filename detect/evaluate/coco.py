@@ -15,8 +15,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
+from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
 from detect.evaluate.results import SegmentResults
@@ -60,12 +59,9 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
     out = []
     for segment in segments:
         rows = segment.detections
-        by_image: dict[FrameKey, list[int]] = {}
-        for i, key in enumerate(rows.keys):
-            if key in segment.images:
-                by_image.setdefault(key, []).append(i)
+        by_image = {key: index for key, index in rows_by_image(rows.keys).items() if key in segment.images}
         for key in sorted(by_image, key=lambda k: k.order):
-            index = np.asarray(by_image[key])
+            index = by_image[key]
             boxes = class_map.to_waymo(rows.xyxy[index], rows.scores[index], rows.class_ids[index])
             for box, score, waymo_type, class_id in zip(boxes.xyxy, boxes.scores, boxes.types, boxes.class_ids, strict=True):
                 if int(waymo_type) not in types:

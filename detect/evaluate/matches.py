@@ -1,6 +1,6 @@
 """Every detection and every label of a segment, with what the matching made of it: the rows of
 `matches.parquet`, from the same per-image matching the pictures are drawn with
-(`detect.model.classmap.match_frame`: COCO's rule at the protocol's IoU, every label counted)."""
+(`detect.judge.match_frame`: COCO's rule at the protocol's IoU, every label counted)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import dataclasses
 
 import numpy as np
 
+from detect.core.frame_rows import rows_by_image
 from detect.core.matching import Protocol
 from detect.core.records import FrameKey, Labels
 from detect.evaluate.results import SegmentResults
-from detect.model.classmap import ClassMap, match_frame
+from detect.judge import match_frame
+from detect.model.classmap import ClassMap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,13 +35,11 @@ class Match:
 
 def segment_matches(segment: SegmentResults, class_map: ClassMap, types: list[int], protocol: Protocol) -> list[Match]:
     """Per image in order: its detections (best first), then its labels."""
-    rows: dict[FrameKey, list[int]] = {}
-    for i, key in enumerate(segment.detections.keys):
-        rows.setdefault(key, []).append(i)
+    rows = rows_by_image(segment.detections.keys)
     found = segment.detections
     out: list[Match] = []
     for key in sorted(segment.images, key=lambda k: k.order):
-        index = np.asarray(rows.get(key, []), np.int64)
+        index = rows.get(key, np.zeros(0, np.int64))
         labels = segment.labels.get(key) or Labels.empty()
         frame = match_frame(found.xyxy[index], found.scores[index], found.class_ids[index], labels, class_map, types,
                             protocol)

@@ -20,15 +20,15 @@ types (names or numbers), e.g. `{"person": "PEDESTRIAN", "car": "VEHICLE", "3": 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from detect.core.boxes import overlap_of_smaller
 from detect.core.errors import UsageError
 from detect.core.files import UnreadableFileError, read_json
-from detect.core.matching import ImageMatches, Protocol, match_image
-from detect.core.records import Labels, WaymoType
+from detect.core.records import WaymoType
 from detect.model.labels import UnknownClassError, label_for, parse_classes
 
 # A person box rides a bicycle box when at least this share of the smaller of the two lies in both,
@@ -114,12 +114,13 @@ def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> 
     bicycles = [i for i in range(len(class_ids)) if class_ids[i] == BICYCLE_ID]
     pairs: list[tuple[int, int]] = []
     taken: set[int] = set()
-    for p in persons:
+    overlaps = overlap_of_smaller(xyxy[persons], xyxy[bicycles])  # [persons, bicycles]
+    for row, p in enumerate(persons):
         best, best_overlap = None, RIDER_OVERLAP
-        for b in bicycles:
+        for column, b in enumerate(bicycles):
             if b in taken or min(scores[p], scores[b]) < RIDER_SCORE_RATIO * max(scores[p], scores[b]):
                 continue
-            overlap = _overlap_of_smaller(xyxy[p], xyxy[b])
+            overlap = float(overlaps[row, column])
             center = (xyxy[p][0] + xyxy[p][2]) / 2
             if overlap >= best_overlap and xyxy[b][0] <= center <= xyxy[b][2]:
                 best, best_overlap = b, overlap
@@ -127,15 +128,6 @@ def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> 
             pairs.append((int(p), int(best)))
             taken.add(best)
     return pairs
-
-
-def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
-        return 0.0
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return float(width * height / smaller) if smaller > 0 else 0.0
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -175,26 +167,3 @@ def _waymo_type(value: object, path: Path, key: str) -> int:
         return value
     raise UsageError(f"--class-map {path}: {key!r} maps to {value!r}; expected one of {', '.join(names)} (or 1-4)")
 
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class FrameMatch:
-    """One image's detections in Waymo types, matched to its labels: `detections` are the indices
-    of `boxes` evaluated (types the model is judged on), `labels` those of the labels kept, and
-    `matches` is over those two subsets."""
-
-    boxes: WaymoBoxes
-    detections: np.ndarray
-    labels: np.ndarray
-    matches: ImageMatches
-
-
-def match_frame(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, labels: Labels, class_map: ClassMap,
-                types: Sequence[int], protocol: Protocol) -> FrameMatch:
-    """What `detect eval` and the pictures both use: the model's boxes as Waymo types, and COCO's
-    matching (`detect.core.matching`) against the labels of `types`, every label counted."""
-    boxes = class_map.to_waymo(xyxy, scores, class_ids)
-    detections = np.flatnonzero(np.isin(boxes.types, list(types)))
-    kept = np.flatnonzero(np.isin(labels.types.astype(np.int64), list(types)))
-    matches = match_image(boxes.xyxy[detections], boxes.scores[detections], boxes.types[detections],
-                          labels.xyxy[kept], labels.types[kept], protocol)
-    return FrameMatch(boxes, detections, kept, matches)

@@ -23,10 +23,10 @@ from typing import Protocol
 
 import numpy as np
 
+from detect.core.boxes import class_aware_nms
 from detect.core.errors import UsageError
 from detect.core.records import Detections
 from detect.model.inputs import FitSize, InputSize
-from detect.model.nms import class_aware_nms
 
 # Pixels: a box this close to a tile border inside the image is a cut object. Measured on the real
 # frame (COCO CenterNet, --tile 512): 4 px left fragments of large pedestrians (PEDESTRIAN AP50

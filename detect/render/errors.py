@@ -2,8 +2,8 @@
 
 With Waymo's labels, each drawn box says what the evaluation made of it. The detections become
 Waymo types as `detect eval` maps them (`ClassMap.to_waymo`: a rider and its bicycle one CYCLIST)
-and are matched to the labels by `detect.core.matching` (COCO's rule, the protocol's IoU; every
-label counts, as at LEVEL_2), so the picture and `matches.parquet` name the same objects:
+and are matched to the labels by `detect.judge` (COCO's rule, the protocol's IoU; every label
+counts, as at LEVEL_2), so the picture and `matches.parquet` name the same objects:
 
 - hit: a detection at or above the threshold that matched a label: solid, sky blue;
 - false alarm: one that matched none: dashed, vermillion, its chip starts with "FA";
@@ -21,9 +21,9 @@ import dataclasses
 
 import numpy as np
 
-from detect.core.matching import Protocol
+from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
-from detect.model.classmap import ClassMap, match_frame
+from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.render.draw import (
     RGB,
     DrawStyle,
@@ -37,19 +37,9 @@ from detect.render.draw import (
     scaled_line_width,
 )
 
-HIT, FALSE_ALARM, MISSED, OTHER = "hit", "false alarm", "missed label", "other class"
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
 LEGEND = {HIT: "hit", FALSE_ALARM: "FA: false alarm", MISSED: "missed label", OTHER: "other class, not evaluated"}
-
-
-@dataclasses.dataclass(frozen=True)
-class ErrorRules:
-    """How a frame's boxes are judged: the class map, the types the model can output, the protocol."""
-
-    class_map: ClassMap
-    types: tuple[int, ...]
-    protocol: Protocol
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -68,36 +58,31 @@ class Judged:
 def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: DrawStyle) -> Judged:
     """Every box to draw on one frame with its state, best-scoring detections first, then the
     missed labels (largest first)."""
-    frame = match_frame(detections.xyxy, detections.scores, detections.class_ids, labels, rules.class_map,
-                        rules.types, rules.protocol)
-    mapped, dt, gt, matches = frame.boxes, frame.detections, frame.labels, frame.matches
+    frame = rules.match(detections, labels)
+    mapped, dt, gt = frame.boxes, frame.detections, frame.labels
     label_kept = np.zeros(len(labels), bool)
     label_kept[gt] = True
     boxes: list[tuple[float, np.ndarray, str, str | None]] = []  # (score, box, state, text)
-    covered = {row for rows in mapped.rows for row in rows}
     for j, i in enumerate(dt):
         score = float(mapped.scores[i])
         if score < style.threshold or not _wanted(mapped.rows[i], detections, style):
             continue
-        state = HIT if matches.label_of[j] >= 0 else FALSE_ALARM
+        state = HIT if frame.hits[j] else FALSE_ALARM
         name = _name(mapped.rows[i], detections, int(mapped.types[i]))
         text = chip_text(name, int(mapped.class_ids[i]), score, style)
         boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text))
-    for row in range(len(detections)):
+    for row in frame.unmapped_rows(len(detections)):
         score = float(detections.scores[row])
-        if row in covered or score < style.threshold or not _wanted((row,), detections, style):
+        if score < style.threshold or not _wanted((row,), detections, style):
             continue
         text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style)
         boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text))
     boxes.sort(key=lambda b: -b[0])
     if style.max_boxes is not None:
         boxes = boxes[: style.max_boxes]
-    found = {int(matches.label_of[j]) for j, i in enumerate(dt)
-             if matches.label_of[j] >= 0 and mapped.scores[i] >= style.threshold}
-    missed = [g for g in range(len(gt)) if g not in found]
-    area = [(labels.xyxy[gt[g], 2] - labels.xyxy[gt[g], 0]) * (labels.xyxy[gt[g], 3] - labels.xyxy[gt[g], 1])
-            for g in missed]
-    missed = [g for _, g in sorted(zip(area, missed, strict=True), key=lambda p: -p[0])]
+    unfound = np.flatnonzero(~frame.labels_found(style.threshold))
+    area = box_area(labels.xyxy[gt[unfound]])
+    missed = [int(g) for _, g in sorted(zip(area, unfound, strict=True), key=lambda p: -p[0])]
     xyxy = [b[1] for b in boxes] + [labels.xyxy[gt[g]].astype(np.float64) for g in missed]
     states = [b[2] for b in boxes] + [MISSED] * len(missed)
     texts = [b[3] for b in boxes] + [f"MISS {WaymoType(int(labels.types[gt[g]])).name}" for g in missed]

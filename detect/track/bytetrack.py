@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from detect.core.matching import box_iou
+from detect.core.boxes import box_iou
 from detect.track.params import TrackerParams
 
 _REFERENCE_STEP_S = 1 / 30  # ByteTrack's noise settings are per frame at 30 fps
@@ -82,13 +82,13 @@ class ByteTracker:
 
         # 1. confirmed tracks (tracked or lost) against high-score boxes, on IoU x score
         pool = np.flatnonzero(confirmed)
-        t1, d1 = _assign(box_iou(boxes[pool], xyxy[high], np.zeros(len(high), bool)) * scores[high], p.first_match_min_similarity)
+        t1, d1 = _assign(box_iou(boxes[pool], xyxy[high]) * scores[high], p.first_match_min_similarity)
         self._correct(pool[t1], xyxy[high[d1]], ts)
         out[high[d1]] = self._track_id[pool[t1]]
         # 2. tracks still tracked but unmatched against low-score boxes, on IoU alone
         rest = np.setdiff1d(pool, pool[t1])
         rest = rest[self._state[rest] == _TRACKED]
-        t2, d2 = _assign(box_iou(boxes[rest], xyxy[low], np.zeros(len(low), bool)), p.low_match_min_iou)
+        t2, d2 = _assign(box_iou(boxes[rest], xyxy[low]), p.low_match_min_iou)
         self._correct(rest[t2], xyxy[low[d2]], ts)
         out[low[d2]] = self._track_id[rest[t2]]
         missed = np.setdiff1d(rest, rest[t2])
@@ -98,7 +98,7 @@ class ByteTracker:
         # 3. unconfirmed tracks (born last frame) against the high-score boxes left
         left = np.setdiff1d(high, high[d1])
         fresh = np.flatnonzero(~confirmed)
-        t3, d3 = _assign(box_iou(boxes[fresh], xyxy[left], np.zeros(len(left), bool)) * scores[left], p.unconfirmed_min_similarity)
+        t3, d3 = _assign(box_iou(boxes[fresh], xyxy[left]) * scores[left], p.unconfirmed_min_similarity)
         self._correct(fresh[t3], xyxy[left[d3]], ts)
         self._track_id[fresh[t3]] = self._ids.take(len(t3))
         out[left[d3]] = self._track_id[fresh[t3]]

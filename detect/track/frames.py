@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from detect.core.matching import box_iou
+from detect.core.boxes import box_iou
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -73,7 +73,7 @@ def to_trackeval(frames: Sequence[FrameTracks]) -> SequenceInput:
         gt_ids.append(np.asarray(dense, np.int64))
         tracker_ids.append(np.asarray([track_dense.setdefault(int(i), len(track_dense)) for i in frame.track_ids[rows]], np.int64))
         # [labels, tracks]: with no crowd boxes COCO's IoU is symmetric, so labels may stand in the first place
-        similarity.append(box_iou(frame.label_xyxy, frame.track_xyxy[rows], np.zeros(len(rows), bool)))
+        similarity.append(box_iou(frame.label_xyxy, frame.track_xyxy[rows]))
         kept.append(rows)
     data: dict[str, object] = {
         "num_timesteps": len(frames),

@@ -1,0 +1,78 @@
+"""What the evaluation makes of one frame's boxes: hits, false alarms, missed labels.
+
+The one place a detection is judged; the pictures (`detect.render.errors`), `matches.parquet`
+(`detect.evaluate.matches`), `detect compare` (`detect.compare.stats`) read its verdicts. The
+model's boxes become Waymo types as the class map says (`ClassMap.to_waymo`: a rider and its
+bicycle one CYCLIST), and COCO's per-image rule (`detect.core.matching`, at the protocol's IoU,
+every label counted, as at LEVEL_2) matches them to the labels of the types the model can output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from detect.core.matching import ImageMatches, Protocol, match_image
+from detect.core.records import Detections, Labels
+from detect.model.classmap import ClassMap, WaymoBoxes
+
+# The verdicts: a detection that matched a label, one that matched none, a label no detection at
+# the threshold matched, and a detection of a model class no Waymo type covers (not judged).
+HIT, FALSE_ALARM, MISSED, OTHER = "hit", "false alarm", "missed label", "other class"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FrameMatch:
+    """One image's detections in Waymo types, matched to its labels: `detections` are the indices
+    of `boxes` evaluated (types the model is judged on), `labels` those of the labels kept, and
+    `matches` is over those two subsets."""
+
+    boxes: WaymoBoxes
+    detections: np.ndarray
+    labels: np.ndarray
+    matches: ImageMatches
+
+    @property
+    def hits(self) -> np.ndarray:
+        """Per evaluated detection (`detections`): whether it matched a label."""
+        return self.matches.label_of >= 0
+
+    def labels_found(self, threshold: float) -> np.ndarray:
+        """Per kept label (`labels`): whether a detection scoring at least `threshold` matched it."""
+        found = np.zeros(len(self.labels), bool)
+        scores = self.boxes.scores[self.detections]
+        label_of = self.matches.label_of
+        found[label_of[(label_of >= 0) & (scores >= threshold)]] = True
+        return found
+
+    def unmapped_rows(self, rows: int) -> list[int]:
+        """The input rows (of `rows`) no Waymo-typed box stands for: classes the map leaves out."""
+        covered = {row for box_rows in self.boxes.rows for row in box_rows}
+        return [row for row in range(rows) if row not in covered]
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorRules:
+    """How a frame's boxes are judged: the class map, the types the model can output, the protocol."""
+
+    class_map: ClassMap
+    types: tuple[int, ...]
+    protocol: Protocol
+
+    def match(self, detections: Detections, labels: Labels) -> FrameMatch:
+        return match_frame(detections.xyxy, detections.scores, detections.class_ids, labels, self.class_map,
+                           self.types, self.protocol)
+
+
+def match_frame(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, labels: Labels, class_map: ClassMap,
+                types: Sequence[int], protocol: Protocol) -> FrameMatch:
+    """The model's boxes as Waymo types, and COCO's matching against the labels of `types`, every
+    label counted: what `detect eval`, `detect compare` and the pictures all use."""
+    boxes = class_map.to_waymo(xyxy, scores, class_ids)
+    detections = np.flatnonzero(np.isin(boxes.types, list(types)))
+    kept = np.flatnonzero(np.isin(labels.types.astype(np.int64), list(types)))
+    matches = match_image(boxes.xyxy[detections], boxes.scores[detections], boxes.types[detections],
+                          labels.xyxy[kept], labels.types[kept], protocol)
+    return FrameMatch(boxes, detections, kept, matches)
