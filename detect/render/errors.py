@@ -24,18 +24,8 @@ import numpy as np
 from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
-from detect.render.draw import (
-    RGB,
-    DrawStyle,
-    chip_height,
-    chip_text,
-    chip_width,
-    draw_boxes,
-    paint_chip,
-    paint_outline,
-    scaled_font_size,
-    scaled_line_width,
-)
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip
+from detect.render.draw import DrawStyle, chip_text, draw_boxes, paint_outline, scaled_font_size, scaled_line_width
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
