@@ -35,7 +35,7 @@ from write_model import write_saved_model
 
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
-from detect.model.labels import COCO80_IDS
+from detect.model.coco_classes import COCO80_IDS
 from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.graph import read_graph_model
 

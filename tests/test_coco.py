@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from detect.model.labels import COCO_LABELS, UnknownClassError, label_for, parse_classes
+from detect.model.coco_classes import COCO_LABELS, UnknownClassError, label_for, parse_classes
 
 
 def test_label_map_has_80_classes_with_the_api_gaps():

@@ -21,7 +21,7 @@ from detect.core.boxes import box_iou
 from detect.core.errors import ModelError
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
-from detect.model.labels import COCO80_IDS
+from detect.model.coco_classes import COCO80_IDS
 from detect.model.tfjs import centernet, head_for
 from detect.model.tfjs.graph import as_function, read_graph_model
 from detect.waymo.readers import iter_frames

@@ -24,7 +24,7 @@ from detect.evaluate.thresholds import suggest
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.draw import DrawStyle
-from detect.render.errors import COLORS, draw_errors, judge
+from detect.render.verdicts import COLORS, draw_errors, judge
 from detect.report import gallery
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP

@@ -19,8 +19,8 @@ from detect.core.records import LEVEL_1, LEVEL_2, Detections, FrameKey, FrameRes
 from detect.evaluate.coco import image_id
 from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
-from detect.render.errors import COLORS as ERROR_COLORS
-from detect.render.labels import TYPE_COLORS, draw_labels
+from detect.render.label_boxes import TYPE_COLORS, draw_labels
+from detect.render.verdicts import COLORS as ERROR_COLORS
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
 from detect.sinks.table import DETECTIONS_FILE, write_table

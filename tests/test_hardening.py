@@ -316,12 +316,12 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
 
 def test_an_unexpected_error_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
     import detect.cli.app
-    import detect.cli.facts
+    import detect.cli.info_and_model
 
     def broken(*args):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(detect.cli.facts, "segment_info", broken)
+    monkeypatch.setattr(detect.cli.info_and_model, "segment_info", broken)
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     assert main(["info", str(source)]) == 2
     assert capsys.readouterr().err == ("detect: error: unexpected RuntimeError: boom (rerun with --debug for the "

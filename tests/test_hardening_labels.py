@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from detect.cli import main
 from detect.core.errors import InputError
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.waymo.labels import DIFFICULTY, labels_from_camera_box
+from detect.waymo.camera_labels import DIFFICULTY, labels_from_camera_box
 from detect.waymo.schema import (
     BOX_CENTER_X,
     BOX_CENTER_Y,

@@ -19,7 +19,7 @@ from conftest_models import load_models_script, tfjs_saved_model
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
-from detect.model.labels import COCO80_IDS
+from detect.model.coco_classes import COCO80_IDS
 from detect.model.tfjs import head_for, nanodet
 from detect.model.tfjs.graph import as_function, read_graph_model
 from detect.model.tfjs.heads import letterbox

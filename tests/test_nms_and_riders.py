@@ -8,7 +8,7 @@ import pytest
 from detect.core.boxes import box_iou, class_aware_nms
 from detect.core.records import Detections, WaymoType
 from detect.model.classmap import default_class_map, load_class_map, pair_riders
-from detect.model.labels import describe_classes
+from detect.model.coco_classes import describe_classes
 from detect.model.nms import suppress
 
 CAR, TRUCK, PERSON, BICYCLE = 3, 8, 1, 2

@@ -350,7 +350,7 @@ def test_null_empty_and_repeated_label_ids_are_objects_seen_once():
 def test_a_null_camera_object_id_is_read_as_no_id_not_as_the_string_none():
     import pyarrow as pa
 
-    from detect.waymo.labels import labels_by_image
+    from detect.waymo.camera_labels import labels_by_image
     from detect.waymo.schema import (
         BOX_CENTER_X,
         BOX_CENTER_Y,
@@ -453,7 +453,7 @@ def pan_over(labels_by_camera, n_frames: int = 60, width: float = 1700, step: fl
 
 @pytest.fixture(scope="module")
 def real_labels():
-    from detect.waymo.labels import read_labels
+    from detect.waymo.camera_labels import read_labels
     from detect.waymo.readers import read_keys
 
     if not REAL_FRAME.exists():

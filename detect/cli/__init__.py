@@ -1,8 +1,8 @@
 """The `detect` command: parse arguments, build a `RunSpec`, call the library, print, exit.
 
 The only package that knows argparse, prints or exits; one module per group of commands
-(`jobs`: segment and run; `results`: eval, export, report, gif; `facts`: info and model), the
-parser in `parser`, flag values in `values`, exit codes in `exit_codes`, the error mapping in `app`.
+(`segment_and_run`; `over_results`: eval, export, report, gif; `compare`; `info_and_model`), the
+parser in `parser`, flag values in `flag_values`, exit codes in `exit_codes`, the error mapping in `app`.
 Exit codes: 0 all good; 1 some frames (or segments) failed and are listed in the manifest / run
 file; 2 usage, input, model or output errors and unexpected ones (one line on stderr; the
 traceback only with --debug); 130 interrupted.

@@ -6,11 +6,8 @@ import argparse
 from pathlib import Path
 
 from detect import __version__
-from detect.cli.comparing import cmd_compare
-from detect.cli.facts import cmd_info, cmd_model
-from detect.cli.jobs import cmd_run, cmd_segment
-from detect.cli.results import cmd_eval, cmd_export, cmd_gif, cmd_report
-from detect.cli.values import (
+from detect.cli.compare import cmd_compare
+from detect.cli.flag_values import (
     AUTO_GT,
     MAX_ANIMATION_WIDTH,
     MAX_BATCH_SIZE,
@@ -24,6 +21,9 @@ from detect.cli.values import (
     positive_int,
     unit_float,
 )
+from detect.cli.info_and_model import cmd_info, cmd_model
+from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report
+from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import MODEL_ENV
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES

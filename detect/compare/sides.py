@@ -18,7 +18,7 @@ from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.evaluate.results import SegmentResults, find_segments, load_segment
 from detect.model.classmap import ClassMap
-from detect.model.labels import describe_classes
+from detect.model.coco_classes import describe_classes
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -40,7 +40,7 @@ from detect.sinks.manifest import (
     write_manifest,
 )
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
-from detect.waymo.labels import SegmentLabels
+from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
 
 Clock = Callable[[], float]

@@ -11,9 +11,9 @@ from typing import Any
 from detect.core.errors import ModelError, UsageError
 from detect.engine.spec import ModelSpec
 from detect.model import formats
+from detect.model.coco_classes import UnknownClassError, describe_classes, label_for, parse_classes
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import parse_input_size, require_multiple
-from detect.model.labels import UnknownClassError, describe_classes, label_for, parse_classes
 from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.heads import MULTIPLE
 

@@ -28,7 +28,7 @@ from detect.engine.tuning import lower_thread_priority
 from detect.model.inputs import DecodedImage, decode_error, decode_stream, resize_images
 from detect.model.tiles import TiledDetector
 from detect.sinks.animations import AnimationSet, rebuild_animations
-from detect.waymo.labels import read_labels
+from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.sources import SegmentSource
 

@@ -40,7 +40,7 @@ from detect.model.tiles import TiledDetector, TileSpec
 from detect.sinks import journal
 from detect.sinks.ground_truth import RENDER_LABELS_FILE, read_ground_truth
 from detect.sinks.layout import segment_dir
-from detect.waymo.labels import SegmentLabels, read_labels
+from detect.waymo.camera_labels import SegmentLabels, read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 from detect.waymo.selection import FrameFilter

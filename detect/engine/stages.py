@@ -21,7 +21,7 @@ from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult,
 from detect.engine.spec import SegmentSettings
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections, paint_watermark
-from detect.render.errors import draw_errors, judge
+from detect.render.verdicts import draw_errors, judge
 from detect.sinks.animations import AnimationFrame, prepare_animation_frame
 from detect.sinks.frames import write_frame
 from detect.waymo.readers import SegmentKeys

@@ -8,7 +8,7 @@ from typing import Any
 
 from detect.core.names import printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
-from detect.model.labels import describe_classes
+from detect.model.coco_classes import describe_classes
 
 FAILURES_SHOWN = 5
 RUNTIME_NAMES = {"openvino": "OpenVINO", "tensorflow": "TensorFlow"}

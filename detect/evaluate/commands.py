@@ -25,7 +25,7 @@ from detect.evaluate.results import (
     no_labels_message,
 )
 from detect.model.classmap import ClassMap, load_class_map
-from detect.model.labels import label_for
+from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.manifest import MANIFEST_FILE, read_manifest

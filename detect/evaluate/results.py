@@ -23,8 +23,8 @@ from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
+from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.images import MAX_SIDE, check_size
-from detect.waymo.labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 

@@ -1,6 +1,6 @@
 """What the evaluation makes of one frame's boxes: hits, false alarms, missed labels.
 
-The one place a detection is judged; the pictures (`detect.render.errors`), `matches.parquet`
+The one place a detection is judged; the pictures (`detect.render.verdicts`), `matches.parquet`
 (`detect.evaluate.matches`), `detect compare` (`detect.compare.stats`) read its verdicts. The
 model's boxes become Waymo types as the class map says (`ClassMap.to_waymo`: a rider and its
 bicycle one CYCLIST), and COCO's per-image rule (`detect.core.matching`, at the protocol's IoU,

@@ -29,7 +29,7 @@ from detect.core.boxes import overlap_of_smaller
 from detect.core.errors import UsageError
 from detect.core.files import UnreadableFileError, read_json
 from detect.core.records import WaymoType
-from detect.model.labels import UnknownClassError, label_for, parse_classes
+from detect.model.coco_classes import UnknownClassError, label_for, parse_classes
 
 # A person box rides a bicycle box when at least this share of the smaller of the two lies in both,
 # and the person's horizontal center is over the bicycle. Both scores must be within a factor

@@ -17,7 +17,7 @@ import numpy as np
 
 from detect.core.errors import ModelError
 from detect.core.records import Detections
-from detect.model.labels import label_for
+from detect.model.coco_classes import label_for
 
 REQUIRED_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
 # The signature input: TF2 exports call it input_tensor, TF1 zoo SavedModels inputs.

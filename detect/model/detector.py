@@ -20,9 +20,9 @@ from detect.core.errors import ModelError, UsageError
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
 from detect.model import contract, formats, runtimes
+from detect.model.coco_classes import parse_classes
 from detect.model.contract import ModelInfo
 from detect.model.devices import mirrored_strategy, prepare_devices
-from detect.model.labels import parse_classes
 from detect.model.nms import suppress
 from detect.model.runtimes import RUNTIMES, Runtime
 from detect.model.runtimes.tensorflow import TensorFlowRuntime

@@ -177,7 +177,7 @@ class FrozenGraph:
 
 def _tfjs_source(path: Path) -> ModelSource:
     from detect.model import tfjs
-    from detect.model.labels import COCO80_IDS
+    from detect.model.coco_classes import COCO80_IDS
 
     facts = tfjs.describe(path)
     defaults = _defaults(facts["defaults"], path)

@@ -18,7 +18,7 @@ from detect.core.atomic import atomic_path
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.core.errors import first_line
 from detect.core.files import UnreadableFileError
-from detect.model.labels import label_for
+from detect.model.coco_classes import label_for
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP

@@ -14,7 +14,7 @@ from typing import Any
 
 from detect.core.atomic import atomic_path
 from detect.core.files import UnreadableFileError, read_json_object
-from detect.model.labels import describe_classes
+from detect.model.coco_classes import describe_classes
 from detect.report import plots, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from detect.cli import main as detect
 from detect.tools.synthetic import write_camera_box_from_labels, write_camera_image_parquet
-from detect.waymo.labels import read_labels
+from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from detect.track.frames import FrameTracks, to_trackeval
+from detect.track.trackeval_input import FrameTracks, to_trackeval
 
 _EPS = np.finfo("float").eps
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from detect.core.matching import Protocol
-from detect.track.frames import FrameTracks, to_trackeval
+from detect.track.trackeval_input import FrameTracks, to_trackeval
 
 
 @functools.cache

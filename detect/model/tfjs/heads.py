@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from detect.model.labels import COCO80_IDS
+from detect.model.coco_classes import COCO80_IDS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from detect.cli.exit_codes import EXIT_OK
 from detect.core.names import printable
 from detect.engine.loading import default_model_path
 from detect.model import formats
-from detect.model.labels import COCO_LABELS, label_for
+from detect.model.coco_classes import COCO_LABELS, label_for
 from detect.model.runtimes import CpuPlan, cpu_plan
 from detect.model.tfjs import HEADS
 from detect.waymo.info import format_info, segment_info

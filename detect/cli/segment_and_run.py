@@ -12,8 +12,8 @@ from tqdm import tqdm
 
 from detect.cli.console import visible
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
+from detect.cli.flag_values import AUTO_GT
 from detect.cli.followup import FollowUp, follow_up
-from detect.cli.values import AUTO_GT
 from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import UsageError
 from detect.engine.events import Progress, ProgressFactory
