@@ -11,9 +11,9 @@ import pandas as pd
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult
+from detect.report.charts import timeline_figure
 from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
-from detect.report.plots import timeline_figure
 from detect.sinks.journal import Journal
 
 SEGMENT = "seg_0000"

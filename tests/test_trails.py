@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from detect.render.trails import paint_trails
-from detect.track.trails import Trails
+from detect.track.trail_history import Trails
 
 
 def box_at(x: float, y: float) -> np.ndarray:

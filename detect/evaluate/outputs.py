@@ -15,7 +15,7 @@ from detect.core.atomic import atomic_path, atomic_write_bytes
 from detect.core.records import WaymoType
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
-from detect.evaluate.plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
 from detect.model.classmap import ClassMap
 from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP

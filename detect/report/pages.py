@@ -15,7 +15,7 @@ from typing import Any
 from detect.core.atomic import atomic_path
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.coco_classes import describe_classes
-from detect.report import plots, safe
+from detect.report import charts, safe
 from detect.report.data import MOSAIC, SegmentData, drawing_threshold
 from detect.report.evaluation import evaluation_section
 from detect.report.gallery import note_picture
@@ -80,7 +80,7 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
     sections.append(_timeline(data, assets))
     if not data.detections.empty:
-        plots.scores(data.detections, data.threshold, assets / "scores.png")
+        charts.scores(data.detections, data.threshold, assets / "scores.png")
         sections.append(f"<h2>Scores</h2>{_img(f'{ASSETS}/scores.png', 'score distribution per class')}")
         table = data.counts()
         sections.append("<h2>Boxes drawn, per camera and class</h2>" + _drawn_note(data)
@@ -96,7 +96,7 @@ def segment_page(data: SegmentData) -> Path:
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if safe.number(v) != "-"}
     if stage_ms:
-        plots.stages(stage_ms, assets / "stages.png")
+        charts.stages(stage_ms, assets / "stages.png")
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
                         + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
@@ -122,7 +122,7 @@ def _timeline(data: SegmentData, assets: Path) -> str:
         return ("<h2>Detections over time</h2><p>One frame, so nothing to plot over time: "
                 f"{_plural(drawn, 'box')} drawn on its {_plural(len(data.images), 'image')}"
                 f"{' (per camera and class in the table below)' if drawn else ''}.</p>")
-    plots.timeline(data.boxes_per_image(), assets / "timeline.png")
+    charts.timeline(data.boxes_per_image(), assets / "timeline.png")
     return f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
 
 

@@ -24,10 +24,10 @@ from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.render.draw import to_canvas
 from detect.render.mosaic import MIN_TILE_WIDTH, MosaicLayout, compose_mosaic, letterbox, mosaic_layout
-from detect.sinks.atomic import Sink
 from detect.sinks.frames import FRAMES_DIR, list_frames, read_frame
 from detect.sinks.gif import GifFrame, GifWriter, encode_gif_frame
 from detect.sinks.mp4 import Mp4Writer
+from detect.sinks.sink import Sink
 
 DEFAULT_WIDTH = 640
 MOSAIC = "mosaic"

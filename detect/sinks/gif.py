@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from PIL import GifImagePlugin, Image
 
-from detect.sinks.atomic import TempFileSink
+from detect.sinks.sink import TempFileSink
 
 # Waymo cameras run at 10 Hz: a lone frame (no interval to measure) shows for 100 ms.
 DEFAULT_DELAY_CS = 10
