@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     head = HEADS[args.head]
     try:
         converted = (args.out / "saved_model.pb").is_file() and not args.out.is_symlink()
-        if not converted and (args.out.is_symlink() or (args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())))):
+        occupied = args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir()))
+        if not converted and (args.out.is_symlink() or occupied):
             raise ConvertError(f"--out {args.out} exists and is not a converted model (no saved_model.pb); remove it "
                                f"or choose another folder")
         if args.package:

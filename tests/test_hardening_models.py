@@ -119,7 +119,8 @@ def tfjs_model(folder: Path, *, shape: object = (2, 2), paths: object = ("w.bin"
     nodes = [{"name": centernet.INPUT, "op": "Placeholder", "attr": {"dtype": {"type": "DT_FLOAT"}}},
              {"name": "w", "op": "Const", "attr": {"dtype": {"type": "DT_FLOAT"}}},
              *({"name": name, "op": "Identity", "input": ["w"]} for name in centernet.OUTPUTS)]
-    manifest = [{"paths": list(paths), "weights": [{"name": "w", "shape": list(shape), "dtype": "float32"}]}]  # type: ignore[call-overload]
+    weights = [{"name": "w", "shape": list(shape), "dtype": "float32"}]  # type: ignore[call-overload]
+    manifest = [{"paths": list(paths), "weights": weights}]
     (folder / "w.bin").write_bytes(data)
     path = folder / "model.json"
     path.write_text(json.dumps({"format": "graph-model", "modelTopology": {"node": nodes}, "weightsManifest": manifest}))

@@ -68,7 +68,8 @@ def test_defaults_are_the_references_but_a_lower_first_gate_for_10_hz():
 
 
 def test_thresholds_follow_the_drawing_threshold():
-    assert TrackerParams.for_threshold(0.3).to_json() == TrackerParams(high_score=0.3, new_track_score=0.4, low_score=0.1).to_json()
+    expected = TrackerParams(high_score=0.3, new_track_score=0.4, low_score=0.1)
+    assert TrackerParams.for_threshold(0.3).to_json() == expected.to_json()
     assert (TrackerParams.for_threshold(0.15).low_score, TrackerParams.for_threshold(0.15).new_track_score) == (0.05, 0.25)
     assert TrackerParams.for_threshold(0.95).new_track_score == 0.95
     assert TrackerParams.for_threshold(0.5, lost_seconds=2.0).lost_seconds == 2.0
@@ -175,7 +176,8 @@ def test_memory_stays_flat_over_1000_frames():
 
 # --- groups, cameras and the segment's ids ----------------------------------------------------------
 
-CLASS_MAP = ClassMap({1: int(WaymoType.PEDESTRIAN), 3: int(WaymoType.VEHICLE), 8: int(WaymoType.VEHICLE), 62: int(WaymoType.UNKNOWN)}, "test")
+CLASS_MAP = ClassMap({1: int(WaymoType.PEDESTRIAN), 3: int(WaymoType.VEHICLE), 8: int(WaymoType.VEHICLE),
+                      62: int(WaymoType.UNKNOWN)}, "test")
 
 
 def test_classes_of_one_waymo_type_share_a_group_others_track_alone():
@@ -195,7 +197,8 @@ def test_a_car_called_a_truck_for_two_frames_keeps_its_id():
 def test_a_dog_and_a_chair_on_the_same_box_are_two_tracks():
     segment = SegmentTracker(TrackerParams())
     for k in range(3):
-        ids = segment.update(1, k * S // 10, [box(300, 300), box(300, 300)], [0.9, 0.9], group_keys(np.array([18, 62]), CLASS_MAP))
+        groups = group_keys(np.array([18, 62]), CLASS_MAP)
+        ids = segment.update(1, k * S // 10, [box(300, 300), box(300, 300)], [0.9, 0.9], groups)
     assert sorted(ids.tolist()) == [1, 2]
 
 
@@ -466,7 +469,8 @@ def real_labels():
 @pytest.mark.slow  # reading the real frame's labels loads Waymo's protos (2-7 s here)
 @pytest.mark.parametrize("waymo_type", [int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN)])
 def test_a_pan_over_the_real_frames_labels_is_tracked_and_scored_as_trackeval(real_labels, waymo_type):
-    by_camera = {c: (np.asarray(lab.object_ids)[lab.types == waymo_type].tolist(), lab.xyxy[lab.types == waymo_type].astype(float))
+    by_camera = {c: (np.asarray(lab.object_ids)[lab.types == waymo_type].tolist(),
+                     lab.xyxy[lab.types == waymo_type].astype(float))
                  for c, lab in real_labels.items()}
     pans = pan_over({c: v for c, v in by_camera.items() if len(v[0])})
     segment = SegmentTracker(TrackerParams())

@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", metavar="B", type=Path, help="the second results folder")
     compare.add_argument("--out", type=Path, required=True, help="where to write compare.html and its pictures")
     compare.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000, metavar="N",
-                         help=f"resamples of the frames for the interval of each difference (default 1000; 0: none; at most {MAX_BOOTSTRAP:,})")
+                         help=f"resamples of the frames for the interval of each difference (default 1000; 0: none; "
+                               f"at most {MAX_BOOTSTRAP:,})")
     compare.add_argument("--seed", type=non_negative_int, default=0, help="the resampling's seed (default 0)")
     compare.add_argument("--quiet", action="store_true", help="no table")
     compare.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder")
@@ -225,18 +226,22 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frame-format", choices=("png", "jpg"), default="png", help="annotated frame format")
     parser.add_argument("--gif-width", type=bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640, metavar="PX",
                         help=f"animation width, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
-    parser.add_argument("--line-width", type=bounded_int(1, 64), metavar="PX", help="box line width, 1-64 (default: scaled to the image)")
+    parser.add_argument("--line-width", type=bounded_int(1, 64), metavar="PX",
+                        help="box line width, 1-64 (default: scaled to the image)")
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
-    parser.add_argument("--max-boxes", type=bounded_int(1, 10_000), default=100, metavar="N", help="draw at most N boxes per image")
+    parser.add_argument("--max-boxes", type=bounded_int(1, 10_000), default=100, metavar="N",
+                        help="draw at most N boxes per image")
     parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), metavar="N",
-                        help=f"workers drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two above 4 cores)")
+                        help=f"workers drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two "
+                             "above 4 cores)")
     parser.add_argument("--render", choices=RENDER_MODES, default="auto",
                         help="run those workers as processes (frames shared, not copied through pipes; they scale with "
                              "the cores) or threads (they share one core's worth of Python); auto: processes for 2+ workers")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue a run into an existing output directory")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
-    parser.add_argument("--report", action="store_true", default=True, help=argparse.SUPPRESS)  # the default now; kept for scripts
+    # the default now; kept for scripts
+    parser.add_argument("--report", action="store_true", default=True, help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     _common(parser)

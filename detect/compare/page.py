@@ -16,7 +16,8 @@ h1 { font-size: 22px; overflow-wrap: anywhere; } h2 { font-size: 18px; margin-to
 table { border-collapse: collapse; margin: 8px 0; display: block; max-width: 100%; overflow-x: auto; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #eee; text-align: right; }
 th:first-child, td:first-child { text-align: left; } th { background: #f5f5f5; } .muted { color: #777; }
-.facts td, .facts th { text-align: left; overflow-wrap: anywhere; } .facts td:first-child { overflow-wrap: normal; } .better { font-weight: 600; }
+.facts td, .facts th { text-align: left; overflow-wrap: anywhere; } \
+.facts td:first-child { overflow-wrap: normal; } .better { font-weight: 600; }
 figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { max-width: 100%; }
 """
 

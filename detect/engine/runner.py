@@ -60,7 +60,8 @@ def marked_for(settings: SegmentSettings, kind: str) -> SegmentSettings:
     return dataclasses.replace(settings, style=dataclasses.replace(settings.style, watermark=watermark(kind)))
 
 
-def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None) -> tuple[SegmentReport, LoadedModel]:
+def run_segment(spec: RunSpec, reporter: Reporter = SILENT,
+                model: LoadedModel | None = None) -> tuple[SegmentReport, LoadedModel]:
     """`detect segment`: the one input of `spec` with the local engine; the report and the model."""
     (path,) = spec.inputs
     source = resolve_one(path)

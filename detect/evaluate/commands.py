@@ -73,7 +73,8 @@ def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
     return dataclasses.replace(exported, notes=notes + exported.notes)
 
 
-def _prepare(results: Path, gt: str | None, class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
+def _prepare(results: Path, gt: str | None,
+             class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
     """Every labeled segment at once (`detect export coco` writes them all in one JSON file)."""
     class_map = load_class_map(class_map_path)
     stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
@@ -130,7 +131,8 @@ class _Stream:
                 continue
             if segment.threshold != self.threshold:
                 self.thresholds.add(segment.threshold)
-            kind = str(segment.manifest.get("model", {}).get("kind")) if isinstance(segment.manifest.get("model"), dict) else "None"
+            model = segment.manifest.get("model")
+            kind = str(model.get("kind")) if isinstance(model, dict) else "None"
             if kind not in ("real", "None"):
                 self.stand_ins.add(kind)
             if self.custom_map:

@@ -40,7 +40,8 @@ class Detector:
 
     `threshold` keeps boxes with `score >= threshold`; `classes` (COCO names or ids) keeps only
     those classes; `nms_iou` runs class-aware NMS at that IoU (None: the model's boxes as they are).
-    `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy` over visible GPUs, or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
+    `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy` over visible GPUs,
+    or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
     `runtime` is "auto", "tensorflow" or "openvino" (`detect.model.runtimes.choose`; None: $DETECT_RUNTIME
     or auto); `runtime_note`
     is one line when auto fell back to TensorFlow, for the caller to show.

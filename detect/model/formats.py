@@ -229,7 +229,8 @@ def _defaults(data: Any, directory: Path) -> ModelDefaults:
     for name, value, low_open in (("threshold", threshold, False), ("nms_iou", nms, True)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1 if low_open else 0 <= value <= 1):
+        in_range = isinstance(value, (int, float)) and (0 < value <= 1 if low_open else 0 <= value <= 1)
+        if isinstance(value, bool) or not in_range:
             raise ModelError(f"model {directory}: {SIDECAR} defaults.{name} must be a number in "
                              f"{'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
     return ModelDefaults(input_size=size, threshold=None if threshold is None else float(threshold),

@@ -33,9 +33,11 @@ THUMBNAILS, THUMB_WIDTH = 8, 360
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1180px; padding: 0 16px; color: #222; }
 h1 { font-size: 22px; word-break: break-all; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 8px 0; display: block; max-width: 100%; overflow-x: auto; } th, td { padding: 4px 10px; border-bottom: 1px solid #eee; text-align: right; }
+table { border-collapse: collapse; margin: 8px 0; display: block; max-width: 100%; overflow-x: auto; } \
+th, td { padding: 4px 10px; border-bottom: 1px solid #eee; text-align: right; }
 th:first-child, td:first-child { text-align: left; } th { background: #f5f5f5; cursor: default; }
-th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td { overflow-wrap: anywhere; } .facts td:first-child { white-space: nowrap; } .muted { color: #777; }
+th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td { overflow-wrap: anywhere; } \
+.facts td:first-child { white-space: nowrap; } .muted { color: #777; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(360px, 100%), 1fr)); gap: 12px; }
 .grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; } img, video { max-width: 100%; }
 .status-failed, .status-done_with_failures, .status-complete_with_failures { color: #b00020; font-weight: 600; }
@@ -84,8 +86,8 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Scores</h2>{_img(f'{ASSETS}/scores.png', 'score distribution per class')}")
         table = data.counts()
         sections.append("<h2>Boxes drawn, per camera and class</h2>" + _drawn_note(data)
-                        + _table(["camera", *table.columns], [[i, *row] for i, row in zip(table.index, table.values.tolist(), strict=True)],
-                                 css="counts"))
+                        + _table(["camera", *table.columns],
+                                 [[i, *row] for i, row in zip(table.index, table.values.tolist(), strict=True)], css="counts"))
     else:
         sections.append("<h2>Detections</h2><p>No boxes in this segment.</p>")
     thumbs = _thumbnails(data, assets)

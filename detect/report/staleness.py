@@ -28,7 +28,8 @@ def stale_notice(changed: list[str]) -> str | None:
     """The one line a page shows above a stale evaluation, or None when it is current; pure."""
     if not changed:
         return None
-    named = ", ".join(printable(c, 120) for c in changed[:SHOWN]) + (f" and {len(changed) - SHOWN} more" if len(changed) > SHOWN else "")
+    more = f" and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
+    named = ", ".join(printable(c, 120) for c in changed[:SHOWN]) + more
     return (f"Out of date: {named} changed after this evaluation was computed; run detect eval on this results "
             f"folder again to refresh it.")
 

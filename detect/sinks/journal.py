@@ -117,7 +117,8 @@ def load_settings(segment_dir: Path) -> dict | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({getattr(err, 'strerror', None) or first_line(err)})"
+        why = getattr(err, "strerror", None) or first_line(err)
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({why})"
         raise OutputError(f"{path} {reason}: cannot check the earlier run's settings; use --overwrite to start again") from None
     if not isinstance(data, dict):
         raise OutputError(f"{path} is corrupt (not a JSON object): cannot check the earlier run's settings; "

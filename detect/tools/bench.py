@@ -309,7 +309,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         rss = r["peak_rss_mb"]
         sizes = [k for k in rss if k != "ratio"]
         lines.append(f"peak RSS, default outputs: {sizes[0]} images {rss[sizes[0]]:.0f} MB, {sizes[1]} images "
-                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} " + verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
+                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} "
+                     + verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
     if "reader_peak_rss_mb" in r:
         rr = r["reader_peak_rss_mb"]
         lines.append(f"v2 reader alone on {rr['file']} ({rr['file_mb']:.0f} MB, {rr['row_groups']} row group): "
@@ -333,7 +334,8 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
         "",
         f"detect benchmark: {r['images']} images, {r['model']}, {r.get('runtime', 'tensorflow')}, batch {r['batch_size']}, "
         f"input {r.get('input_size', '320')}",
-        f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up {r['startup_s']['model_load_and_warmup']} s",
+        f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up "
+        f"{r['startup_s']['model_load_and_warmup']} s",
         f"  detector alone          {ips['detector_alone']:7.2f} images/s",
         f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "
         + verdict(r["efficiency_no_outputs"], TARGETS["efficiency_no_outputs"]),
@@ -354,7 +356,8 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
     ]
     lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r["cpu_ms_per_image"].items()]
     pc = r["pipeline_cpu_ms_per_image"]
-    lines.append(f"  {'whole process, no outputs / PNG only / default':<42} {pc['no_outputs']:7.1f} / {pc['png_only']:.1f} / {pc['default']:.1f}")
+    lines.append(f"  {'whole process, no outputs / PNG only / default':<42} {pc['no_outputs']:7.1f} / "
+                 f"{pc['png_only']:.1f} / {pc['default']:.1f}")
     return lines
 
 

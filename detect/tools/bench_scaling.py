@@ -268,7 +268,8 @@ def scaling(frame_path: Path, repeats: int = 3) -> list[StageScaling]:
 
 
 def scaling_lines(rows: list[StageScaling]) -> list[str]:
-    lines = ["", "output stages, 1 vs 2 workers (frames/s and ratio: medians of interleaved repeats; CPU ms a frame with 1 worker)",
+    lines = ["", "output stages, 1 vs 2 workers (frames/s and ratio: medians of interleaved repeats; "
+             "CPU ms a frame with 1 worker)",
              f"  {'stage':<46} {'where':<17} {'1 worker':>9} {'2 workers':>10} {'ratio':>6} {'CPU ms':>7}"]
     for r in rows:
         lines.append(f"  {r.stage:<46} {r.where:<17} {r.one:9.1f} {r.two:10.1f} {r.ratio:6.2f} {r.cpu_ms:7.2f}")

@@ -120,7 +120,8 @@ def _camera_image_table(rows: Sequence[CameraFrame]) -> pa.Table:
     return pa.table(columns, schema=CAMERA_IMAGE_SCHEMA)
 
 
-def write_camera_box_parquet(path: str | Path, segment: str, timestamp: int, boxes: Sequence[tuple[int, float, float, float, float, int]]) -> Path:
+def write_camera_box_parquet(path: str | Path, segment: str, timestamp: int,
+                             boxes: Sequence[tuple[int, float, float, float, float, int]]) -> Path:
     """A v2 camera_box file: rows of (camera, center_x, center_y, size_x, size_y, type)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

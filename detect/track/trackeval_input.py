@@ -71,7 +71,8 @@ def to_trackeval(frames: Sequence[FrameTracks]) -> SequenceInput:
             dense.append(label_dense.setdefault(key, len(label_dense)))
         rows = np.flatnonzero(frame.track_ids >= 0)
         gt_ids.append(np.asarray(dense, np.int64))
-        tracker_ids.append(np.asarray([track_dense.setdefault(int(i), len(track_dense)) for i in frame.track_ids[rows]], np.int64))
+        dense_tracks = [track_dense.setdefault(int(i), len(track_dense)) for i in frame.track_ids[rows]]
+        tracker_ids.append(np.asarray(dense_tracks, np.int64))
         # [labels, tracks]: with no crowd boxes COCO's IoU is symmetric, so labels may stand in the first place
         similarity.append(box_iou(frame.label_xyxy, frame.track_xyxy[rows]))
         kept.append(rows)

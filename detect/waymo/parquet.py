@@ -110,7 +110,8 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
     yield from in_order(rows.tolist(), lambda wanted: _scan(source, parquet, keys, wanted), REORDER_CAPACITY)
 
 
-def _scan(source: SegmentSource, parquet: pq.ParquetFile, keys: ParquetKeys, wanted: set[int]) -> Iterator[tuple[int, CameraFrame]]:
+def _scan(source: SegmentSource, parquet: pq.ParquetFile, keys: ParquetKeys,
+          wanted: set[int]) -> Iterator[tuple[int, CameraFrame]]:
     starts = keys.row_group_starts
     wanted_sorted = np.fromiter(wanted, dtype=np.int64)
     groups = sorted(set(np.searchsorted(starts, wanted_sorted, side="right") - 1))
