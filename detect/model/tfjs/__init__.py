@@ -23,9 +23,9 @@ ANY_INPUT_SIZE = "any_input_size"
 
 def head_for(json_path: Path) -> ModuleType:
     """The head whose network input and outputs this model.json declares (no TensorFlow needed)."""
-    from detect.model.tfjs.graph import _load_json, node_name
+    from detect.model.tfjs.graph import load_model_json, node_name
 
-    model = _load_json(Path(json_path))
+    model = load_model_json(Path(json_path))
     topology = model.get("modelTopology")
     nodes = topology.get("node") if isinstance(topology, dict) else None
     if not isinstance(nodes, list):

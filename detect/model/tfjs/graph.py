@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from detect.core.errors import ModelError
+from detect.core.errors import ModelError, first_line
 from detect.core.files import UnreadableFileError, read_json, read_regular
 
 GRAPH_MODEL_FORMAT = "graph-model"
@@ -70,7 +70,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
 
     tf = import_tensorflow()
     json_path = Path(json_path)
-    model = _load_json(json_path)
+    model = load_model_json(json_path)
     topology = model.get("modelTopology")
     manifest = model.get("weightsManifest")
     if model.get("format") not in (None, GRAPH_MODEL_FORMAT) or not isinstance(topology, dict) \
@@ -80,7 +80,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
     try:
         graph_def = json_format.ParseDict(topology, tf.compat.v1.GraphDef(), ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as err:
-        raise ModelError(f"model {json_path}: modelTopology is not a GraphDef: {_first_line(err)}") from None
+        raise ModelError(f"model {json_path}: modelTopology is not a GraphDef: {first_line(err)}") from None
     weights, files = _read_weights(json_path, manifest)
     nodes = {node.name: node for node in graph_def.node}
     for name, array in weights.items():
@@ -112,7 +112,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
 def weight_paths(json_path: Path) -> list[Path]:
     """The weight files a model.json names, in manifest order, each accepted by `weight_file` (for checksums)."""
     json_path = Path(json_path)
-    return [path for group in _manifest(json_path, _load_json(json_path)) for path in _group(json_path, group)[0]]
+    return [path for group in _manifest(json_path, load_model_json(json_path)) for path in _group(json_path, group)[0]]
 
 
 def weight_file(json_path: Path, name: object) -> Path:
@@ -135,7 +135,8 @@ def weight_file(json_path: Path, name: object) -> Path:
     return path
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_model_json(path: Path) -> dict[str, Any]:  # a TF.js model.json: free-form JSON, read key by key
+    """The model.json as an object, read through `core.files` (bounded, strict); ModelError naming it."""
     try:
         data = read_json(path, limit=MAX_JSON_BYTES)
     except UnreadableFileError as err:
@@ -321,11 +322,6 @@ def _shape(value: Any) -> list[int]:
         return [int(d.get("size", -1)) for d in value["tensorShape"]["dim"]]
     except (KeyError, TypeError, ValueError, AttributeError):
         return []
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
 
 
 def as_function(graph: TfjsGraph, input_name: str, output_names: tuple[str, ...], *, path: Path) -> Any:
