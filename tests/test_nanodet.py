@@ -46,7 +46,7 @@ def nanodet_files(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def nanodet_model(nanodet_files, tmp_path_factory) -> Path:
-    return tfjs_saved_model(nanodet, REPO_MODEL, tmp_path_factory.mktemp("nanodet"))
+    return tfjs_saved_model(nanodet.HEAD, REPO_MODEL, tmp_path_factory.mktemp("nanodet"))
 
 
 @pytest.fixture(scope="session")
@@ -193,7 +193,7 @@ def test_the_real_frame_ap50_of_vehicles_and_pedestrians(nanodet_run):
 
 def test_the_model_json_loads_directly_and_agrees_with_the_saved_model(nanodet_files, nanodet_run, real_frame_path,
                                                                        tmp_path):
-    assert head_for(nanodet_files[".json"]) is nanodet
+    assert head_for(nanodet_files[".json"]) is nanodet.HEAD
     out = tmp_path / "out"
     (tmp_path / "map.json").write_text(json.dumps(PLAIN_MAP))
     assert main(["segment", str(real_frame_path), "--model", str(nanodet_files[".json"]), "--out", str(out), "--quiet",

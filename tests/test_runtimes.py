@@ -98,7 +98,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet, COCO_REPO_MODEL, tmp_path_factory.mktemp("coco"))
+    return tfjs_saved_model(centernet.HEAD, COCO_REPO_MODEL, tmp_path_factory.mktemp("coco"))
 
 
 @pytest.fixture(scope="module")

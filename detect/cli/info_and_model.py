@@ -56,11 +56,12 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
     print(f"defaults: {shown}", file=out)
     head = HEADS.get(str(origin.get("head")))
-    costs = getattr(head, "SIZE_COSTS", {})
-    for size, (vehicle, pedestrian, mot17, cost) in costs.items():
+    costs = head.size_costs if head is not None else {}
+    for size, cost in costs.items():
         mark = " (default)" if size == defaults.get("input_size") else ""
-        print(f"  --input-size {size}{mark}: model time {cost:.2f}x {next(iter(costs))}'s; AP50 Waymo VEHICLE "
-              f"{vehicle:.3f}, PEDESTRIAN {pedestrian:.3f}, MOT17 PEDESTRIAN {mot17:.3f}", file=out)
+        print(f"  --input-size {size}{mark}: model time {cost.time_ratio:.2f}x {next(iter(costs))}'s; AP50 Waymo "
+              f"VEHICLE {cost.waymo_vehicle:.3f}, PEDESTRIAN {cost.waymo_pedestrian:.3f}, MOT17 PEDESTRIAN "
+              f"{cost.mot17_pedestrian:.3f}", file=out)
     if origin.get("built_in"):
         print(printable(f"inside the model: {origin['built_in']}", limit=300), file=out)
     print(_plan_line(plan), file=out)

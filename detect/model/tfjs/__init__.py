@@ -8,20 +8,18 @@ TF.js detector is a new head, not a new reader.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from detect.core.errors import ModelError
 from detect.model.tfjs import centernet, nanodet
+from detect.model.tfjs.heads import ANY_INPUT_SIZE, Head
 
-HEADS: dict[str, ModuleType] = {centernet.NAME: centernet, nanodet.NAME: nanodet}
-# In a model's source facts: its graph runs at any input size (`detect.model.tfjs.sizes`). Models
-# converted before that letterbox every input into the export's own size inside the graph.
-ANY_INPUT_SIZE = "any_input_size"
+HEADS: dict[str, Head] = {head.name: head for head in (centernet.HEAD, nanodet.HEAD)}
 
 
-def head_for(json_path: Path) -> ModuleType:
+def head_for(json_path: Path) -> Head:
     """The head whose network input and outputs this model.json declares (no TensorFlow needed)."""
     from detect.model.tfjs.graph import load_model_json, node_name
 
@@ -32,7 +30,7 @@ def head_for(json_path: Path) -> ModuleType:
         raise ModelError(f"model {json_path} is not a TF.js graph model (no modelTopology.node)")
     names = {str(n.get("name")) for n in nodes if isinstance(n, dict)}
     for head in HEADS.values():
-        if head.INPUT in names and all(node_name(name) in names for name in head.OUTPUTS):
+        if head.input in names and all(node_name(name) in names for name in head.outputs):
             return head
     raise ModelError(f"model {json_path}: a TF.js graph model of no known detector family (known: "
                      f"{', '.join(HEADS)}; their input and output node names are not in this graph)")
@@ -58,12 +56,12 @@ def load(json_path: Path) -> Loaded:
     return Loaded(head.build(tf, read_graph_model(json_path), Path(json_path)))
 
 
-def describe(json_path: Path) -> dict[str, Any]:
+def describe(json_path: Path) -> dict[str, Any]:  # the sidecar's shape (JSON), as formats.locate reads it
     """What `detect` records about a TF.js model it loads directly (its head's facts)."""
     head = head_for(json_path)
-    return {"description": f"{head.DESCRIPTION} (TF.js graph model {Path(json_path).name})",
-            "short_name": head.SHORT_NAME, "defaults": dict(head.DEFAULTS),
-            "source": {"file": str(json_path), "format": "TF.js graph model", "head": head.NAME,
-                       "upstream": head.UPSTREAM, "license": head.LICENSE, ANY_INPUT_SIZE: True,
-                       **({"built_in": head.BUILT_IN} if getattr(head, "BUILT_IN", None) else {})}}
+    return {"description": f"{head.description} (TF.js graph model {Path(json_path).name})",
+            "short_name": head.short_name, "defaults": dataclasses.asdict(head.defaults),
+            "source": {"file": str(json_path), **head.source_facts()}}
 
+
+__all__ = ["ANY_INPUT_SIZE", "HEADS", "Head", "Loaded", "describe", "head_for", "load"]

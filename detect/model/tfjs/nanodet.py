@@ -27,8 +27,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from detect.model.formats import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph, as_function
-from detect.model.tfjs.heads import contract_outputs, fit_network
+from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived
 
 NAME = "nanodet"
@@ -48,15 +49,15 @@ PACKAGE_FILES = ("package/models/nanodet.json", "package/models/nanodet.bin")
 # at 416 stretching boxed vehicles better (AP50 0.27 against 0.23). 0.3 is near the F1-best threshold
 # of both types. The model does upstream's NMS itself; a second, class-aware one at 0.5 cost 0.02
 # VEHICLE AP50. Models converted before any-size graphs keep "416" in their sidecar.
-DEFAULTS: dict[str, Any] = {"input_size": "640x416", "threshold": 0.3, "nms_iou": None}
+DEFAULTS = ModelDefaults(input_size="640x416", threshold=0.3, nms_iou=None)
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against 416x416).
-SIZE_COSTS = {
-    "416": (0.265, 0.470, 0.337, 1.0),
-    "640x416": (0.271, 0.521, 0.465, 1.36),
-    "fit:640x416": (0.257, 0.527, 0.457, 1.13),
-    "fit:864x576": (0.284, 0.501, 0.454, 2.03),
-    "fit:960x640": (0.346, 0.604, 0.457, 2.60),
+SIZE_COSTS: dict[str, SizeCost] = {
+    "416": SizeCost(0.265, 0.470, 0.337, 1.0),
+    "640x416": SizeCost(0.271, 0.521, 0.465, 1.36),
+    "fit:640x416": SizeCost(0.257, 0.527, 0.457, 1.13),
+    "fit:864x576": SizeCost(0.284, 0.501, 0.454, 2.03),
+    "fit:960x640": SizeCost(0.346, 0.604, 0.457, 2.60),
 }
 
 INPUT = "input_1"
@@ -146,3 +147,8 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
     module = NanoDet()
     module.network = network
     return module
+
+
+HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
+            package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
+            built_in=BUILT_IN, size_costs=SIZE_COSTS)
