@@ -22,6 +22,7 @@ from detect.core.errors import ModelError
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.coco_classes import COCO80_IDS
+from detect.model.defaults import ModelDefaults
 from detect.model.tfjs import centernet, head_for
 from detect.model.tfjs.graph import as_function, read_graph_model
 from detect.waymo.readers import iter_frames
@@ -114,7 +115,7 @@ def test_the_converted_model_says_what_it_is(npm_files, tmp_path):
     assert sidecar["source"]["any_input_size"] is True  # what --input-size needs (engine.loading.choose_settings)
     assert sidecar["source"]["upstream"] == "https://github.com/610265158/mobilenetv3_centernet"
     source = formats.locate(out)
-    assert source.defaults == formats.ModelDefaults("fit:960x640", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
+    assert source.defaults == ModelDefaults("fit:960x640", 0.3, 0.7) and source.short_name == "CenterNet MobileNetV3"
 
 
 def test_a_converted_model_is_kept_unless_replace_asks_to_convert_it_again(npm_files, tmp_path, capsys):

@@ -17,6 +17,7 @@ from detect.cli import main
 from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
 from detect.core.records import CameraFrame
+from detect.model.facts import ModelFacts
 from detect.sinks.layout import SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
@@ -455,7 +456,7 @@ def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
 
     source = resolve_one(str(write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))))
     settings = SegmentSettings(write_frames=False, gif=False)
-    report = process_segment(source, tmp_path / "out", Fake(), settings, model_facts={"path": "fake"})
+    report = process_segment(source, tmp_path / "out", Fake(), settings, model_facts=ModelFacts.from_json({"path": "fake"}))
     assert report.invalid_boxes == 4
     m = manifest(tmp_path / "out" / "seg_a")
     assert m["counts"]["invalid_boxes"] == 4

@@ -21,11 +21,12 @@ from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, outcome_of
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import failure_lines, format_table, summary_line
+from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.waymo.readers import read_keys
 from detect.waymo.sources import resolve_one
 
-FACTS = {"path": "/models/fake", "threshold": 0.5, "classes": None, "batch_size": 4}
+FACTS = ModelFacts.from_json({"path": "/models/fake", "threshold": 0.5, "classes": None, "batch_size": 4})
 
 
 class FakeDetector:
@@ -241,5 +242,5 @@ def test_the_readme_python_example_runs(tiny_v2_path, stub_dynamic_dir, tmp_path
                    settings=SegmentSettings(input_size=None))
     result = run_many(spec, LocalEngine())
     assert [(o.status, o.images) for o in result.outcomes] == [(Status.DONE, 15)]
-    assert not result.failed and result.model is not None and result.model["kind"] == "stub"
-    assert (result.model["nms_iou"], result.model["threshold"]) == (0.7, 0.3)
+    assert not result.failed and result.model is not None and result.model.kind == "stub"
+    assert (result.model.nms_iou, result.model.threshold) == (0.7, 0.3)

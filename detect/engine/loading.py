@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import ModelError, UsageError
-from detect.engine.spec import ModelSpec
+from detect.engine.spec import ModelSpec, ResumeModel
 from detect.model import formats
 from detect.model.coco_classes import UnknownClassError, describe_classes, label_for, parse_classes
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
+from detect.model.facts import ModelFacts
 from detect.model.inputs import parse_input_size, require_multiple
 from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.heads import MULTIPLE
@@ -104,7 +105,7 @@ class LoadedModel:
     """A detector loaded and checked, with the facts the manifest records about it."""
 
     detector: Detector
-    facts: dict[str, Any]
+    facts: ModelFacts
 
     @property
     def kind(self) -> str:
@@ -129,18 +130,18 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
                             nms_iou=spec.nms_iou, runtime=spec.runtime)
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
-    return LoadedModel(detector, model_facts(detector, clock() - started) | {"threshold": spec.threshold})
+    return LoadedModel(detector, dataclasses.replace(model_facts(detector, clock() - started), threshold=spec.threshold))
 
 
-def expected_facts(spec: ModelSpec) -> dict[str, Any]:
+def expected_facts(spec: ModelSpec) -> ResumeModel:
     """The facts of `model_facts` that a segment's resume key holds, known without loading the
     model: a rerun checks its completed segments against them before deciding to load it."""
     try:
         class_ids = parse_classes(spec.classes)
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
-    return {"path": str(model_path(spec).resolve()), "score_floor": float(min(spec.score_floor, spec.threshold)),
-            "classes": sorted(class_ids) if class_ids else None, "nms_iou": spec.nms_iou}
+    return ResumeModel(str(model_path(spec).resolve()), float(min(spec.score_floor, spec.threshold)),
+                       tuple(sorted(class_ids)) if class_ids else None, spec.nms_iou)
 
 
 def check_classes(path: Path, classes: tuple[str, ...] | None) -> None:
@@ -160,29 +161,29 @@ def check_classes(path: Path, classes: tuple[str, ...] | None) -> None:
                          f"`detect model {path}` lists them)")
 
 
-def model_facts(detector: Detector, load_seconds: float) -> dict[str, Any]:
+def model_facts(detector: Detector, load_seconds: float) -> ModelFacts:
     info = detector.info
-    return {
-        "path": str(Path(info.path).resolve()),
-        "kind": info.kind,
-        "description": info.description,
-        "format": info.format,
-        "sha256": formats.checksum(detector.source.path),
-        "source": info.origin,
-        "knows_classes": list(info.classes) if info.classes is not None else "COCO label map",
-        "call_style": info.call_style,
-        "model_batch": info.batch_size if info.batch_size else "dynamic",
-        "batch_size": detector.batch_size,
-        "pinned_input": [info.input_width, info.input_height] if info.input_height else None,
-        "outputs": list(info.output_keys),
-        "threshold": detector.threshold,  # the drawing threshold, when loaded for a run (see load_model)
-        "score_floor": detector.threshold,
-        "classes": sorted(detector.class_ids) if detector.class_ids else None,
-        "nms_iou": detector.nms_iou,
-        "short_name": detector.source.short_name,
-        "strategy": detector.strategy_name,
-        "replicas": detector.num_replicas,
-        "runtime": {**detector.runtime.describe(), "requested": detector.runtime_requested,
-                    **({"fallback": detector.runtime_note} if detector.runtime_note else {})},
-        "load_seconds": round(load_seconds, 2),
-    }
+    return ModelFacts(
+        path=str(Path(info.path).resolve()),
+        kind=info.kind,
+        description=info.description,
+        format=info.format,
+        sha256=formats.checksum(detector.source.path),
+        source=info.origin,
+        knows_classes=tuple(info.classes) if info.classes is not None else None,
+        call_style=info.call_style,
+        model_batch=info.batch_size or None,
+        batch_size=detector.batch_size,
+        pinned_input=(info.input_width, info.input_height) if info.input_height and info.input_width else None,
+        outputs=tuple(info.output_keys),
+        threshold=detector.threshold,  # the drawing threshold, when loaded for a run (see load_model)
+        score_floor=detector.threshold,
+        classes=tuple(sorted(detector.class_ids)) if detector.class_ids else None,
+        nms_iou=detector.nms_iou,
+        short_name=detector.source.short_name,
+        strategy=detector.strategy_name,
+        replicas=detector.num_replicas,
+        runtime={**detector.runtime.describe(), "requested": detector.runtime_requested,
+                 **({"fallback": detector.runtime_note} if detector.runtime_note else {})},
+        load_seconds=round(load_seconds, 2),
+    )

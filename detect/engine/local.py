@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from detect.core.errors import error_text
 from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey, Labels
@@ -25,6 +24,7 @@ from detect.engine.render_pool import Renderer, open_renderer
 from detect.engine.spec import SegmentSettings
 from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageTimings, detect_images
 from detect.engine.tuning import lower_thread_priority
+from detect.model.facts import ModelFacts
 from detect.model.inputs import DecodedImage, decode_error, decode_stream, resize_images
 from detect.model.tiles import TiledDetector
 from detect.sinks.animations import AnimationSet, rebuild_animations
@@ -41,7 +41,7 @@ def process_segment(
     detector: BatchDetector,
     settings: SegmentSettings,
     *,
-    model_facts: dict[str, Any],
+    model_facts: ModelFacts,
     progress: ProgressFactory | None = None,
     clock: Clock = time.perf_counter,
     claims: dict[str, str] | None = None,
@@ -53,7 +53,7 @@ def process_segment(
     """
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
-    settings = settings.with_errors(labels is not None, model_facts.get("knows_classes"))
+    settings = settings.with_errors(labels is not None, model_facts.knows_classes)
     if settings.tile is not None:  # full frames in, each also cut into tiles for the model
         detector = TiledDetector(detector, settings.tile, settings.input_size, resize_images)
     opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)

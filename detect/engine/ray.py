@@ -65,6 +65,7 @@ from detect.engine.runner import Record
 from detect.engine.spec import RunSpec
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE
+from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.animations import rebuild_animations
 from detect.sinks.ground_truth import RENDER_LABELS_FILE, write_ground_truth
@@ -99,7 +100,7 @@ class RayEngine:
         self.progress_bars = progress_bars
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> dict[str, Any]:
+            reporter: Reporter) -> ModelFacts:
         ray = import_ray()
         check_spec(spec)
         spec = dataclasses.replace(spec, out=Path(spec.out).resolve())  # workers may start in another directory
@@ -140,7 +141,7 @@ class _Job:
         # driver only waits, so it keeps up with many segments finishing at once.
         self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)
 
-    def run(self, todo: list[SegmentSource]) -> dict[str, Any]:
+    def run(self, todo: list[SegmentSource]) -> ModelFacts:
         plan = self.ray.remote(num_cpus=READ_CPUS)(plan_segment)
         pending_plans = [plan.remote(s.uri, s.path, s.format, s.is_local, self.spec.settings.ground_truth) for s in todo]
         tensorflow_on_cpu()  # the driver's copy only validates the model: the GPUs are the actors'
@@ -169,7 +170,7 @@ class _Job:
                 raise _PlanError(planned)
             names, index, note, labels = planned
             keys = SegmentKeys(source, names, index, note)
-            settings = self.spec.settings.with_errors(labels is not None, self.facts.get("knows_classes"))
+            settings = self.spec.settings.with_errors(labels is not None, self.facts.knows_classes)
             opened = SegmentLifecycle.open(keys, self.spec.out, settings, self.facts, claims=self.claims,
                                            labels=labels)
             if isinstance(opened, SegmentLifecycle) and settings.errors is not None and labels is not None:
@@ -250,7 +251,7 @@ class _PlanError(DetectError):
     """A segment whose keys could not be read (the worker's one-line message)."""
 
 
-def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str, Any],
+def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFacts,
             engine: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """One Ray Data job over every segment's pending images; yields the small result rows."""
     from ray.data import ActorPoolStrategy, TaskPoolStrategy
@@ -261,7 +262,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors = engine["detector_actors"]
     # Animations come from the frames; errors are drawn where a segment's labels were written for it.
-    render_settings = dataclasses.replace(settings, gif=False, mp4=False).with_errors(True, facts.get("knows_classes"))
+    render_settings = dataclasses.replace(settings, gif=False, mp4=False).with_errors(True, facts.knows_classes)
     # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
     # warns that this goes away in Ray 2.64 (our pin stops before it): the warning is not the user's.
     with warnings.catch_warnings():
@@ -274,10 +275,10 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: dict[str,
                          fn_kwargs={"input_size": settings.decode_size, "max_pixels": settings.max_pixels})
             .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
                          compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
-                         fn_constructor_kwargs={"model": facts["path"], "threshold": facts["score_floor"],
+                         fn_constructor_kwargs={"model": facts.path, "threshold": facts.score_floor,
                                                 "classes": spec.model.classes, "batch_size": batch_size,
                                                 "nms_iou": spec.model.nms_iou, "tile": settings.tile,
-                                                "runtime": facts["runtime"]["name"],  # what the driver settled on
+                                                "runtime": facts.runtime_name,  # what the driver settled on
                                                 "input_size": settings.input_size},
                          **actor_restarts(spec))
             .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,

@@ -25,6 +25,7 @@ from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
+from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
@@ -41,14 +42,14 @@ class Engine(Protocol):
     name: str
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> dict[str, Any]: ...
+            reporter: Reporter) -> ModelFacts: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
     outcomes: tuple[SegmentOutcome, ...]  # in the order of the inputs
     seconds: float
-    model: dict[str, Any] | None = None  # the model's facts, when some segment needed it
+    model: ModelFacts | None = None  # the model's facts, when some segment needed it
 
     @property
     def failed(self) -> bool:
@@ -134,7 +135,7 @@ class LocalEngine:
         self._model = model
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> dict[str, Any]:
+            reporter: Reporter) -> ModelFacts:
         model = self._model or load_model(spec.model)  # loaded once, only when some segment needs work
         for line in model.notices:
             reporter.message(line)

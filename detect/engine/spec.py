@@ -17,6 +17,7 @@ from detect.core.matching import PROTOCOLS
 from detect.core.records import WaymoType
 from detect.judge import ErrorRules
 from detect.model.classmap import ClassMap, default_class_map
+from detect.model.facts import ModelFacts
 from detect.model.inputs import InputSize, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
@@ -101,13 +102,11 @@ class SegmentSettings:
         """Errors drawn on request: the segment must have labels."""
         return self.draw == "errors"
 
-    def with_errors(self, has_labels: bool, model_classes: Any) -> SegmentSettings:
+    def with_errors(self, has_labels: bool, model_classes: tuple[int, ...] | None) -> SegmentSettings:
         """These settings with the rules that judge a segment's frames, when its frames show errors:
         it has labels, the drawing asks for errors, and the model outputs a Waymo type.
-        `model_classes`: the model facts' `knows_classes` (a list of ids; anything else: the whole
-        COCO label map)."""
-        known = model_classes if isinstance(model_classes, list) else None
-        types = tuple(self.class_map.types_for(known))
+        `model_classes`: the model facts' `knows_classes` (None: the whole COCO label map)."""
+        types = tuple(self.class_map.types_for(None if model_classes is None else list(model_classes)))
         if self.draw == "detections" or not has_labels or not types:
             return dataclasses.replace(self, errors=None)
         return dataclasses.replace(self, errors=ErrorRules(self.class_map, types, PROTOCOLS[self.protocol]))
@@ -120,15 +119,15 @@ class SegmentSettings:
     def needs_full_frames(self) -> bool:
         return self.write_frames or self.animations
 
-    def resume_key(self, model: dict[str, Any], segment: str) -> dict[str, Any]:
-        """What must match for frames of an earlier run to be reused as they are."""
+    def resume_key(self, model: ResumeModel, segment: str) -> dict[str, Any]:  # JSON, compared key by key
+        """What must match for frames of an earlier run to be reused as they are (settings.json)."""
         f = self.frame_filter
         return {
             "segment_context_name": segment,
-            "model": model.get("path"),
-            "score_floor": model.get("score_floor"),
-            "classes": model.get("classes"),
-            "nms_iou": model.get("nms_iou"),
+            "model": model.path,
+            "score_floor": model.score_floor,
+            "classes": list(model.classes) if model.classes is not None else None,
+            "nms_iou": model.nms_iou,
             "input_size": size_record(self.input_size),
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
@@ -146,6 +145,21 @@ class SegmentSettings:
             return None
         return {"protocol": rules.protocol.name, "class_map": rules.class_map.source,
                 "types": [WaymoType(t).name for t in rules.types]}
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeModel:
+    """The model's part of a segment's resume key: known from the flags before the model loads
+    (`engine.loading.expected_facts`) and from its facts after (`ModelFacts.resume_model`)."""
+
+    path: str
+    score_floor: float
+    classes: tuple[int, ...] | None
+    nms_iou: float | None
+
+    @classmethod
+    def of(cls, facts: ModelFacts) -> ResumeModel:
+        return cls(facts.path, facts.score_floor, facts.classes, facts.nms_iou)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,29 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from detect.core.names import printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
 from detect.model.coco_classes import describe_classes
+from detect.model.facts import ModelFacts
 
 FAILURES_SHOWN = 5
 RUNTIME_NAMES = {"openvino": "OpenVINO", "tensorflow": "TensorFlow"}
 
 
-def model_label(facts: dict[str, Any]) -> str:
+def model_label(facts: ModelFacts) -> str:
     """The model in a few words: what it is, which classes it knows (briefly: "80 COCO classes"; the
     manifest and `detect model` list them), the start of its checksum, what ran it."""
-    known = facts.get("knows_classes")
-    try:
-        classes = describe_classes([int(c) for c in known] if isinstance(known, list) else None)
-    except (TypeError, ValueError):
-        classes = "unknown classes"
-    sha = str(facts.get("sha256") or "")[:12]
-    runtime: dict[str, Any] = facts["runtime"] if isinstance(facts.get("runtime"), dict) else {}
-    name = str(runtime.get("name") or "")
-    ran = f"; on {RUNTIME_NAMES.get(name, name)} {runtime.get('version')}" if name else ""
-    return f"model: {facts.get('description')}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
+    classes = describe_classes(None if facts.knows_classes is None else list(facts.knows_classes))
+    sha = facts.sha256[:12]
+    name = facts.runtime_name
+    ran = f"; on {RUNTIME_NAMES.get(name, name)} {facts.runtime.get('version')}" if name else ""
+    return f"model: {facts.description}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
 
 
 def summary_line(report: SegmentReport, kind: str = "real", model: str | None = None) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from detect.core.errors import ModelError, UsageError
 from detect.core.files import UnreadableFileError, open_regular, read_json_object
 from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.model.defaults import ModelDefaults
 from detect.model.inputs import parse_input_size
 
 SIDECAR = "detect_model.json"
@@ -54,15 +55,6 @@ class ModelSource:
     # The settings measured best for this model (`input_size`, `threshold`, `nms_iou`); flags override them.
     defaults: ModelDefaults = dataclasses.field(default_factory=lambda: ModelDefaults())
     short_name: str | None = None  # a few words for summary lines and page headers
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelDefaults:
-    """What a model's sidecar recommends; None where it says nothing (the tool's own default applies)."""
-
-    input_size: str | None = None  # "native", "512" or "640x384", as `--input-size` takes it
-    threshold: float | None = None
-    nms_iou: float | None = None  # class-aware NMS after the model; None: off
 
 
 def locate(path: Path) -> ModelSource:

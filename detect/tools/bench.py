@@ -237,7 +237,7 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
     # The blog script ran its model in TensorFlow: every runtime's speed-up is against that loop.
     blog_rate = blog_loop(detectors[runtimes[0]], segments[args.images], args.out / "blog", args.blog_images) \
         if blog else None
-    common = {"model": facts[runtimes[0]]["description"], "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
+    common = {"model": facts[runtimes[0]].description, "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
               "images": args.images, "cores": os.cpu_count() or 1, "imports": imports, "decode_cpu": decode_cpu,
               "blog_rate": blog_rate}
     by_runtime: dict[str, Any] = {runtime: summary(runs[runtime], detectors[runtime], loads[runtime], runtime, **common)

@@ -38,7 +38,7 @@ def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeat
         tiled.append(pipeline(detector, facts, segment, out / "tiled", tile=spec, **common)[0])
         print(f"  tiles repeat {repeat + 1}/{repeats}: untiled {plain[-1]:.2f}, tiled {tiled[-1]:.2f} images/s", flush=True)
     ratios = [p / t for p, t in zip(plain, tiled, strict=True)]
-    return {"model": facts["description"], "tile": spec.to_json(), "tiles_per_1920x1280": len(tile_layout(1920, 1280, spec)),
+    return {"model": facts.description, "tile": spec.to_json(), "tiles_per_1920x1280": len(tile_layout(1920, 1280, spec)),
             "tiles_per_1920x886": len(tile_layout(1920, 886, spec)),
             "images_per_s": {"untiled": statistics.median(plain), "tiled": statistics.median(tiled)},
             "slowdown": statistics.median(ratios), "raw": {"untiled": plain, "tiled": tiled}}

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from detect.model.formats import ModelDefaults
+from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph, as_function
 from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from detect.model.coco_classes import COCO80_IDS
-from detect.model.formats import ModelDefaults
+from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph
 
 # In a model's source facts: its graph runs at any input size (`detect.model.tfjs.sizes`). Models
