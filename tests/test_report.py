@@ -18,6 +18,7 @@ from conftest import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.report.pages import index_page
+from detect.sinks.results_folder import Manifest
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -170,7 +171,7 @@ def test_an_index_of_a_thousand_segments_builds_in_seconds(tmp_path):
                                "detections_by_label": {"car": 4000, "person": 1000}},
                     "timings": {"images_per_second": 10.0}}
         (directory / "manifest.json").write_text(json.dumps(manifest))
-        manifests.append((directory, manifest))
+        manifests.append((directory, Manifest.from_json(manifest, directory)))
     started = time.perf_counter()
     page = index_page(tmp_path, manifests, [])
     seconds = time.perf_counter() - started
@@ -226,7 +227,7 @@ def test_the_index_escapes_what_manifests_hold(tmp_path):
     manifest = {"segment_context_name": "<b>seg</b>", "status": "<i>x</i>",
                 "counts": {"images_processed": "<img src=x onerror=alert(1)>", "detections_by_label": {"<s>car</s>": 1}}}
     (directory / "manifest.json").write_text(json.dumps(manifest))
-    html = index_page(tmp_path, [(directory, manifest)], []).read_text()
+    html = index_page(tmp_path, [(directory, Manifest.from_json(manifest, directory))], []).read_text()
     assert "<img src=x" not in html and "<b>seg</b>" not in html and "<s>car</s>" not in html and "<i>x</i>" not in html
     assert "<td>-</td>" in html  # a count that is not a number is not shown at all
 

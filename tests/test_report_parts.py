@@ -15,6 +15,7 @@ from detect.report.charts import timeline_figure
 from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
 from detect.sinks.journal import Journal
+from detect.sinks.results_folder import Manifest
 
 SEGMENT = "seg_0000"
 T0 = 1_600_000_000_000_000
@@ -105,7 +106,7 @@ def test_the_index_shows_each_segments_model_and_drawing_threshold(tmp_path):
         content = {"segment_context_name": name, "status": "complete", "model": model,
                    "settings": {"draw": {"threshold": threshold}}}
         (directory / "manifest.json").write_text(json.dumps(content))
-        return directory, content
+        return directory, Manifest.from_json(content, directory)
 
     segments = [manifest("a", {"short_name": "CenterNet MobileNetV3", "description": "CenterNet <long>"}, 0.3),
                 manifest("b", {"short_name": None, "description": "stub model"}, "0.3"),

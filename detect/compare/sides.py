@@ -19,6 +19,8 @@ from detect.core.records import FrameKey, Labels
 from detect.evaluate.results import SegmentResults, find_segments, load_segment
 from detect.model.classmap import ClassMap
 from detect.model.coco_classes import describe_classes
+from detect.model.facts import COCO_LABEL_MAP
+from detect.sinks.results_folder import Manifest
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -33,7 +35,7 @@ class Side:
     notes: tuple[str, ...]
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         return next(iter(self.segments.values())).manifest
 
     @property
@@ -43,21 +45,21 @@ class Side:
     def facts(self) -> dict[str, Any]:
         """What a reader compares first: the model and the settings that change what it finds."""
         manifest = self.manifest
-        model = _mapping(manifest.get("model"))
-        settings = _mapping(manifest.get("settings"))
-        timings = _mapping(manifest.get("timings"))
+        model = manifest.model
+        settings = manifest.section("settings")
+        timings = manifest.section("timings")
         return {
             "results": str(self.root),
-            "model": model.get("short_name") or model.get("description"),
-            "description": model.get("description"),
-            "sha256": str(model.get("sha256") or "")[:12] or None,
-            "classes": _classes(model.get("knows_classes")),
+            "model": model.short_name or model.description or None,
+            "description": model.description or None,
+            "sha256": model.sha256[:12] or None,
+            "classes": _classes(model.knows_classes),
             "input size": settings.get("input_size"),
             "threshold": self.threshold,
             "score floor": settings.get("score_floor"),
-            "NMS IoU": model.get("nms_iou"),
+            "NMS IoU": model.nms_iou,
             "tiles": (_mapping(settings.get("tile")).get("size") or "none") if settings.get("tile") else "none",
-            "runtime": _runtime(model.get("runtime")),  # what ran the model: it sets the speeds below
+            "runtime": _runtime(model.runtime),  # what ran the model: it sets the speeds below
             "images/s": timings.get("images_per_second"),
             "detect ms/image": _mapping(timings.get("stage_ms_per_image")).get("detect"),
         }
@@ -128,22 +130,16 @@ def pair(a: Side, b: Side) -> Pairing:
                    sorted(images_b - images_a, key=lambda k: k.order), labels, origin)
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _mapping(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
 
 
-def _classes(known: Any) -> str:
+def _classes(known: tuple[int, ...] | None) -> str:
     """"80 COCO classes", "person", ... (the manifest lists them all)."""
-    if not isinstance(known, list):
-        return str(known)
-    try:
-        return describe_classes([int(c) for c in known])
-    except (TypeError, ValueError):
-        return "unknown"
+    return COCO_LABEL_MAP if known is None else describe_classes(list(known))
 
 
-def _runtime(facts: Any) -> str | None:
+def _runtime(runtime: Mapping[str, object]) -> str | None:
     """"openvino 2026.4.1" from the manifest's model.runtime (None for runs from before runtimes)."""
-    runtime = _mapping(facts)
     name = runtime.get("name")
     return " ".join(str(v) for v in (name, runtime.get("version")) if v) if isinstance(name, str) and name else None

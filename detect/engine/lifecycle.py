@@ -36,10 +36,10 @@ from detect.sinks.manifest import (
     failure_json,
     invalid_boxes,
     now_iso,
-    read_manifest,
     versions,
     write_manifest,
 )
+from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
@@ -118,9 +118,15 @@ def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, 
     return done, intact
 
 
-def manifest_complete(segment_dir: Path) -> bool:
-    manifest = read_manifest(segment_dir / MANIFEST_FILE)
-    return manifest is not None and manifest.get("status") == COMPLETE
+def finished_manifest(segment_dir: Path) -> Manifest | None:
+    """The manifest a finished run wrote, or None: none yet, or one that cannot be read (the segment
+    then counts as not finished, and its frames are checked against the journal)."""
+    if not (segment_dir / MANIFEST_FILE).exists():
+        return None
+    try:
+        return read_manifest(segment_dir)
+    except InputError:
+        return None
 
 
 class SegmentLifecycle:
@@ -165,11 +171,12 @@ class SegmentLifecycle:
         prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(ResumeModel.of(model_facts), segment))
         try:
             lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started, labels)
-            if settings.mode == "resume" and len(lifecycle.done) == len(planned) and manifest_complete(prepared.path):
+            finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
+            if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
-                manifest = read_manifest(prepared.path / MANIFEST_FILE) or {}
+                detections = finished.section("counts").get("detections")
                 return SegmentReport(segment, prepared.path, COMPLETE, len(planned), 0, len(lifecycle.done), (),
-                                     int(manifest.get("counts", {}).get("detections", 0)), clock() - started,
+                                     detections if isinstance(detections, int) else 0, clock() - started,
                                      already_complete=True)
             if lifecycle.pending:
                 lifecycle._journal = journal.Journal(prepared.path, prepared.intact)

@@ -20,6 +20,7 @@ from detect.core.errors import OutputError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
+from detect.engine.lifecycle import finished_manifest
 from detect.engine.loading import LoadedModel, expected_facts, load_model, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
@@ -28,7 +29,7 @@ from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.layout import RunLock
-from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, read_manifest
+from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
 RUN_FILE = "run.json"
@@ -205,8 +206,8 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
     if not isinstance(name, str) or not name:
         return None
     segment_dir = out / segment_dir_name(name)
-    manifest = read_manifest(segment_dir / MANIFEST_FILE)
-    if not manifest:
+    manifest = finished_manifest(segment_dir)
+    if manifest is None:
         return None
     try:
         changes = [] if expected is None else changed_settings(segment_dir, expected(name))
@@ -215,10 +216,11 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
     if changes:  # never skipped as done: the run folder would mix settings
         return SegmentOutcome(source.uri, name, Status.FAILED, error=f"{segment_dir} was written with other settings "
                                                                      f"({'; '.join(changes)}); use --overwrite to start again")
-    if manifest.get("status") == COMPLETE:
+    if manifest.status == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
-    if manifest.get("status") == COMPLETE_WITH_FAILURES and not retry_failed:
-        failed = len(manifest.get("failures", []))
+    if manifest.status == COMPLETE_WITH_FAILURES and not retry_failed:
+        failures = manifest.data.get("failures")
+        failed = len(failures) if isinstance(failures, list) else 0
         return SegmentOutcome(source.uri, name, Status.PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None

@@ -153,7 +153,7 @@ class ResumeModel:
     (`engine.loading.expected_facts`) and from its facts after (`ModelFacts.resume_model`)."""
 
     path: str
-    score_floor: float
+    score_floor: float | None
     classes: tuple[int, ...] | None
     nms_iou: float | None
 

@@ -16,19 +16,12 @@ from detect.core.names import printable
 from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
-from detect.evaluate.results import (
-    SegmentResults,
-    drawing_threshold,
-    find_segments,
-    load_segment,
-    model_classes,
-    no_labels_message,
-)
+from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE
-from detect.sinks.manifest import MANIFEST_FILE, read_manifest
+from detect.sinks.results_folder import read_manifest
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -104,14 +97,16 @@ class _Stream:
     def plan(self) -> tuple[list[int], float]:
         """Types and threshold from the first readable manifest (no detections read yet)."""
         for directory in self.directories:
-            manifest = read_manifest(directory / MANIFEST_FILE)
-            if manifest is None:
-                continue
-            types = self.class_map.types_for(model_classes(manifest))
+            try:
+                manifest = read_manifest(directory)
+            except InputError:
+                continue  # said when its segment is read
+            known = manifest.model.knows_classes
+            types = self.class_map.types_for(None if known is None else list(known))
             if not types:
                 raise InputError(f"{self.results}: the model's classes map to no Waymo type with {self.class_map.source}; "
                                  f"give a --class-map FILE that maps them")
-            self.threshold = drawing_threshold(manifest)
+            self.threshold = manifest.threshold
             return types, self.threshold
         raise InputError(f"{self.results}: no segment could be read (no readable manifest.json)")
 
@@ -131,9 +126,8 @@ class _Stream:
                 continue
             if segment.threshold != self.threshold:
                 self.thresholds.add(segment.threshold)
-            model = segment.manifest.get("model")
-            kind = str(model.get("kind")) if isinstance(model, dict) else "None"
-            if kind not in ("real", "None"):
+            kind = segment.manifest.model.kind
+            if kind not in ("real", ""):  # "": not recorded
                 self.stand_ins.add(kind)
             if self.custom_map:
                 ids, counts = np.unique(segment.detections.class_ids, return_counts=True)

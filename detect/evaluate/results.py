@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -14,13 +13,12 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
-from detect.core.records import FrameKey, Labels
+from detect.core.records import FrameKey, FrameResult, Labels
 from detect.sinks import journal
 from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
+from detect.sinks.results_folder import Manifest, processed_images, read_manifest
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
@@ -47,7 +45,7 @@ class SegmentResults:
 
     directory: Path
     name: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     detections: DetectionRows
     labels: Mapping[FrameKey, Labels]
     images: frozenset[FrameKey]  # every image the run processed, labeled or not
@@ -63,11 +61,13 @@ class SegmentResults:
 
     @property
     def threshold(self) -> float:
-        return drawing_threshold(self.manifest)
+        return self.manifest.threshold
 
     @property
     def model_classes(self) -> list[int] | None:
-        return model_classes(self.manifest)
+        """The class ids the model knows (None: the whole COCO label map)."""
+        known = self.manifest.model.knows_classes
+        return None if known is None else list(known)
 
     @property
     def source(self) -> tuple[Path, Sources]:
@@ -77,27 +77,7 @@ class SegmentResults:
     @property
     def input_path(self) -> str | None:
         """The segment file the run read, as its manifest names it (None when it names none)."""
-        source = self.manifest.get("input")
-        path = source.get("path") if isinstance(source, dict) else None
-        return path if isinstance(path, str) and path else None
-
-
-DEFAULT_THRESHOLD = 0.5
-
-
-def drawing_threshold(manifest: dict[str, Any]) -> float:
-    """The run's drawing threshold; 0.5 when the manifest's value is missing or not a score."""
-    value = recorded_threshold(manifest)
-    return DEFAULT_THRESHOLD if value is None else value
-
-
-def model_classes(manifest: dict[str, Any]) -> list[int] | None:
-    """The class ids the model knows (None: the whole COCO label map, or a list that is not ids)."""
-    model = manifest.get("model")
-    known = model.get("knows_classes") if isinstance(model, dict) else None
-    if not isinstance(known, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in known):
-        return None
-    return list(known)
+        return self.manifest.input_path
 
 
 def find_segments(results: Path) -> SegmentFolders:
@@ -112,18 +92,14 @@ def find_segments(results: Path) -> SegmentFolders:
 def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
     sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
-    try:
-        manifest = read_json_object(directory / MANIFEST_FILE, follow_links=False)
-    except UnreadableFileError as err:
-        raise InputError(f"{directory / MANIFEST_FILE}: unreadable manifest ({err})") from None
-    name = str(manifest.get("segment_context_name", directory.name))
+    manifest = read_manifest(directory)
+    name = manifest.segment_context_name
     detections, foreign = _own_rows(_read_detections(directory / DETECTIONS_FILE), name)
     notes = (f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than {printable(name, 64)}; "
              f"left out",) if foreign else ()
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
                         else ({}, 0))
-    done, _ = journal.load(directory, name)
-    processed = _processed_images(done, detections, written)
+    processed = processed_images(directory, name, detections.keys, written)
     mismatch = None
     if gt is not None:
         chosen = labels_from_camera_box(gt, name)
@@ -134,9 +110,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
             labels = {}
     else:
         labels = written
-        at_run = manifest.get("input", {}).get("labels_dropped") if isinstance(manifest.get("input"), dict) else 0
-        dropped += at_run if isinstance(at_run, int) and not isinstance(at_run, bool) and 0 <= at_run < 2**53 else 0
-    sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
+        dropped += manifest.labels_dropped
+    sizes = {k: (r.width, r.height) for k, r in _journal(directory, name).items()
+             if check_size(r.width, r.height, MAX_SIDE**2) is None}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
                           notes)
 
@@ -204,9 +180,9 @@ def _read_detections(path: Path) -> DetectionRows:
     return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy)
 
 
-def _processed_images(done: Mapping[FrameKey, object], detections: DetectionRows,
-                      written: Mapping[FrameKey, Labels]) -> frozenset[FrameKey]:
-    """The images the run finished: its journal knows them all, those without boxes too (without a
-    journal: the images with boxes or with labels in ground_truth.parquet)."""
-    images = set(done) | set(detections.keys)
-    return frozenset(images if done else images | set(written))
+def _journal(directory: Path, name: str) -> Mapping[FrameKey, FrameResult]:
+    """The run's finished images as its journal records them ({} without a readable one)."""
+    try:
+        return journal.load(directory, name)[0]
+    except (OSError, ValueError, ArithmeticError):
+        return {}

@@ -36,7 +36,7 @@ class ModelFacts:
     pinned_input: tuple[int, int] | None  # (width, height) the model requires, if any
     outputs: tuple[str, ...]
     threshold: float | None  # the drawing threshold of the run (None: loaded outside a run)
-    score_floor: float
+    score_floor: float | None  # the lowest score kept in the table
     classes: tuple[int, ...] | None  # --classes
     nms_iou: float | None
     short_name: str | None
@@ -80,7 +80,7 @@ class ModelFacts:
             model_batch=_int(d.get("model_batch")), batch_size=_int(d.get("batch_size")) or 0,
             pinned_input=(pinned[0], pinned[1]) if pinned is not None and len(pinned) == 2 else None,
             outputs=tuple(o for o in outputs if isinstance(o, str)) if isinstance(outputs, list) else (),
-            threshold=_unit(d.get("threshold")), score_floor=_unit(d.get("score_floor")) or 0.0,
+            threshold=_unit(d.get("threshold")), score_floor=_unit(d.get("score_floor")),
             classes=_ints(d.get("classes")), nms_iou=_unit(d.get("nms_iou")),
             short_name=_text(d.get("short_name")) or None, strategy=_text(d.get("strategy")),
             replicas=_int(d.get("replicas")) or 1, runtime=dict(runtime) if isinstance(runtime, Mapping) else {},

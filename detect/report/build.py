@@ -13,12 +13,13 @@ from typing import Any
 from detect.core.errors import DetectError, InputError
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
-from detect.report.data import load, read_manifest
+from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.report.staleness import changed_since, refresh_note, stale_segments
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 
@@ -45,7 +46,7 @@ def build_reports(results: Path) -> Reports:
     if not directories:
         raise InputError(found.nothing_found(results))
     written: list[Path] = []
-    indexed: list[tuple[Path, dict[str, Any]]] = []
+    indexed: list[tuple[Path, Manifest]] = []
     for directory in directories:
         try:
             if _up_to_date(directory):
@@ -64,11 +65,12 @@ def build_reports(results: Path) -> Reports:
     return Reports(written, notes + ([refresh_note(results, stale)] if stale else []))
 
 
-def _stale(results: Path, manifests: dict[Path, dict[str, Any]]) -> list[str]:
+def _stale(results: Path, manifests: dict[Path, Manifest]) -> list[str]:
     """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
     folders = {results / folder for folder in stale_segments(changed_since(_json_object(results / EVAL_FILE), results))}
     folders |= {d for d in manifests if changed_since(_json_object(d / EVAL_FILE), d)}
-    return sorted(str(manifests.get(d, {}).get("segment_context_name", d.relative_to(results).as_posix())) for d in folders)
+    return sorted(manifests[d].segment_context_name if d in manifests else d.relative_to(results).as_posix()
+                  for d in folders)
 
 
 def _up_to_date(directory: Path) -> bool:

@@ -15,15 +15,14 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.files import UnreadableFileError, read_json_object
-from detect.sinks import journal
+from detect.core.records import FrameKey
 from detect.sinks.frames import list_frames
 from detect.sinks.layout import EVAL_FILE
-from detect.sinks.manifest import MANIFEST_FILE, recorded_threshold
+from detect.sinks.results_folder import Manifest, processed_images, read_manifest
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"
-DEFAULT_THRESHOLD = 0.5
 MIN_GAP_FRAMES = 10  # thumbnails of one camera at least 1 s apart at Waymo's 10 Hz: frames closer look alike
 
 
@@ -32,7 +31,7 @@ class SegmentData:
     """One segment's outputs, as the report needs them."""
 
     directory: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
     evaluation: dict[str, Any] | None
@@ -42,7 +41,7 @@ class SegmentData:
 
     @property
     def name(self) -> str:
-        return str(self.manifest.get("segment_context_name", self.directory.name))
+        return self.manifest.segment_context_name
 
     def animation(self, name: str) -> str | None:
         """`<name>.mp4` when it exists (a browser plays it), else `<name>.gif`, else None."""
@@ -129,45 +128,18 @@ def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
     manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
-    threshold = drawing_threshold(manifest)
-    if threshold is None:
-        threshold = DEFAULT_THRESHOLD  # a hand-edited value is not trusted
     evaluation = None
     if (directory / EVAL_FILE).is_file():
         try:
             evaluation = read_json_object(directory / EVAL_FILE, follow_links=False)
         except UnreadableFileError:
             evaluation = None
-    name = str(manifest.get("segment_context_name", directory.name))
-    return SegmentData(directory, manifest, detections, float(threshold),
-                       evaluation if isinstance(evaluation, dict) else None, _processed_images(directory, name, detections))
-
-
-def drawing_threshold(manifest: dict[str, Any]) -> float | None:
-    """The score at or above which boxes were drawn, or None when the manifest does not say."""
-    return recorded_threshold(manifest)
-
-
-def read_manifest(directory: Path) -> dict[str, Any]:
-    """The segment's manifest as a JSON object, or a one-line InputError."""
-    try:
-        manifest = read_json_object(directory / MANIFEST_FILE, follow_links=False)
-    except UnreadableFileError as err:
-        raise InputError(f"{directory / MANIFEST_FILE}: cannot read the manifest ({first_line(err)})") from None
-    return manifest
-
-
-def _processed_images(directory: Path, name: str, detections: pd.DataFrame) -> frozenset[tuple[str, int]]:
-    """Every image the run finished: the journal knows them all, those without boxes too; the frames
-    on disk and the table fill in when it is gone (a folder copied without `.detect/`)."""
-    try:
-        done, _ = journal.load(directory, name)
-    except (OSError, ValueError, ArithmeticError):  # a hand-edited journal is not trusted either
-        done = {}
-    images = {(key.camera_name.name, key.frame_timestamp_micros) for key in done}
-    images |= {(f.camera_name.name, f.frame_timestamp_micros) for f in list_frames(directory)}
-    images |= {(str(c), int(ts)) for c, ts in zip(detections["camera"], detections["timestamp"], strict=True)}
-    return frozenset(images)
+    name = manifest.segment_context_name
+    table = [FrameKey(name, int(ts), CameraName[str(c)]) for c, ts in
+             zip(detections["camera"], detections["timestamp"], strict=True) if str(c) in CameraName.__members__]
+    images = processed_images(directory, name, table)
+    return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
+                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images))
 
 
 def _detections(path: Path) -> pd.DataFrame:

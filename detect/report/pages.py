@@ -15,8 +15,9 @@ from typing import Any
 from detect.core.atomic import atomic_path
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.coco_classes import describe_classes
+from detect.model.facts import COCO_LABEL_MAP, ModelFacts
 from detect.report import charts, safe
-from detect.report.data import MOSAIC, SegmentData, drawing_threshold
+from detect.report.data import MOSAIC, SegmentData
 from detect.report.evaluation import evaluation_section
 from detect.report.gallery import note_picture
 from detect.report.html import Markup, write_page
@@ -26,6 +27,7 @@ from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
+from detect.sinks.results_folder import Manifest
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -70,8 +72,8 @@ def segment_page(data: SegmentData) -> Path:
     """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory."""
     directory, manifest = data.directory, data.manifest
     assets = real_folder(directory / ASSETS)
-    counts = safe.mapping(manifest.get("counts"))
-    timings = safe.mapping(manifest.get("timings"))
+    counts = safe.mapping(manifest.section("counts"))
+    timings = safe.mapping(manifest.section("timings"))
     sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
     if data.animation(MOSAIC):
         sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
@@ -102,11 +104,11 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
                         + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
-    failures = [f for f in safe.items(manifest.get("failures")) if isinstance(f, dict)]
+    failures = [f for f in safe.items(manifest.data.get("failures")) if isinstance(f, dict)]
     if failures:
         rows = [[f.get("camera"), f.get("key.frame_timestamp_micros"), f.get("stage"), f.get("error")] for f in failures]
         sections.append(f"<h2>Failed frames ({len(failures)})</h2>" + _table(["camera", "timestamp", "stage", "error"], rows))
-    sections.append("<h2>Versions</h2>" + _facts_table(safe.mapping(manifest.get("versions"))))
+    sections.append("<h2>Versions</h2>" + _facts_table(safe.mapping(manifest.section("versions"))))
     sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
                     f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
@@ -131,7 +133,7 @@ def _timeline(data: SegmentData, assets: Path) -> str:
 def _drawn_note(data: SegmentData) -> str:
     """What the frames show and what the table keeps, in plain words."""
     drawn, kept = len(data.drawn), len(data.detections)
-    floor = safe.number(safe.mapping(data.manifest.get("model")).get("score_floor"), 2)
+    floor = safe.number(data.manifest.model.score_floor, 2)
     below = (f"{_plural(kept - drawn, 'more box', 'more boxes')} down to the score floor {safe.text(floor)}"
              if floor != "-" else f"{_plural(kept - drawn, 'more box', 'more boxes')} below it")
     return (f"<p class='muted'>Drawn on the frames: the {_plural(drawn, 'box', 'boxes')} scoring at least "
@@ -139,29 +141,29 @@ def _drawn_note(data: SegmentData) -> str:
             f"{kept} in all, so evaluation can try other thresholds.</p>")
 
 
-def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
+def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                runs: Sequence[tuple[str, dict[str, Any]]]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
-    def by_label(manifest: dict[str, Any]) -> dict[str, Any]:
-        return safe.mapping(safe.mapping(manifest.get("counts")).get("detections_by_label"))
+    def by_label(manifest: Manifest) -> dict[str, Any]:
+        return safe.mapping(safe.mapping(manifest.section("counts")).get("detections_by_label"))
 
     labels = sorted({str(label) for _, m in segments for label in by_label(m)},
                     key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
     headers = ["segment", "status", "model", "threshold", "images", "failed", "boxes", *labels, "AP50", "images/s"]
     rows = []
     for directory, manifest in segments:
-        counts = safe.mapping(manifest.get("counts"))
-        name = str(manifest.get("segment_context_name", directory.name))
+        counts = safe.mapping(manifest.section("counts"))
+        name = manifest.segment_context_name
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
-        status = str(manifest.get("status", "?"))
+        status = manifest.status
         css = status if status.replace("_", "").isalpha() else "unknown"
         rows.append([Markup(f"<a href='{safe.href(page)}'>{safe.text(name)}</a>"),
                      Markup(f"<span class='status-{safe.text(css)}'>{safe.text(status)}</span>"),
-                     _model_cell(manifest), _num(drawing_threshold(manifest), 2),
+                     _model_cell(manifest.model), _num(manifest.threshold if manifest.threshold_recorded else None, 2),
                      *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
                      *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
-                     _num(safe.mapping(manifest.get("timings")).get("images_per_second"))])
+                     _num(safe.mapping(manifest.section("timings")).get("images_per_second"))])
     sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
     for name, one in runs:
         this = safe.mapping(one.get("this_run"))
@@ -183,47 +185,38 @@ def index_page(root: Path, segments: Sequence[tuple[Path, dict[str, Any]]],
     return _write(root / INDEX_FILE, f"detect: {_plural(len(segments), 'segment')}", sections, script=SORT_SCRIPT)
 
 
-def _model_cell(manifest: dict[str, Any]) -> Any:
+def _model_cell(model: ModelFacts) -> Any:
     """The model's short name (its full description on hover), else its description, else "-"."""
-    model = safe.mapping(manifest.get("model"))
-    short, description = model.get("short_name"), model.get("description")
-    name = next((v for v in (short, description) if isinstance(v, str) and v), None)
-    if name is None:
+    name = model.short_name or model.description
+    if not name:
         return "-"
-    hover = description if isinstance(description, str) and description else name
+    hover = model.description or name
     return Markup(f"<span title='{safe.text(hover)}'>{safe.text(name)}</span>")
 
 
 def _facts(data: SegmentData) -> str:
     m = data.manifest
-    model, source, counts = safe.mapping(m.get("model")), safe.mapping(m.get("input")), safe.mapping(m.get("counts"))
-    knows = model.get("knows_classes")
+    model, source, counts = m.model, safe.mapping(m.section("input")), safe.mapping(m.section("counts"))
     dropped = safe.count(source.get("labels_dropped"))
     facts = {
-        "status": m.get("status"),
+        "status": m.data.get("status"),
         "input": f"{source.get('path')} ({source.get('format')})",
         "images": f"{safe.count_text(counts.get('images_processed', 0))} processed, "
                   f"{safe.count_text(counts.get('images_failed', 0))} failed",
-        "model": model.get("description"),
-        "model knows": _classes(knows),
+        "model": model.description or None,
+        "model knows": _classes(model.knows_classes),
         "drawn": f"boxes scoring at least {data.threshold:g} (the drawing threshold)",
-        "in the table": f"boxes scoring at least {safe.number(model.get('score_floor'), 2)} (the score floor, for evaluation)",
+        "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
         "labels": (source.get("ground_truth") or "none") + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
-        "engine": safe.mapping(m.get("engine")).get("name"),
-        "finished": m.get("finished_at"),
+        "engine": safe.mapping(m.section("engine")).get("name"),
+        "finished": m.data.get("finished_at"),
     }
     return _facts_table(facts)
 
 
-def _classes(knows: Any) -> str:
+def _classes(knows: tuple[int, ...] | None) -> str:
     """"80 COCO classes" in the table, or the names when few (the manifest lists them all)."""
-    if not isinstance(knows, list):
-        return str(knows)
-    try:
-        ids = [int(c) for c in knows]
-    except (TypeError, ValueError):
-        return "unknown"
-    return describe_classes(ids)
+    return COCO_LABEL_MAP if knows is None else describe_classes(list(knows))
 
 
 def _facts_table(facts: dict[str, Any]) -> str:

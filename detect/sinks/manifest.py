@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.atomic import atomic_write_bytes
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameFailure, FrameResult
 
 MANIFEST_FILE = "manifest.json"
@@ -55,14 +54,6 @@ def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(manifest, indent=2, default=_default) + "\n").encode())
 
 
-def read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at `path` when it is a readable JSON object, else None (missing, broken, edited)."""
-    try:
-        return read_json_object(path, follow_links=False)
-    except UnreadableFileError:
-        return None
-
-
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -75,14 +66,3 @@ def _default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
     return str(value)
-
-
-def recorded_threshold(manifest: dict[str, Any]) -> float | None:
-    """The drawing threshold a manifest records (`settings.draw.threshold`), or None when it does
-    not hold a number from 0 to 1 there (a results folder is shared and may be edited)."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, dict) else None
-    value = draw.get("threshold") if isinstance(draw, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        return None
-    return float(value)

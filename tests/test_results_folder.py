@@ -1,0 +1,64 @@
+"""One reader of a results folder: eval and the report see the same manifest and the same images."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.cli import main
+from detect.core.errors import InputError
+from detect.evaluate.results import load_segment
+from detect.report.data import load as load_report_data
+from detect.sinks import journal
+from detect.sinks.frames import frame_path, list_frames
+from detect.sinks.results_folder import DEFAULT_THRESHOLD, Manifest, processed_images, read_manifest
+
+
+@pytest.fixture
+def run(stub_dynamic_dir, tiny_v2_path, tmp_path):
+    out = tmp_path / "out"
+    assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
+                 "--no-gif"]) == 0
+    return out / TINY_SEGMENT
+
+
+def test_eval_and_the_report_count_the_images_the_journal_names_not_a_stray_frame(run):
+    frames = list_frames(run)
+    stray = frame_path(run, frames[0].camera_name, frames[0].frame_timestamp_micros + 1, "png")
+    shutil.copy(frames[0].path, stray)  # a frame no run wrote (copied in by hand)
+    done = set(journal.load(run, TINY_SEGMENT)[0])
+    assert len(list_frames(run)) == len(done) + 1
+    assert load_segment(run).images == done == processed_images(run, TINY_SEGMENT)
+    assert load_report_data(run).images == {(k.camera_name.name, k.frame_timestamp_micros) for k in done}
+
+
+def test_without_a_journal_the_frames_and_the_tables_stand_in(run):
+    done = set(journal.load(run, TINY_SEGMENT)[0])
+    shutil.rmtree(run / ".detect")
+    assert processed_images(run, TINY_SEGMENT) == done  # every image has its frame on disk
+    for frame in list_frames(run):
+        frame.path.unlink()
+    assert processed_images(run, TINY_SEGMENT) == frozenset()
+    assert processed_images(run, TINY_SEGMENT, sorted(done, key=lambda k: k.order)[:1]) == {min(done, key=lambda k: k.order)}
+
+
+def test_the_manifest_reads_back_typed_and_edited_values_read_as_not_recorded(run):
+    manifest = read_manifest(run)
+    assert (manifest.segment_context_name, manifest.status, manifest.threshold_recorded) == (TINY_SEGMENT, "complete",
+                                                                                           True)
+    assert manifest.model.kind == "stub" and manifest.input_path and manifest.section("counts")["images_failed"] == 0
+    edited = json.loads((run / "manifest.json").read_text())
+    edited["settings"]["draw"]["threshold"] = "0.3"
+    edited["input"]["labels_dropped"] = -4
+    odd = Manifest.from_json(edited, run)
+    assert (odd.threshold, odd.threshold_recorded, odd.labels_dropped) == (DEFAULT_THRESHOLD, False, 0)
+    assert Manifest.from_json({}, run).segment_context_name == run.name and odd.section("nothing") == {}
+
+
+def test_a_manifest_that_is_not_an_object_is_one_line_naming_it(tmp_path):
+    (tmp_path / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'manifest.json'}: cannot read the manifest \("):
+        read_manifest(tmp_path)
