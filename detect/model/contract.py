@@ -26,6 +26,10 @@ INPUT_NAMES = ("input_tensor", "inputs")
 CLASS_TOLERANCE = 1e-3
 MAX_CLASS_ID = 2**31 - 1  # class ids are int32 in the table
 CallStyle = Literal["signature", "object"]
+# A model's outputs by name, as a signature or a tf.Module returns them: TensorFlow tensors (numpy
+# arrays once fetched). TensorFlow ships no type information, so the values are untyped here;
+# `adapt_outputs` checks them against the contract.
+ModelOutputs = dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +54,7 @@ class ModelInfo:
     kind: str
     description: str
     classes: tuple[int, ...] | None = None
-    origin: dict[str, Any] | None = None
+    origin: dict[str, object] | None = None
 
     @property
     def dynamic_batch(self) -> bool:

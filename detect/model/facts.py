@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
 
 COCO_LABEL_MAP = "COCO label map"  # `knows_classes` of a model that names no classes of its own
 DYNAMIC = "dynamic"  # `model_batch` of a model that takes any batch
@@ -28,7 +27,7 @@ class ModelFacts:
     description: str
     format: str
     sha256: str
-    source: dict[str, Any] | None  # where it came from, as its builder wrote it (free-form: package, URL, head...)
+    source: dict[str, object] | None  # where it came from, as its builder wrote it (free-form: package, URL, head...)
     knows_classes: tuple[int, ...] | None  # None: the whole COCO label map
     call_style: str
     model_batch: int | None  # None: any batch
@@ -42,14 +41,14 @@ class ModelFacts:
     short_name: str | None
     strategy: str
     replicas: int
-    runtime: dict[str, Any]  # what the runtime says of itself (each runtime its own keys), requested, fallback
+    runtime: dict[str, object]  # what the runtime says of itself (each runtime its own keys), requested, fallback
     load_seconds: float
 
     @property
     def runtime_name(self) -> str:
         return str(self.runtime.get("name") or "")
 
-    def to_json(self) -> dict[str, Any]:  # the manifest's JSON object
+    def to_json(self) -> dict[str, object]:  # the manifest's JSON object
         return {
             "path": self.path, "kind": self.kind, "description": self.description, "format": self.format,
             "sha256": self.sha256, "source": self.source,

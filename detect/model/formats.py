@@ -24,6 +24,7 @@ from typing import Any, Literal
 from detect.core.errors import ModelError, UsageError
 from detect.core.files import UnreadableFileError, open_regular, read_json_object
 from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.inputs import parse_input_size
 
@@ -51,7 +52,7 @@ class ModelSource:
     kind: str = "real"
     description: str = _DEFAULT_DESCRIPTIONS["real"]
     classes: tuple[int, ...] | None = None  # the class ids it can output; None: the COCO label map
-    origin: dict[str, Any] | None = None  # package and version, or URL, as recorded by its builder
+    origin: dict[str, object] | None = None  # package and version, or URL, as recorded by its builder
     # The settings measured best for this model (`input_size`, `threshold`, `nms_iou`); flags override them.
     defaults: ModelDefaults = dataclasses.field(default_factory=lambda: ModelDefaults())
     short_name: str | None = None  # a few words for summary lines and page headers
@@ -163,7 +164,7 @@ class FrozenGraph:
             raise ModelError(f"model {path}: {FROZEN_INPUT} is {spec.dtype.name} {spec.shape}, expected uint8 "
                              f"[batch, height, width, 3]")
 
-    def __call__(self, images: Any) -> dict[str, Any]:
+    def __call__(self, images: Any) -> ModelOutputs:
         return dict(self._fn(images))
 
 
@@ -171,10 +172,10 @@ def _tfjs_source(path: Path) -> ModelSource:
     from detect.model import tfjs
     from detect.model.coco_classes import COCO80_IDS
 
-    facts = tfjs.describe(path)
-    defaults = _defaults(facts["defaults"], path)
-    return ModelSource(path, "tfjs", description=facts["description"], classes=COCO80_IDS, origin=facts["source"],
-                       defaults=defaults, short_name=facts["short_name"])
+    head = tfjs.head_for(path)
+    return ModelSource(path, "tfjs", description=f"{head.description} (TF.js graph model {Path(path).name})",
+                       classes=COCO80_IDS, origin={"file": str(path), **head.source_facts()}, defaults=head.defaults,
+                       short_name=head.short_name)
 
 
 def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:

@@ -39,7 +39,7 @@ class Runtime(Protocol):
 
     def run(self, images: np.ndarray) -> dict[str, np.ndarray]: ...
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> dict[str, object]: ...  # JSON: the manifest's model.runtime
 
 
 _STUB = "a stub has no network to speed up"

@@ -150,7 +150,7 @@ class OpenVinoRuntime:
         if warm is not None:
             self.run(warm)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"name": NAME, "version": self._ov_version, "device": DEVICE, "hint": self.hint, "streams": self.parts,
                 "precision": self.precision, "cache": str(self.folder), "reused_cache": self.reused,
                 "cache_discarded": list(self.cache.discarded), "network_nodes": self.split.network_nodes,

@@ -60,7 +60,7 @@ class Split:
     postprocess_ops: tuple[str, ...]  # the ops the post-processing starts with, e.g. ("CombinedNonMaxSuppression",)
     network_nodes: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     @classmethod

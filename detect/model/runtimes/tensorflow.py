@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from detect.core.tf_env import import_tensorflow
-from detect.model.contract import REQUIRED_OUTPUTS
+from detect.model.contract import REQUIRED_OUTPUTS, ModelOutputs
 
 NAME = "tensorflow"
 
@@ -32,7 +32,7 @@ class TensorFlowRuntime:
         self._strategy = strategy
         self._step: Any = self._make_step() if strategy is not None else None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"name": NAME, "version": self._tf.__version__,
                 "device": "GPU" if self._tf.config.list_physical_devices("GPU") else "CPU"}
 
@@ -41,7 +41,7 @@ class TensorFlowRuntime:
         outs = self.call_raw(images)
         return {key: np.concatenate([o[key].numpy() for o in outs])[: len(images)] for key in REQUIRED_OUTPUTS}
 
-    def call_raw(self, chunk: np.ndarray) -> list[dict[str, Any]]:
+    def call_raw(self, chunk: np.ndarray) -> list[ModelOutputs]:
         """Model outputs (tensors, every key) whose batch rows follow `chunk`."""
         if self._strategy is not None:
             return self._run_mirrored(chunk)
@@ -49,14 +49,14 @@ class TensorFlowRuntime:
             return [self._call_model(self._tf.constant(chunk[i : i + 1])) for i in range(len(chunk))]
         return [self._call_model(self._tf.constant(chunk))]
 
-    def _call_model(self, batch: Any) -> dict[str, Any]:
+    def _call_model(self, batch: Any) -> ModelOutputs:
         out = self._fn(**{self._input_name: batch}) if self._fn is not None else self._model(batch)
         return dict(out)
 
     def _make_step(self) -> Any:
         strategy = self._strategy
 
-        def replica_fn(batch: Any) -> dict[str, Any]:
+        def replica_fn(batch: Any) -> ModelOutputs:
             return self._call_model(batch)
 
         @self._tf.function(reduce_retracing=True)
@@ -65,7 +65,7 @@ class TensorFlowRuntime:
 
         return step
 
-    def _run_mirrored(self, chunk: np.ndarray) -> list[dict[str, Any]]:
+    def _run_mirrored(self, chunk: np.ndarray) -> list[ModelOutputs]:
         strategy = self._strategy
         replicas = strategy.num_replicas_in_sync
         share = math.ceil(len(chunk) / replicas)

@@ -8,11 +8,11 @@ TF.js detector is a new head, not a new reader.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from detect.core.errors import ModelError
+from detect.model.contract import ModelOutputs
 from detect.model.tfjs import centernet, nanodet
 from detect.model.tfjs.heads import ANY_INPUT_SIZE, Head
 
@@ -42,7 +42,7 @@ class Loaded:
     def __init__(self, module: Any) -> None:
         self.module = module  # keeps the graph's variables and functions alive
 
-    def __call__(self, images: Any) -> dict[str, Any]:
+    def __call__(self, images: Any) -> ModelOutputs:
         return dict(self.module.serve(images))
 
 
@@ -56,12 +56,4 @@ def load(json_path: Path) -> Loaded:
     return Loaded(head.build(tf, read_graph_model(json_path), Path(json_path)))
 
 
-def describe(json_path: Path) -> dict[str, Any]:  # the sidecar's shape (JSON), as formats.locate reads it
-    """What `detect` records about a TF.js model it loads directly (its head's facts)."""
-    head = head_for(json_path)
-    return {"description": f"{head.description} (TF.js graph model {Path(json_path).name})",
-            "short_name": head.short_name, "defaults": dataclasses.asdict(head.defaults),
-            "source": {"file": str(json_path), **head.source_facts()}}
-
-
-__all__ = ["ANY_INPUT_SIZE", "HEADS", "Head", "Loaded", "describe", "head_for", "load"]
+__all__ = ["ANY_INPUT_SIZE", "HEADS", "Head", "Loaded", "head_for", "load"]

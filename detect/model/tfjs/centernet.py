@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph, as_function
 from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
@@ -107,7 +108,7 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
     class CenterNet(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
-        def serve(self, input_tensor: Any) -> dict[str, Any]:
+        def serve(self, input_tensor: Any) -> ModelOutputs:
             images, place = fit_network(tf, input_tensor, SIZE)
             keypoints, wh = network(images)
             xyxy, scores, class_index = decode(tf, keypoints, wh)

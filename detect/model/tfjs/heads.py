@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from detect.model.coco_classes import COCO80_IDS
+from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph import TfjsGraph
 
@@ -52,7 +53,7 @@ class Head:
     built_in: str | None = None  # what the network does itself that `detect` would otherwise do (NMS)
     size_costs: Mapping[str, SizeCost] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
-    def source_facts(self) -> dict[str, Any]:  # JSON for the sidecar / manifest: merged with the origin's
+    def source_facts(self) -> dict[str, object]:  # JSON for the sidecar / manifest: merged with the origin's
         """What every model of this family records in its `source` (the converter and the direct
         model.json loader both start from it)."""
         return {"format": "TF.js graph model", "upstream": self.upstream, "license": self.license, "head": self.name,
@@ -114,7 +115,7 @@ def _centered(tf: Any, images: Any, new_h: Any, new_w: Any, out_h: Any, out_w: A
 
 
 def contract_outputs(tf: Any, xyxy: Any, scores: Any, class_index: Any, place: Letterbox,
-                     count: Any = None) -> dict[str, Any]:
+                     count: Any = None) -> ModelOutputs:
     """Boxes `[B, N, 4]` as x1, y1, x2, y2 in network-input pixels -> our contract's four outputs.
 
     `count` `[B]`: how many rows of each image are detections (None: all N; rows past it are padding).
