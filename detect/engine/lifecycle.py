@@ -57,7 +57,7 @@ class PreparedDir:
 
     path: Path
     lock: SegmentLock
-    resume_key: dict[str, Any]
+    resume_key: dict[str, object]
     done: dict[FrameKey, FrameResult]  # frames finished by an earlier run (resume)
     intact: int  # bytes of the journal that hold whole lines
 
@@ -73,7 +73,7 @@ def claim_directory(claims: dict[str, str] | None, segment: str, uri: str) -> No
                          f"both would write {name}/: run them one at a time")
 
 
-def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings, resume_key: dict[str, Any]) -> PreparedDir:
+def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings, resume_key: dict[str, object]) -> PreparedDir:
     """Lock, then refuse, clear or reopen the segment's output directory; frames already done on resume."""
     try:
         Path(out_root).mkdir(parents=True, exist_ok=True)
@@ -89,7 +89,7 @@ def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings,
     return PreparedDir(segment_dir, lock, resume_key, done, intact)
 
 
-def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, Any],
+def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, object],
             segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
     if layout.has_content(segment_dir):
         if settings.mode == "new":
@@ -212,7 +212,8 @@ class SegmentLifecycle:
         self._journal.append(item)
         self.results[item.key] = item
 
-    def finish(self, *, loop_seconds: float, engine: dict[str, Any], rebuild: AnimationRebuilder | None = None) -> SegmentReport:
+    def finish(self, *, loop_seconds: float, engine: dict[str, object],
+               rebuild: AnimationRebuilder | None = None) -> SegmentReport:
         """Table, animations (rebuilt from the frames when `rebuild` is given) and manifest; unlocks."""
         try:
             self._close_journal()
@@ -257,7 +258,7 @@ class SegmentLifecycle:
             self._journal.close()
             self._journal = None
 
-    def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, Any]) -> dict[str, Any]:
+    def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, object]) -> dict[str, object]:
         settings, source, f = self.settings, self.keys.source, self.settings.frame_filter
         outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
         values = self.timings.values
@@ -297,7 +298,7 @@ class SegmentLifecycle:
                 "images_failed": len(report.failures),
                 "detections": report.detections,
                 "detections_by_label": label_counts(self.results.values()),
-                "invalid_boxes": sum(entry["invalid_boxes"] for entry in invalid),
+                "invalid_boxes": sum(r.detections.invalid for r in self.results.values()),
             },
             "failures": [failure_json(x) for x in report.failures],
             "invalid_boxes": invalid,

@@ -53,6 +53,7 @@ from detect.engine.ray_stages import (
     TIMESTAMP,
     TIMING_COLUMNS,
     DetectorActor,
+    RayRow,
     WorkItem,
     decode_images,
     failure_of,
@@ -252,7 +253,7 @@ class _PlanError(DetectError):
 
 
 def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFacts,
-            engine: dict[str, Any]) -> Iterator[dict[str, Any]]:
+            engine: dict[str, object]) -> Iterator[RayRow]:
     """One Ray Data job over every segment's pending images; yields the small result rows."""
     from ray.data import ActorPoolStrategy, TaskPoolStrategy
 
@@ -260,7 +261,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFact
     items = [{"item": WorkItem.for_source(s.lifecycle.keys.source, s.lifecycle.name, settings.frame_filter,
                                           {k.order for k in s.lifecycle.done}).to_json()} for s in segments]
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
-    actors = engine["detector_actors"]
+    actors, gpus = _count(engine, "detector_actors"), _count(engine, "gpus_per_actor")
     # Animations come from the frames; errors are drawn where a segment's labels were written for it.
     render_settings = dataclasses.replace(settings, gif=False, mp4=False).with_errors(True, facts.knows_classes)
     # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
@@ -274,7 +275,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFact
             .map_batches(decode_images, batch_size=None, batch_format="numpy", num_cpus=DECODE_CPUS,
                          fn_kwargs={"input_size": settings.decode_size, "max_pixels": settings.max_pixels})
             .map_batches(DetectorActor, batch_size=batch_size, batch_format="numpy",
-                         compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=engine["gpus_per_actor"],
+                         compute=ActorPoolStrategy(size=actors), num_cpus=DETECTOR_CPUS, num_gpus=gpus,
                          fn_constructor_kwargs={"model": facts.path, "threshold": facts.score_floor,
                                                 "classes": spec.model.classes, "batch_size": batch_size,
                                                 "nms_iou": spec.model.nms_iou, "tile": settings.tile,
@@ -313,7 +314,7 @@ def _quiet_data_context(debug: bool, progress_bars: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _take(segment: _InFlight, row: dict[str, Any]) -> bool:
+def _take(segment: _InFlight, row: RayRow) -> bool:
     """Record one row (journal first, as the local pipeline); True when the segment is all in."""
     segment.last_row = time.perf_counter()
     if row["stage"] == "read":
@@ -328,3 +329,11 @@ def _take(segment: _InFlight, row: dict[str, Any]) -> bool:
     for column, stage in TIMING_COLUMNS.items():
         lifecycle.timings.add(stage, float(row[column]))
     return segment.received == segment.expected and segment.read_error is None
+
+
+def _count(engine: dict[str, object], key: str) -> int:
+    """A count `engine_facts` placed in the engine's facts (the manifest's `engine`)."""
+    value = engine[key]
+    if not isinstance(value, int):
+        raise TypeError(f"engine facts: {key} is {value!r}, not a count")
+    return value

@@ -35,7 +35,7 @@ def import_ray() -> Any:
     return ray
 
 
-def actor_restarts(spec: RunSpec) -> dict[str, Any]:
+def actor_restarts(spec: RunSpec) -> dict[str, object]:
     """On a cluster, Ray Data's default: a detector actor lost with its node is started again. On
     Ray started here, no restarts: a crashed actor is a bug or out of memory and would crash again
     (the segment is recorded as failed, `--retry-failed` reruns it), and Ray's core then has no
@@ -49,13 +49,13 @@ def start_ray(ray: Any, spec: RunSpec) -> bool:
         return False
     # Without --debug, Ray's own warnings (token authentication on a local cluster) are not the
     # user's business: they went to stderr even with --quiet. Errors still surface as exceptions.
-    quiet = {"logging_level": logging.DEBUG if spec.debug else logging.ERROR, "log_to_driver": spec.debug}
+    quiet: dict[str, object] = {"logging_level": logging.DEBUG if spec.debug else logging.ERROR, "log_to_driver": spec.debug}
     with keep_sigterm_handler():
         _init(ray, spec, quiet)
     return True
 
 
-def _init(ray: Any, spec: RunSpec, quiet: dict[str, Any]) -> None:
+def _init(ray: Any, spec: RunSpec, quiet: dict[str, object]) -> None:
     if spec.ray.address:
         try:
             ray.init(address=spec.ray.address, **quiet)
@@ -65,7 +65,7 @@ def _init(ray: Any, spec: RunSpec, quiet: dict[str, Any]) -> None:
         ray.init(object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False, **quiet)
 
 
-def engine_facts(ray: Any, spec: RunSpec) -> dict[str, Any]:
+def engine_facts(ray: Any, spec: RunSpec) -> dict[str, object]:
     """Where the detector actors go: one per GPU if the cluster has GPUs, else one per node."""
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))

@@ -94,6 +94,10 @@ class WorkItem:
         return FrameFilter(cameras=cameras, first_frame=self.first_frame, max_frames=self.max_frames)
 
 
+# A Ray Data row: column name -> value, the shape `map_batches` hands rows in (Ray's format).
+RayRow = dict[str, Any]
+
+
 def open_source(uri: str, path: str, fmt: str, local: bool) -> SegmentSource:
     """The driver's `SegmentSource` rebuilt on a worker (pyarrow filesystems are not shipped)."""
     filesystem = pafs.LocalFileSystem() if local else split_uri(uri)[0]
@@ -135,7 +139,7 @@ def read_frames(batch: Batch) -> Iterator[Batch]:
         if item.format == "v1":
             tensorflow_on_cpu()
         done = set(item.done)
-        rows: list[dict[str, Any]] = []
+        rows: list[RayRow] = []
         try:
             for frame in iter_frames(item.source(), item.frame_filter()):
                 if frame.key.order in done:
@@ -281,23 +285,23 @@ def _render_labels(path: Path) -> dict[FrameKey, Labels] | None:
     return _labels_file(path, (stat.st_size, stat.st_mtime_ns))
 
 
-def failure_of(row: dict[str, Any]) -> FrameFailure:
+def failure_of(row: RayRow) -> FrameFailure:
     key = FrameKey(str(row[SEGMENT]), int(row[TIMESTAMP]), CameraName(int(row[CAMERA])))
     return FrameFailure(key, str(row["stage"]), str(row["error"]))
 
 
-def _frame_row(uri: str, frame: CameraFrame) -> dict[str, Any]:
+def _frame_row(uri: str, frame: CameraFrame) -> RayRow:
     return {"source": uri, SEGMENT: frame.segment_context_name, TIMESTAMP: frame.frame_timestamp_micros,
             CAMERA: int(frame.camera_name), "jpeg": frame.jpeg, "stage": "", "error": ""}
 
 
-def _read_error_row(item: WorkItem, error: str) -> dict[str, Any]:
+def _read_error_row(item: WorkItem, error: str) -> RayRow:
     """A file that broke while read: one row that carries the error, not an image."""
     return {"source": item.uri, SEGMENT: item.segment, TIMESTAMP: -1, CAMERA: int(CameraName.FRONT), "jpeg": b"",
             "stage": READ, "error": error}
 
 
-def _columns(rows: list[dict[str, Any]]) -> Batch:
+def _columns(rows: list[RayRow]) -> Batch:
     return {
         "source": np.array([r["source"] for r in rows], dtype=object),
         SEGMENT: np.array([r[SEGMENT] for r in rows], dtype=object),

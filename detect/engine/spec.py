@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from detect.core.errors import UsageError
 from detect.core.matching import PROTOCOLS
@@ -119,7 +119,7 @@ class SegmentSettings:
     def needs_full_frames(self) -> bool:
         return self.write_frames or self.animations
 
-    def resume_key(self, model: ResumeModel, segment: str) -> dict[str, Any]:  # JSON, compared key by key
+    def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
         """What must match for frames of an earlier run to be reused as they are (settings.json)."""
         f = self.frame_filter
         return {
@@ -138,7 +138,7 @@ class SegmentSettings:
             "errors": None if self.errors is None else f"{self.errors.protocol.name} protocol, {self.errors.class_map.source}",
         }
 
-    def errors_json(self) -> dict[str, Any] | None:
+    def errors_json(self) -> dict[str, object] | None:
         """How the frames were judged (None: detections drawn alone)."""
         rules = self.errors
         if rules is None:

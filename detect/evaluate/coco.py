@@ -24,16 +24,20 @@ from detect.model.classmap import ClassMap
 IMAGES_DIR = "images"
 
 
+# COCO's own JSON format (an image, an annotation, a category, a result; the dataset), built here to
+# be handed to faster-coco-eval / pycocotools, which index it by key: a library's format, not ours.
+CocoJson = dict[str, Any]
+
 def image_id(key: FrameKey) -> int:
     """A stable COCO image id from Waymo's key (48 bits: exact in JSON and in JavaScript)."""
     text = f"{key.segment_context_name}/{key.frame_timestamp_micros}/{int(key.camera_name)}"
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:6], "big")
 
 
-def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> dict[str, Any]:
+def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> CocoJson:
     """The labels as a COCO `instances` dict (every processed image, labeled or not)."""
-    images: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
+    images: list[CocoJson] = []
+    annotations: list[CocoJson] = []
     for segment in segments:
         for key in sorted(segment.images, key=lambda k: k.order):
             images.append(image_entry(key, segment))
@@ -53,7 +57,7 @@ def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: in
             "images": images, "annotations": annotations, "categories": categories(types)}
 
 
-def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[dict[str, Any]]:
+def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[CocoJson]:
     """The detections as a COCO results list in Waymo types (see `ClassMap.to_waymo`: unmapped
     classes dropped, a person riding a bicycle one CYCLIST box)."""
     out = []
@@ -72,7 +76,7 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
     return out
 
 
-def categories(types: list[int]) -> list[dict[str, Any]]:
+def categories(types: list[int]) -> list[CocoJson]:
     return [{"id": t, "name": WaymoType(t).name, "supercategory": "waymo"} for t in types]
 
 
@@ -81,7 +85,7 @@ def label_types(segments: Iterable[SegmentResults]) -> list[int]:
     return sorted({int(t) for segment in segments for labels in segment.labels.values() for t in labels.types})
 
 
-def image_entry(key: FrameKey, segment: SegmentResults) -> dict[str, Any]:
+def image_entry(key: FrameKey, segment: SegmentResults) -> CocoJson:
     """A COCO image: its id, the source frame's path (see `image_file_name`), its size when the run
     recorded it, Waymo's key, and the segment file it comes from."""
     size = segment.sizes.get(key)

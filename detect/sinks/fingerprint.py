@@ -41,7 +41,7 @@ class Fingerprint:
     def same_content(self, other: Fingerprint | None) -> bool:
         return other is not None and (self.size, self.sha256) == (other.size, other.sha256)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     @classmethod
@@ -78,7 +78,7 @@ def segment_sources(directory: Path) -> dict[str, Fingerprint | None]:
     return {name: fingerprint(Path(directory) / name) for name in SOURCE_FILES}
 
 
-def computed_from(segments: Iterable[tuple[Path, Sources]], base: Path) -> dict[str, Any]:
+def computed_from(segments: Iterable[tuple[Path, Sources]], base: Path) -> dict[str, object]:
     """The `computed_from` entry of an eval.json written into `base`."""
     entries = {}
     for directory, sources in segments:

@@ -32,7 +32,7 @@ def versions() -> dict[str, str]:
     return found
 
 
-def failure_json(failure: FrameFailure) -> dict[str, Any]:
+def failure_json(failure: FrameFailure) -> dict[str, object]:
     return {
         "key.frame_timestamp_micros": failure.key.frame_timestamp_micros,
         "key.camera_name": int(failure.key.camera_name),
@@ -42,7 +42,7 @@ def failure_json(failure: FrameFailure) -> dict[str, Any]:
     }
 
 
-def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, Any]]:
+def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, object]]:
     """Per image, how many rows the model emitted that were dropped as invalid (only images with some)."""
     rows = [r for r in results if r.detections.invalid]
     rows.sort(key=lambda r: (r.key.frame_timestamp_micros, int(r.key.camera_name)))
@@ -50,7 +50,7 @@ def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, Any]]:
              "camera": r.key.camera_name.name, "invalid_boxes": r.detections.invalid} for r in rows]
 
 
-def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(path: Path, manifest: dict[str, object]) -> None:
     atomic_write_bytes(path, (json.dumps(manifest, indent=2, default=_default) + "\n").encode())
 
 
