@@ -7,8 +7,8 @@ note and the others get their pages; a segment folder that is a symlink is never
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from detect.core.errors import DetectError, InputError
 from detect.core.files import UnreadableFileError, read_json_object
@@ -82,7 +82,7 @@ def _up_to_date(directory: Path) -> bool:
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 
-def _json_object(path: Path) -> dict[str, Any]:
+def _json_object(path: Path) -> Mapping[str, object]:
     """A results file holding a JSON object; empty when missing, unreadable or not an object."""
     try:
         return read_json_object(path, follow_links=False)
@@ -90,9 +90,9 @@ def _json_object(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _run_files(results: Path) -> list[tuple[str, dict[str, Any]]]:
+def _run_files(results: Path) -> list[tuple[str, Mapping[str, object]]]:
     """Every run file at the top (one per shard of a sharded run) that holds a JSON object."""
-    runs = []
+    runs: list[tuple[str, Mapping[str, object]]] = []
     for path in sorted(results.glob(RUN_FILES)):
         try:
             data = read_json_object(path, follow_links=False)

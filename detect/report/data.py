@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +33,7 @@ class SegmentData:
     manifest: Manifest
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
-    evaluation: dict[str, Any] | None
+    evaluation: Mapping[str, object] | None
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
     # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
     notes: list[str] = dataclasses.field(default_factory=list)

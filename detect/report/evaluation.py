@@ -4,8 +4,8 @@ labels. Numbers from `eval.json` (the library's), counts and galleries from `mat
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from detect.report import gallery, safe
 from detect.report.html import Markup, count_cell, img, num, table
@@ -17,7 +17,7 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
           "with FA; <b>missed labels</b> dotted yellow; classes no Waymo type covers thin grey.")
 
 
-def evaluation_section(report: dict[str, Any], directory: Path, segment: str | None = None,
+def evaluation_section(report: Mapping[str, object], directory: Path, segment: str | None = None,
                        assets: Path | None = None, notes: list[str] | None = None) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
@@ -52,7 +52,7 @@ def evaluation_section(report: dict[str, Any], directory: Path, segment: str | N
     return "".join(parts)
 
 
-def _outcomes(counts: dict[str, gallery.Outcome], level_2: list[dict[str, Any]]) -> str:
+def _outcomes(counts: dict[str, gallery.Outcome], level_2: Sequence[Mapping[str, object]]) -> str:
     ap = {str(r.get("name")): r for r in level_2}
     rows = [[name, c.labels, c.hits, c.false_alarms, c.missed, num(ap.get(name, {}).get("precision"), 3),
              num(ap.get(name, {}).get("recall"), 3), num(ap.get(name, {}).get("f1"), 3)]
@@ -64,7 +64,7 @@ def _outcomes(counts: dict[str, gallery.Outcome], level_2: list[dict[str, Any]])
             + table(["type", "labels", "hits", "false alarms", "missed", "P", "R", "F1"], rows, css="outcomes"))
 
 
-def _levels(report: dict[str, Any]) -> str:
+def _levels(report: Mapping[str, object]) -> str:
     headers = ["type", "level", "labels", "dets", "AP50", "AP70/50", "AP", "AR100"]
     rows = [[r.get("name"), level, count_cell(r.get("labels")), count_cell(r.get("detections")),
              *[num(r.get(k), 3) for k in ("ap50", "ap_waymo", "ap", "ar100")]]
@@ -75,7 +75,7 @@ def _levels(report: dict[str, Any]) -> str:
             + table(headers, rows))
 
 
-def _by_size_and_camera(level_2: list[dict[str, Any]], cameras: dict[str, Any]) -> str:
+def _by_size_and_camera(level_2: Sequence[Mapping[str, object]], cameras: Mapping[str, object]) -> str:
     size_rows = [[r.get("name"), *[num(safe.mapping(r.get("ap50_by_size")).get(s), 3) for s in SIZES]]
                  for r in level_2 if safe.count(r.get("labels"))]
     out = ""
@@ -91,7 +91,7 @@ def _by_size_and_camera(level_2: list[dict[str, Any]], cameras: dict[str, Any]) 
     return out
 
 
-def _thresholds(report: dict[str, Any], directory: Path) -> str:
+def _thresholds(report: Mapping[str, object], directory: Path) -> str:
     sweeps = safe.mapping(report.get("thresholds_level_2"))
     level_2 = {str(r.get("name")): r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2"))
                if isinstance(r, dict)}
@@ -132,7 +132,7 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
     return "".join(out)
 
 
-def _type_order(name: str, rows: dict[str, Any]) -> int:
+def _type_order(name: str, rows: Mapping[str, object]) -> int:
     """Types in the order eval.json lists them (VEHICLE, PEDESTRIAN, ...)."""
     names = list(rows)
     return names.index(name) if name in names else len(names)

@@ -5,8 +5,8 @@ crops of the annotated frames."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,17 +164,23 @@ def crop_box(xyxy: tuple[float, float, float, float], width: int, height: int) -
     return left, top, right, bottom
 
 
-def _example(kind: str, row: dict[str, Any]) -> Example:
-    score, iou, camera = row.get("score"), row.get("iou"), int(row[CAMERA])
-    class_id = row.get("class_id")
+def _example(kind: str, row: Mapping[str, object]) -> Example:
+    """A matches.parquet row (its schema: numbers where numbers go; NaN or null where none) as an example."""
+    score, iou, camera = _number(row.get("score")), _number(row.get("iou")), int(_number(row[CAMERA]) or 0)
+    class_id = _number(row.get("class_id"))
     what = (label_for(int(class_id)) if kind == FALSE_ALARM and class_id is not None and _present(class_id)
             else str(row.get(OBJECT_ID) or ""))
-    x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))
+    x0, y0, x1, y1 = (_number(row[c]) or 0.0 for c in ("xmin", "ymin", "xmax", "ymax"))
     return Example(kind, str(row["type_name"]),
                    CameraName(camera).name if camera in CAMERA_NUMBERS else str(camera),
-                   int(row[TIMESTAMP]), (x0, y0, x1, y1),
-                   float(score) if score is not None and _present(score) else None,
-                   float(iou) if iou is not None and _present(iou) else None, what)
+                   int(_number(row[TIMESTAMP]) or 0), (x0, y0, x1, y1),
+                   score if score is not None and _present(score) else None,
+                   iou if iou is not None and _present(iou) else None, what)
+
+
+def _number(value: object) -> float | None:
+    """A table cell as a float (None when it holds no number)."""
+    return float(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else None
 
 
 def _present(value: object) -> bool:

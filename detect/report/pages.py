@@ -8,7 +8,7 @@ lines of plain JavaScript, and the page reads the same without it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ def segment_page(data: SegmentData) -> Path:
     if data.evaluation:
         sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
-                if safe.number(v) != "-"}
+                if isinstance(v, (int, float)) and safe.number(v) != "-"}
     if stage_ms:
         charts.stages(stage_ms, assets / "stages.png")
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
@@ -142,9 +142,9 @@ def _drawn_note(data: SegmentData) -> str:
 
 
 def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
-               runs: Sequence[tuple[str, dict[str, Any]]]) -> Path:
+               runs: Sequence[tuple[str, Mapping[str, object]]]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
-    def by_label(manifest: Manifest) -> dict[str, Any]:
+    def by_label(manifest: Manifest) -> Mapping[str, object]:
         return safe.mapping(safe.mapping(manifest.section("counts")).get("detections_by_label"))
 
     labels = sorted({str(label) for _, m in segments for label in by_label(m)},
@@ -207,7 +207,8 @@ def _facts(data: SegmentData) -> str:
         "model knows": _classes(model.knows_classes),
         "drawn": f"boxes scoring at least {data.threshold:g} (the drawing threshold)",
         "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
-        "labels": (source.get("ground_truth") or "none") + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
+        "labels": str(source.get("ground_truth") or "none")
+        + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
         "engine": safe.mapping(m.section("engine")).get("name"),
         "finished": m.data.get("finished_at"),
     }
@@ -219,12 +220,12 @@ def _classes(knows: tuple[int, ...] | None) -> str:
     return COCO_LABEL_MAP if knows is None else describe_classes(list(knows))
 
 
-def _facts_table(facts: dict[str, Any]) -> str:
+def _facts_table(facts: Mapping[str, object]) -> str:
     rows = "".join(f"<tr><td>{safe.text(k)}</td><td>{safe.text(v)}</td></tr>" for k, v in facts.items() if v is not None)
     return f"<table class='facts'><tbody>{rows}</tbody></table>"
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
+def _json_object(path: Path) -> Mapping[str, object] | None:
     """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
     try:
         return read_json_object(path, follow_links=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -46,7 +47,7 @@ def count_text(value: Any) -> str:
     return "-" if checked is None else str(checked)
 
 
-def mapping(value: Any) -> dict[str, Any]:
+def mapping(value: Any) -> Mapping[str, object]:
     """`value` when it is a JSON object, else an empty one (a hand-edited file may hold anything)."""
     return value if isinstance(value, dict) else {}
 
