@@ -3,6 +3,7 @@ models, and the page in a browser."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -165,3 +166,19 @@ def test_collect_names_what_it_counts(tmp_path):
     assert len(agreement.scores) == 2 and np.array(agreement.scores).ravel().tolist() == pytest.approx([0.9] * 4, abs=1e-6)
     assert collected.disagreement == [Disagreement(1, key, "labeled objects found by one side only")
                                       for key in pairing.common[1::2]]
+
+
+def test_what_differs_between_the_sides_leaves_out_where_and_how_fast():
+    from detect.compare.comparison import SideFacts
+
+    one = SideFacts("/a", "CenterNet", "CenterNet long", "ab12", "80 COCO classes", "fit:960x640", 0.3, 0.05, 0.7,
+                    "none", "openvino 2026.4.1", 7.1, 120.0)
+    other = dataclasses.replace(one, results="/b", images_per_second=3.0, detect_ms_per_image=300.0, threshold=0.4,
+                                tiles=512)
+    assert list(one.to_json())[5:9] == ["input size", "threshold", "score floor", "NMS IoU"]
+    from detect.compare.comparison import Comparison
+    from detect.core.matching import COCO_PROTOCOL
+
+    comparison = Comparison(one, other, 5, 1, (), None, COCO_PROTOCOL, 0, 0, (), {}, (1.0, 2.0))
+    assert comparison.differs == ["threshold", "tiles"]
+    assert comparison.to_json()["differs"] == ["threshold", "tiles"] and comparison.to_json()["a"] == one.to_json()

@@ -10,11 +10,17 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from detect.compare import page, pictures
+from detect.compare.comparison import (
+    MIN_FRAMES,
+    AgreementRow,
+    Comparison,
+    GalleryEntry,
+    TypeComparison,
+)
 from detect.compare.sides import Pairing, Side, load_side, pair
 from detect.compare.stats import Collected, average_precision, bootstrap_difference, collect
 from detect.core.atomic import atomic_write_bytes
@@ -26,42 +32,11 @@ from detect.sinks.layout import real_folder
 
 COMPARE_FILE, PAGE_FILE = "compare.json", "compare.html"
 DEFAULT_REPLICATES = 1000
-# Fewer frames than this give no interval: resampling 1-4 frames says nothing about the noise.
-MIN_FRAMES = 5
-
-
-@dataclasses.dataclass(frozen=True)
-class TypeComparison:
-    """One Waymo type: each side's AP (None: not evaluated), the difference and its interval."""
-
-    name: str
-    labels: int
-    ap_a: float | None  # None: no labels, or the model cannot output the type
-    ap_b: float | None
-    difference: float | None  # B - A
-    low: float | None  # 95% paired-bootstrap interval of the difference
-    high: float | None
-    found_by_both: int
-    only_a: int
-    only_b: int
-    neither: int
-    outputs_a: bool  # the model has a class of this type
-    outputs_b: bool
-
-    @property
-    def verdict(self) -> str:
-        if self.difference is None or self.low is None or self.high is None:
-            return "-"
-        if self.low > 0:
-            return "B better"
-        if self.high < 0:
-            return "A better"
-        return "within noise"
 
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    comparison: dict[str, Any]
+    comparison: Comparison
     lines: list[str]
     written: list[Path]
     notes: list[str]
@@ -79,7 +54,7 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     types = _types(a, b, pairing, collected, replicates, seed)
     comparison = _comparison(a, b, pairing, collected, types, protocol, replicates, seed)
     target = real_folder(Path(out))
-    names = (_short(f"A: {a.facts()['model']}"), _short(f"B: {b.facts()['model']}"))
+    names = (_short(f"A: {comparison.a.model}"), _short(f"B: {comparison.b.model}"))
     frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
     frames_b = pictures.frame_files({n: s.directory for n, s in b.segments.items()})
     notes = [*a.notes, *b.notes, *pairing.left_out_lines()]
@@ -87,12 +62,12 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
     animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes)
     shown = pictures.gallery([d.key for d in collected.disagreement], frames_a, frames_b, names, target, notes)
-    comparison["animations"] = [p.name for p in animations]
-    comparison["gallery"] = [{"image": _key(k), "file": p.name, "frame_a": str(frames_a[k]), "frame_b": str(frames_b[k]),
-                              "disagreement": next(d.count for d in collected.disagreement if d.key == k)}
-                             for k, p in shown.items()]
-    comparison["notes"] = notes
-    data = atomic_write_bytes(target / COMPARE_FILE, (json.dumps(comparison, indent=2, allow_nan=False) + "\n").encode())
+    gallery = tuple(GalleryEntry(k, p.name, str(frames_a[k]), str(frames_b[k]),
+                                 next(d.count for d in collected.disagreement if d.key == k)) for k, p in shown.items())
+    comparison = dataclasses.replace(comparison, animations=tuple(p.name for p in animations), gallery=gallery,
+                                     notes=tuple(notes))
+    data = atomic_write_bytes(target / COMPARE_FILE,
+                              (json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n").encode())
     html = page.write(target / PAGE_FILE, comparison, [k for k in shown], collected.disagreement, shown)
     return Result(comparison, summary_lines(comparison, types) + [f"page: {html}"], [data, html, *animations,
                                                                                       *shown.values()], notes)
@@ -126,39 +101,26 @@ def _types(a: Side, b: Side, pairing: Pairing, collected: Collected, replicates:
 
 
 def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types: list[TypeComparison],
-                protocol: Protocol, replicates: int, seed: int) -> dict[str, Any]:
-    facts_a, facts_b = a.facts(), b.facts()
-    agreement = {}
-    for waymo_type, agree in collected.agreement.items():
-        agreement[WaymoType(waymo_type).name] = {"pairs": agree.pairs, "only_a": agree.only_a, "only_b": agree.only_b,
-                                                 "score_correlation": _correlation(agree.scores)}
-    return {
-        "a": facts_a, "b": facts_b,
-        "differs": sorted(k for k in facts_a if k not in ("results", "images/s", "detect ms/image")
-                          and facts_a[k] != facts_b[k]),
-        "images": len(pairing.common), "frames": collected.frames,
-        "left_out": pairing.left_out_lines(),
-        "labels": pairing.labels_from,
-        "protocol": {"name": protocol.name, "title": protocol.describe(), "ap_name": protocol.ap_name},
-        "bootstrap": {"replicates": replicates, "seed": seed, "unit": "frames (every camera of one timestamp)",
-                      "min_frames": MIN_FRAMES,
-                      "interval": "2.5th-97.5th percentile of AP(B) - AP(A)"},
-        "types": [dataclasses.asdict(t) | {"verdict": t.verdict} for t in types],
-        "agreement": agreement,
-        "boxes_per_image": {"A": float(collected.drawn["A"].mean()), "B": float(collected.drawn["B"].mean())},
-    }
+                protocol: Protocol, replicates: int, seed: int) -> Comparison:
+    agreement = {WaymoType(waymo_type).name: AgreementRow(agree.pairs, agree.only_a, agree.only_b,
+                                                          _correlation(agree.scores))
+                 for waymo_type, agree in collected.agreement.items()}
+    return Comparison(a=a.facts(), b=b.facts(), images=len(pairing.common), frames=collected.frames,
+                      left_out=tuple(pairing.left_out_lines()), labels=pairing.labels_from, protocol=protocol,
+                      replicates=replicates, seed=seed, types=tuple(types), agreement=agreement,
+                      boxes_per_image=(float(collected.drawn["A"].mean()), float(collected.drawn["B"].mean())))
 
 
-def summary_lines(comparison: dict[str, Any], types: list[TypeComparison]) -> list[str]:
-    a, b = comparison["a"], comparison["b"]
-    lines = [f"A: {a['model']} ({a['results']})", f"B: {b['model']} ({b['results']})",
-             f"{comparison['images']} common images ({comparison['frames']} frames); "
-             f"differs: {', '.join(comparison['differs']) or 'nothing recorded'}"]
-    if comparison["labels"]:
-        ap = comparison["protocol"]["ap_name"]
-        few = comparison["frames"] < MIN_FRAMES
-        lines.append(f"{comparison['protocol']['title']}; intervals: paired bootstrap over frames"
-                     + (f" (none: {comparison['frames']} frame(s), at least {MIN_FRAMES} needed)" if few else ""))
+def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[str]:
+    a, b = comparison.a, comparison.b
+    lines = [f"A: {a.model} ({a.results})", f"B: {b.model} ({b.results})",
+             f"{comparison.images} common images ({comparison.frames} frames); "
+             f"differs: {', '.join(comparison.differs) or 'nothing recorded'}"]
+    if comparison.labels:
+        ap = comparison.protocol.ap_name
+        few = comparison.frames < MIN_FRAMES
+        lines.append(f"{comparison.protocol.describe()}; intervals: paired bootstrap over frames"
+                     + (f" (none: {comparison.frames} frame(s), at least {MIN_FRAMES} needed)" if few else ""))
         lines.append(f"{'type':<11}{'labels':>7}{ap + ' A':>11}{ap + ' B':>11}{'B - A':>8}  {'95% interval':<18}verdict")
         for t in types:
             interval = "-" if t.low is None or t.high is None else f"[{t.low:+.3f}, {t.high:+.3f}]"
@@ -166,11 +128,11 @@ def summary_lines(comparison: dict[str, Any], types: list[TypeComparison]) -> li
                          f"{_fmt(t.difference, '+'):>8}  {interval:<18}{t.verdict}")
     else:
         lines.append("no labels: agreement only")
-    for name, agree in comparison["agreement"].items():
-        if not (agree["pairs"] or agree["only_a"] or agree["only_b"]):
+    for name, agree in comparison.agreement.items():
+        if not (agree.pairs or agree.only_a or agree.only_b):
             continue  # neither drew a box of this type
-        corr = agree["score_correlation"]
-        lines.append(f"{name}: {agree['pairs']} boxes in both, {agree['only_a']} only in A, {agree['only_b']} only in B"
+        corr = agree.score_correlation
+        lines.append(f"{name}: {agree.pairs} boxes in both, {agree.only_a} only in A, {agree.only_b} only in B"
                      + ("" if corr is None else f"; score correlation {corr:.2f}"))
     return lines
 
@@ -183,10 +145,6 @@ def _correlation(scores: tuple[tuple[float, float], ...]) -> float | None:
         return None
     value = float(np.corrcoef(values[:, 0], values[:, 1])[0, 1])
     return None if math.isnan(value) else value
-
-
-def _key(key: Any) -> dict[str, Any]:
-    return {"segment": key.segment_context_name, "timestamp": key.frame_timestamp_micros, "camera": key.camera_name.name}
 
 
 def _fmt(value: float | None, sign: str = "") -> str:

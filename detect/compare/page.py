@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from detect.compare.comparison import BOOTSTRAP_UNIT, MIN_FRAMES, Comparison
 from detect.compare.stats import Disagreement
 from detect.core.records import FrameKey
 from detect.report import safe
@@ -22,21 +23,21 @@ figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { 
 """
 
 
-def write(path: Path, comparison: dict[str, Any], shown: list[FrameKey], disagreement: list[Disagreement],
+def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreement: list[Disagreement],
           files: dict[FrameKey, Path]) -> Path:
-    a, b = comparison["a"], comparison["b"]
-    sections = [f"<h1>{safe.text(a.get('model'))} vs {safe.text(b.get('model'))}</h1>",
-                f"<p>{_n(comparison['images'], 'image')} in common ({_n(comparison['frames'], 'frame')}). "
-                f"{safe.text(' '.join(comparison.get('left_out', [])))}</p>",
-                _facts(a, b, comparison.get("differs", []))]
+    a, b = comparison.a, comparison.b
+    sections = [f"<h1>{safe.text(a.model)} vs {safe.text(b.model)}</h1>",
+                f"<p>{_n(comparison.images, 'image')} in common ({_n(comparison.frames, 'frame')}). "
+                f"{safe.text(' '.join(comparison.left_out))}</p>",
+                _facts(a.to_json(), b.to_json(), comparison.differs)]
     sections.append(_types(comparison))
     sections.append(_agreement(comparison))
-    animations = comparison.get("animations", [])
+    animations = comparison.animations
     if animations:
         figures = "".join(f"<figure>{img(name, f'A | B, {name}')}<figcaption>{safe.text(name)}</figcaption></figure>"
                           for name in animations)
         sections.append(f"<h2>The same frames, A | B</h2><p class='muted'>Each camera's frames as each run drew them"
-                        f"{' (hits, false alarms and misses against the same labels)' if comparison.get('labels') else ''}"
+                        f"{' (hits, false alarms and misses against the same labels)' if comparison.labels else ''}"
                         f".</p>{figures}")
     if shown:
         why = {d.key: (d.count, d.what) for d in disagreement}
@@ -45,48 +46,46 @@ def write(path: Path, comparison: dict[str, Any], shown: list[FrameKey], disagre
             f"{safe.text(k.camera_name.name)} {k.frame_timestamp_micros} ({safe.text(k.segment_context_name)}): "
             f"{why[k][0]} {safe.text(why[k][1])}</figcaption></figure>" for k in shown)
         sections.append(f"<h2>Where they disagree most</h2>{figures}")
-    notes = comparison.get("notes", [])
+    notes = comparison.notes
     if notes:
         sections.append("<h2>Notes</h2><ul>" + "".join(f"<li>{safe.text(n)}</li>" for n in notes) + "</ul>")
     sections.append(f"<p class='muted'>Every number: <a href='{safe.href('compare.json')}'>compare.json</a>.</p>")
-    return write_page(path, f"detect compare: {a.get('model')} vs {b.get('model')}", sections, STYLE)
+    return write_page(path, f"detect compare: {a.model} vs {b.model}", sections, STYLE)
 
 
-def _facts(a: dict[str, Any], b: dict[str, Any], differs: list[str]) -> str:
+def _facts(a: dict[str, object], b: dict[str, object], differs: list[str]) -> str:
     rows = [[Markup(f"<span class='better'>{safe.text(k)}</span>") if k in differs else k, a.get(k), b.get(k)]
             for k in a]
     return "<h2>The two runs</h2>" + table(["", "A", "B"], rows, css="facts")
 
 
-def _types(comparison: dict[str, Any]) -> str:
-    if not comparison.get("labels"):
+def _types(comparison: Comparison) -> str:
+    if not comparison.labels:
         return "<h2>Against the labels</h2><p>Neither results folder has labels: the runs are compared box for box below.</p>"
-    bootstrap = comparison["bootstrap"]
     rows = []
-    for t in comparison["types"]:
-        interval = "-" if t["low"] is None else f"{t['low']:+.3f} to {t['high']:+.3f}"
-        rows.append([t["name"], t["labels"], _ap(t["ap_a"], t["outputs_a"]), _ap(t["ap_b"], t["outputs_b"]),
-                     num(t["difference"], 3), interval, t["verdict"],
-                     *([t["found_by_both"], t["only_a"], t["only_b"], t["neither"]] if t["outputs_a"] and t["outputs_b"]
+    for t in comparison.types:
+        interval = "-" if t.low is None or t.high is None else f"{t.low:+.3f} to {t.high:+.3f}"
+        rows.append([t.name, t.labels, _ap(t.ap_a, t.outputs_a), _ap(t.ap_b, t.outputs_b),
+                     num(t.difference, 3), interval, t.verdict,
+                     *([t.found_by_both, t.only_a, t.only_b, t.neither] if t.outputs_a and t.outputs_b
                        else ["-"] * 4)])
     return (f"<h2>Against the labels</h2><p class='muted'>AP per Waymo type on the common images "
-            f"({safe.text(comparison['protocol']['title'])}, every label). The interval: a paired bootstrap over "
-            f"{safe.text(bootstrap['unit'])}, {bootstrap['replicates']} resamples (none for fewer than "
-            f"{bootstrap['min_frames']} frames); a difference whose interval excludes "
+            f"({safe.text(comparison.protocol.describe())}, every label). The interval: a paired bootstrap over "
+            f"{safe.text(BOOTSTRAP_UNIT)}, {comparison.replicates} resamples (none for fewer than "
+            f"{MIN_FRAMES} frames); a difference whose interval excludes "
             f"0 is larger than the frame-to-frame noise. 'not output': the model has no class of that type (no AP is "
             f"made up for it). Found: labeled objects each run found at its own drawing threshold.</p>"
             + table(["type", "labels", "A", "B", "B - A", "95% interval", "verdict", "found by both", "only A", "only B",
                      "neither"], rows))
 
 
-def _agreement(comparison: dict[str, Any]) -> str:
-    agreement = comparison.get("agreement", {})
-    per_image = comparison.get("boxes_per_image", {})
-    rows = [[name, v["pairs"], v["only_a"], v["only_b"], num(v["score_correlation"], 2)] for name, v in agreement.items()
-            if v["pairs"] or v["only_a"] or v["only_b"]]  # types neither drew are left out
+def _agreement(comparison: Comparison) -> str:
+    rows = [[name, v.pairs, v.only_a, v.only_b, num(v.score_correlation, 2)] for name, v in comparison.agreement.items()
+            if v.pairs or v.only_a or v.only_b]  # types neither drew are left out
+    per_a, per_b = comparison.boxes_per_image
     return ("<h2>Box for box</h2><p class='muted'>Boxes each run drew (at its own threshold) of the types both output, "
-            f"matched A to B at IoU 0.5. Boxes drawn per image: A {num(per_image.get('A'), 1)}, "
-            f"B {num(per_image.get('B'), 1)}.</p>"
+            f"matched A to B at IoU 0.5. Boxes drawn per image: A {num(per_a, 1)}, "
+            f"B {num(per_b, 1)}.</p>"
             + table(["type", "in both", "only A", "only B", "score correlation"], rows))
 
 

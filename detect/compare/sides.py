@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from detect.compare.comparison import SideFacts
 from detect.core.errors import InputError, UsageError
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
@@ -42,27 +42,20 @@ class Side:
     def images(self) -> frozenset[FrameKey]:
         return frozenset(k for s in self.segments.values() for k in s.images)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> SideFacts:
         """What a reader compares first: the model and the settings that change what it finds."""
         manifest = self.manifest
         model = manifest.model
         settings = manifest.section("settings")
         timings = manifest.section("timings")
-        return {
-            "results": str(self.root),
-            "model": model.short_name or model.description or None,
-            "description": model.description or None,
-            "sha256": model.sha256[:12] or None,
-            "classes": _classes(model.knows_classes),
-            "input size": settings.get("input_size"),
-            "threshold": self.threshold,
-            "score floor": settings.get("score_floor"),
-            "NMS IoU": model.nms_iou,
-            "tiles": (_mapping(settings.get("tile")).get("size") or "none") if settings.get("tile") else "none",
-            "runtime": _runtime(model.runtime),  # what ran the model: it sets the speeds below
-            "images/s": timings.get("images_per_second"),
-            "detect ms/image": _mapping(timings.get("stage_ms_per_image")).get("detect"),
-        }
+        return SideFacts(
+            results=str(self.root), model=model.short_name or model.description or None,
+            description=model.description or None, sha256=model.sha256[:12] or None,
+            classes=_classes(model.knows_classes), input_size=settings.get("input_size"), threshold=self.threshold,
+            score_floor=settings.get("score_floor"), nms_iou=model.nms_iou,
+            tiles=(_mapping(settings.get("tile")).get("size") or "none") if settings.get("tile") else "none",
+            runtime=_runtime(model.runtime), images_per_second=timings.get("images_per_second"),
+            detect_ms_per_image=_mapping(timings.get("stage_ms_per_image")).get("detect"))
 
 
 def load_side(label: str, root: Path, class_map: ClassMap, gt: str | None = None) -> Side:

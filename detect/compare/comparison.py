@@ -1,0 +1,140 @@
+"""What `detect compare` found, as typed records: each side's facts, each Waymo type's AP and its
+interval, box-for-box agreement; `Comparison.to_json` is compare.json, the page reads the records."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from detect.core.matching import Protocol
+from detect.core.records import FrameKey
+
+# Fewer frames than this give no interval: resampling 1-4 frames says nothing about the noise.
+MIN_FRAMES = 5
+# Facts that differ between any two runs (where, how fast): never "what differs" between the sides.
+NOT_SETTINGS = ("results", "images/s", "detect ms/image")
+
+
+@dataclasses.dataclass(frozen=True)
+class SideFacts:
+    """What a reader compares first: the model and the settings that change what it finds. Values
+    the manifest records as they are (input size, tiles, speeds), checked where shown."""
+
+    results: str
+    model: str | None
+    description: str | None
+    sha256: str | None
+    classes: str
+    input_size: object
+    threshold: float
+    score_floor: object
+    nms_iou: float | None
+    tiles: object
+    runtime: str | None  # what ran the model: it sets the speeds below
+    images_per_second: object
+    detect_ms_per_image: object
+
+    def to_json(self) -> dict[str, object]:
+        return {"results": self.results, "model": self.model, "description": self.description, "sha256": self.sha256,
+                "classes": self.classes, "input size": self.input_size, "threshold": self.threshold,
+                "score floor": self.score_floor, "NMS IoU": self.nms_iou, "tiles": self.tiles, "runtime": self.runtime,
+                "images/s": self.images_per_second, "detect ms/image": self.detect_ms_per_image}
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeComparison:
+    """One Waymo type: each side's AP (None: not evaluated), the difference and its interval."""
+
+    name: str
+    labels: int
+    ap_a: float | None  # None: no labels, or the model cannot output the type
+    ap_b: float | None
+    difference: float | None  # B - A
+    low: float | None  # 95% paired-bootstrap interval of the difference
+    high: float | None
+    found_by_both: int
+    only_a: int
+    only_b: int
+    neither: int
+    outputs_a: bool  # the model has a class of this type
+    outputs_b: bool
+
+    @property
+    def verdict(self) -> str:
+        if self.difference is None or self.low is None or self.high is None:
+            return "-"
+        if self.low > 0:
+            return "B better"
+        if self.high < 0:
+            return "A better"
+        return "within noise"
+
+
+@dataclasses.dataclass(frozen=True)
+class AgreementRow:
+    """Boxes of one Waymo type both sides drew, matched A to B at IoU 0.5."""
+
+    pairs: int
+    only_a: int
+    only_b: int
+    score_correlation: float | None  # None: fewer than 3 pairs, or no spread
+
+
+@dataclasses.dataclass(frozen=True)
+class GalleryEntry:
+    """One A | B picture of the disagreement gallery."""
+
+    image: FrameKey
+    file: str
+    frame_a: str
+    frame_b: str
+    disagreement: int
+
+    def to_json(self) -> dict[str, object]:
+        key = self.image
+        return {"image": {"segment": key.segment_context_name, "timestamp": key.frame_timestamp_micros,
+                          "camera": key.camera_name.name},
+                "file": self.file, "frame_a": self.frame_a, "frame_b": self.frame_b, "disagreement": self.disagreement}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Everything compare.json holds."""
+
+    a: SideFacts
+    b: SideFacts
+    images: int  # common images
+    frames: int  # common timestamps
+    left_out: tuple[str, ...]
+    labels: str | None  # "A", "B" (whose labels) or None: agreement only
+    protocol: Protocol
+    replicates: int
+    seed: int
+    types: tuple[TypeComparison, ...]
+    agreement: dict[str, AgreementRow]  # by Waymo type name
+    boxes_per_image: tuple[float, float]  # drawn per image, A and B
+    animations: tuple[str, ...] = ()
+    gallery: tuple[GalleryEntry, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def differs(self) -> list[str]:
+        a, b = self.a.to_json(), self.b.to_json()
+        return sorted(k for k in a if k not in NOT_SETTINGS and a[k] != b[k])
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "a": self.a.to_json(), "b": self.b.to_json(), "differs": self.differs,
+            "images": self.images, "frames": self.frames, "left_out": list(self.left_out), "labels": self.labels,
+            "protocol": {"name": self.protocol.name, "title": self.protocol.describe(), "ap_name": self.protocol.ap_name},
+            "bootstrap": {"replicates": self.replicates, "seed": self.seed, "unit": BOOTSTRAP_UNIT,
+                          "min_frames": MIN_FRAMES, "interval": "2.5th-97.5th percentile of AP(B) - AP(A)"},
+            "types": [dataclasses.asdict(t) | {"verdict": t.verdict} for t in self.types],
+            "agreement": {name: dataclasses.asdict(row) for name, row in self.agreement.items()},
+            "boxes_per_image": {"A": self.boxes_per_image[0], "B": self.boxes_per_image[1]},
+            "animations": list(self.animations),
+            "gallery": [entry.to_json() for entry in self.gallery],
+            "notes": list(self.notes),
+        }
+
+
+BOOTSTRAP_UNIT = "frames (every camera of one timestamp)"
