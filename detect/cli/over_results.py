@@ -18,10 +18,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for note in result.notes:
         print(f"detect: note: {note}", file=err)
     if not args.quiet:
-        report = result.report
-        print(f"detect eval: {len(report['segments'])} segment(s), {report['images']} images, types "
-              f"{', '.join(report['types'])} ({report['class_map']['source']}; {report['library']['name']} "
-              f"{report['library']['version']})", file=out)
+        print(result.headline(), file=out)
         for line in table_lines(result.evaluation):
             print(line, file=out)
         print("wrote " + ", ".join(str(p) for p in result.written), file=out)

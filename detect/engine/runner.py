@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import OutputError, error_text
+from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
@@ -175,14 +176,18 @@ def run_file_name(shard: tuple[int, int] | None) -> str:
     return RUN_FILE if shard is None else f"run-shard-{shard[0]}-of-{shard[1]}.json"
 
 
-def previous_outcomes(run_file: Path) -> dict[str, dict[str, Any]]:
+def previous_outcomes(run_file: Path) -> dict[str, Mapping[str, object]]:
     """The entries of an earlier run file by input; an unreadable file counts as none (the
     segments' own manifests still say what is complete)."""
-    try:
-        data = json.loads(run_file.read_text())
-        return {entry["path"]: entry for entry in data.get("segments", []) if "path" in entry}
-    except (OSError, ValueError, AttributeError, TypeError):
+    if not run_file.exists():
         return {}
+    try:
+        data = read_json_object(run_file, follow_links=False)
+    except UnreadableFileError:
+        return {}
+    entries = data.get("segments")
+    return {str(e["path"]): e for e in (entries if isinstance(entries, list) else [])
+            if isinstance(e, dict) and isinstance(e.get("path"), str)}
 
 
 # The rules that judge errors depend on each input's labels, known once it is opened: a completed
@@ -190,8 +195,8 @@ def previous_outcomes(run_file: Path) -> dict[str, dict[str, Any]]:
 UNCHECKED_BEFORE_OPENING = ("errors",)
 
 
-def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | None, retry_failed: bool,
-                 expected: Callable[[str], dict[str, Any]] | None = None) -> SegmentOutcome | None:
+def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object] | None, retry_failed: bool,
+                 expected: Callable[[str], dict[str, object]] | None = None) -> SegmentOutcome | None:
     """The outcome of an earlier run that stands, or None if the segment needs work now.
 
     Judged from the run file and the segment's own manifest, without opening the input.
@@ -226,7 +231,7 @@ def carried_over(out: Path, source: SegmentSource, previous: dict[str, Any] | No
     return None
 
 
-def changed_settings(segment_dir: Path, expected: dict[str, Any]) -> list[str]:
+def changed_settings(segment_dir: Path, expected: dict[str, object]) -> list[str]:
     """How the settings recorded in a finished segment differ from this run's (none recorded: none)."""
     recorded = journal.load_settings(segment_dir)
     if recorded is None:
@@ -235,7 +240,7 @@ def changed_settings(segment_dir: Path, expected: dict[str, Any]) -> list[str]:
     return journal.differences({k: recorded.get(k) for k in checked}, {k: expected[k] for k in checked})
 
 
-def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, dict[str, Any]], seconds: float,
+def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, Mapping[str, object]], seconds: float,
                    spec: RunSpec, stopped_by: str | None = None) -> None:
     merged = dict(previous)
     for outcome in outcomes:
@@ -257,6 +262,6 @@ def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[st
             "seconds": round(seconds, 2),
             "images_per_second": round(images / seconds, 2) if seconds > 0 else None,
         },
-        "segments": sorted(merged.values(), key=lambda e: e["path"]),
+        "segments": sorted(merged.values(), key=lambda e: str(e["path"])),
     }
     atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())

@@ -6,16 +6,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from detect.core.errors import InputError
 from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.names import printable
+from detect.core.records import WaymoType
 from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
-from detect.evaluate.outputs import MatchesWriter, to_json, write_outputs
+from detect.evaluate.outputs import MatchesWriter, library_version, to_json, write_outputs
 from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
@@ -27,9 +27,16 @@ from detect.sinks.results_folder import read_manifest
 @dataclasses.dataclass(frozen=True, eq=False)
 class EvalResult:
     evaluation: Evaluation
-    report: dict[str, Any]
+    report: dict[str, object]  # eval.json as written
     written: list[Path]
     notes: list[str]  # one line each: what was left out and why
+    class_map: str  # where the class map came from
+    library: str  # the evaluation library and its version
+
+    def headline(self) -> str:
+        e = self.evaluation
+        return (f"detect eval: {len(e.segments)} segment(s), {e.images} images, types "
+                f"{', '.join(WaymoType(t).name for t in e.types)} ({self.class_map}; {self.library})")
 
 
 def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None = None,
@@ -54,7 +61,8 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
     written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE]
-    return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped))
+    return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped), class_map.source,
+                      library_version())
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,

@@ -41,7 +41,7 @@ MATCHES_SCHEMA = pa.schema([
 ])
 
 
-def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, Any]:
+def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
     protocol = evaluation.protocol
     return {
         "library": {"name": LIBRARY, "version": metadata.version(LIBRARY), "iou_type": "bbox",
@@ -110,7 +110,7 @@ def matches_table(matches: list[Match]) -> pa.Table:
     }, schema=MATCHES_SCHEMA)
 
 
-def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, Any]) -> list[Path]:
+def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) -> list[Path]:
     """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
     (matches.parquet: `MatchesWriter`)."""
     written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2, allow_nan=False) + "\n").encode())]
@@ -157,3 +157,8 @@ def _row(row: TypeMetrics, level: str) -> str:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def library_version() -> str:
+    """The evaluation library as eval.json names it: "faster-coco-eval 1.8.0"."""
+    return f"{LIBRARY} {metadata.version(LIBRARY)}"
