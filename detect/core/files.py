@@ -106,7 +106,8 @@ def read_json(path: Path, *, limit: int = JSON_LIMIT, follow_links: bool = True)
     return parse_json(read_regular(path, limit=limit, follow_links=follow_links), str(path))
 
 
-def read_json_object(path: Path, *, limit: int = JSON_LIMIT, follow_links: bool = True) -> dict[str, Any]:
+def read_json_object(path: Path, *, limit: int = JSON_LIMIT,  # parsed JSON: the caller checks what it takes
+                     follow_links: bool = True) -> dict[str, Any]:
     """`read_json`, which must be a JSON object."""
     data = read_json(path, limit=limit, follow_links=follow_links)
     if not isinstance(data, dict):

@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = ensure_model(args.models)
     segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
+    # bench.json's JSON (a dev tool's nested results, printed and saved)
     results: dict[str, Any] = {} if args.only_rss else {"bench_model": rates(args, segments, model, runtimes=runtimes)}
     results["scaling"] = as_json(stages)
     results["steady"] = [dataclasses.asdict(r) for r in steady]
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog: bool = True,
-          runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Any]:
+          runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Any]:  # bench.json's JSON
     """Per runtime: detector alone, the pipeline without and with outputs (all interleaved); the blog loop."""
 
     imports = args.import_seconds
@@ -240,6 +241,7 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
     common = {"model": facts[runtimes[0]].description, "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
               "images": args.images, "cores": os.cpu_count() or 1, "imports": imports, "decode_cpu": decode_cpu,
               "blog_rate": blog_rate}
+    # bench.json's JSON (a dev tool's nested results, printed and saved)
     by_runtime: dict[str, Any] = {runtime: summary(runs[runtime], detectors[runtime], loads[runtime], runtime, **common)
                                   for runtime in runtimes}
     if len(runtimes) > 1:
@@ -249,7 +251,7 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
 
 def summary(runs: dict[str, list], detector: Detector, load: float, runtime: str, *, model: str, input_size: str,
             nms_iou: float | None, images: int, cores: int, imports: float, decode_cpu: float,
-            blog_rate: float | None) -> dict[str, Any]:
+            blog_rate: float | None) -> dict[str, Any]:  # bench.json's JSON
     """One runtime's rates, efficiencies (paired per repeat) and CPU by stage."""
     alone = statistics.median(r[0] for r in runs["alone"])
     off = statistics.median(r[0] for r in runs["off"])
@@ -300,7 +302,7 @@ def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], core
             for mode, c in cpu_s_per_image.items() if mode != "alone"} | {"model_cores": model_cores}
 
 
-def report_lines(r: dict[str, Any]) -> list[str]:
+def report_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
     lines = []
     for name in ("bench_model", "person_model", "coco_model"):
         if name in r:
@@ -318,7 +320,7 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def model_lines(by_runtime: dict[str, Any]) -> list[str]:
+def model_lines(by_runtime: dict[str, Any]) -> list[str]:  # bench.json's JSON
     """One model's block: each runtime's rates, then the runtimes against each other."""
     lines = []
     for runtime in RUNTIMES:
@@ -327,7 +329,7 @@ def model_lines(by_runtime: dict[str, Any]) -> list[str]:
     return lines + runtime_lines(by_runtime)
 
 
-def rate_lines(r: dict[str, Any]) -> list[str]:
+def rate_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
     ips = r["images_per_s"]
     b = r["efficiency_bound"]
     lines = [

@@ -57,7 +57,7 @@ def _row_groups(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_row_groups
 
 
-def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:
+def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:  # bench.json's JSON
     """Peak RSS of fresh processes: the pipeline on a small and a 5x larger segment, the reader."""
     small = peak_rss_mb(segments[args.images], model, args.out / "rss")
     big = peak_rss_mb(segments[args.big_images], model, args.out / "rss")

@@ -21,7 +21,7 @@ TARGET_TIME_RATIO = 0.6
 TARGET_SPEEDUP = 11.0
 
 
-def compare_runtimes(runs: dict[str, dict[str, list]], runtimes: tuple[str, ...]) -> dict[str, Any]:
+def compare_runtimes(runs: dict[str, dict[str, list]], runtimes: tuple[str, ...]) -> dict[str, Any]:  # bench.json's JSON
     """Per mode: median over repeats of (time per image with the second runtime / with the first)."""
     reference, other = runtimes[0], runtimes[1]
     ratios = {mode: statistics.median(ref[0] / oth[0] for ref, oth in
@@ -30,7 +30,7 @@ def compare_runtimes(runs: dict[str, dict[str, list]], runtimes: tuple[str, ...]
     return {"reference": reference, "other": other, "time_ratio": ratios}
 
 
-def runtime_lines(by_runtime: dict[str, Any]) -> list[str]:
+def runtime_lines(by_runtime: dict[str, Any]) -> list[str]:  # bench.json's JSON
     """The comparison block of one model: time ratios, with the targets where the issue set them."""
     comparison = by_runtime.get("comparison")
     if not comparison:

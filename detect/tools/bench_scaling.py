@@ -279,5 +279,5 @@ def scaling_lines(rows: list[StageScaling]) -> list[str]:
     return lines
 
 
-def as_json(rows: list[StageScaling]) -> list[dict[str, Any]]:
+def as_json(rows: list[StageScaling]) -> list[dict[str, Any]]:  # bench.json's JSON
     return [dataclasses.asdict(r) for r in rows]

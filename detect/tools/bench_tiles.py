@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeats: int = 3,
-               batch_size: int | None = None) -> dict[str, Any]:
+               batch_size: int | None = None) -> dict[str, Any]:  # bench.json's JSON
     """Untiled and tiled pipeline rates (no outputs), each repeat one of each, back to back."""
     chosen = choose_settings(model)
     input_size = parse_input_size(chosen.input_size)
@@ -44,7 +44,7 @@ def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeat
             "slowdown": statistics.median(ratios), "raw": {"untiled": plain, "tiled": tiled}}
 
 
-def tile_lines(r: dict[str, Any]) -> list[str]:
+def tile_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
     ips = r["images_per_s"]
     return ["", f"--tile {r['tile']['size']} ({r['model']}; {r['tiles_per_1920x1280']} tiles + the whole image on a "
             f"1920x1280 frame, {r['tiles_per_1920x886']} on 1920x886), pipeline without outputs:",

@@ -61,12 +61,12 @@ class TrackingScores:
         return dataclasses.asdict(self)
 
 
-def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> dict[str, dict[str, Any]]:
+def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's
     """TrackEval's combined results (HOTA, CLEAR, Identity) over sequences, as the library returns them."""
     m = trackeval_metrics()
     config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
     metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
-    per_sequence: dict[str, dict[str, Any]] = {name: {} for name in metrics}
+    per_sequence: dict[str, dict[str, Any]] = {name: {} for name in metrics}  # TrackEval's result format
     for n, frames in enumerate(sequences):
         data = to_trackeval(frames).data
         for name, metric in metrics.items():

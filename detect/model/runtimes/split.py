@@ -64,7 +64,7 @@ class Split:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Split:
+    def from_json(cls, data: dict[str, Any]) -> Split:  # split.json as parsed: each field is converted below
         return cls(network_input=str(data["network_input"]), network_outputs=tuple(data["network_outputs"]),
                    handoff=tuple(data["handoff"]), postprocess_ops=tuple(data["postprocess_ops"]),
                    network_nodes=int(data["network_nodes"]))
@@ -286,7 +286,7 @@ def flatten(graph_def: Any) -> Any:
     raise SplitError("function calls nested more than 64 deep")
 
 
-def _inline(graph_def: Any, call_name: str, functions: dict[str, Any]) -> None:
+def _inline(graph_def: Any, call_name: str, functions: dict[str, Any]) -> None:  # name -> FunctionDef (protobuf)
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
 
     call = next(node for node in graph_def.node if node.name == call_name)

@@ -146,7 +146,7 @@ def load_model_json(path: Path) -> dict[str, Any]:  # a TF.js model.json: free-f
     return data
 
 
-def _manifest(json_path: Path, model: dict[str, Any]) -> list[Any]:
+def _manifest(json_path: Path, model: dict[str, Any]) -> list[Any]:  # model.json: checked key by key
     manifest = model.get("weightsManifest")
     if manifest is None:
         return []
@@ -171,7 +171,7 @@ class _Entry:
     shape: tuple[int, ...]
     dtype: str
     stored: np.dtype
-    quant: dict[str, Any] | None
+    quant: dict[str, Any] | None  # the weight's `quantization` entry of model.json, as written
 
     @property
     def size(self) -> int:
