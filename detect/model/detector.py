@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,17 +59,7 @@ class Detector:
         nms_iou: float | None = None,
         runtime: str | None = None,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
-        if batch_size < 1:
-            raise UsageError(f"batch size must be >= 1, got {batch_size}")
-        if not 0.0 <= threshold <= 1.0:
-            raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
-        runtime = runtime or runtimes.default_runtime()
-        if runtime not in RUNTIMES:
-            raise UsageError(f"unknown runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
-        if nms_iou is not None and not 0.0 < nms_iou <= 1.0:
-            raise UsageError(f"NMS IoU must be between 0 (excluded) and 1, got {nms_iou}")
+        runtime = _checked_options(strategy, batch_size, threshold, nms_iou, runtime)
         path = Path(model_dir)
         source = formats.locate(path)
         self.threshold = float(threshold)
@@ -79,33 +70,14 @@ class Detector:
         self._strategy = mirrored_strategy() if strategy == "mirrored" else None
         self.strategy_name = strategy
         self.num_replicas = self._strategy.num_replicas_in_sync if self._strategy else 1
-
-        if self._strategy is not None:
-            with self._strategy.scope():
-                self._model = formats.load(source)
-        else:
-            self._model = formats.load(source)
-        call_style, input_name, spec, keys = contract.inspect_callable(self._model, path)
-        fixed_batch, height, width = contract.input_shape(spec, path)
-        if fixed_batch not in (None, 1):
-            raise ModelError(f"model {path}: input batch is fixed at {fixed_batch}, expected 1 or None")
-        if keys is not None:
-            contract.check_outputs(keys, path)
-        signature = self._model.signatures["serving_default"] if call_style == "signature" else None
-        self._height, self._width = height, width
-        if fixed_batch == 1:
-            self._per_replica = 1
-        else:
-            self._per_replica = max(1, math.ceil(batch_size / self.num_replicas))
+        self._model = self._load(source)
+        call_style, input_name, fixed_batch, keys = self._check_contract(path)
+        self._per_replica = 1 if fixed_batch == 1 else max(1, math.ceil(batch_size / self.num_replicas))
         self.batch_size = self._per_replica * self.num_replicas
+        signature = self._model.signatures["serving_default"] if call_style == "signature" else None
         tensorflow = TensorFlowRuntime(self._model, signature, input_name or contract.INPUT_NAMES[0],
                                        per_replica=self._per_replica, strategy=self._strategy)
-
-        warm_h, warm_w = (height or _WARMUP_SIZE[0], width or _WARMUP_SIZE[1])
-        warm = np.zeros((self.batch_size, warm_h, warm_w, 3), np.uint8)
-        outs = tensorflow.call_raw(warm)
-        if keys is None:  # object calls reveal their outputs only when called
-            keys = contract.check_outputs(outs[0].keys(), path)
+        warm, keys = self._warm_up(tensorflow, keys, path)
         chosen = runtimes.choose(
             runtime, tensorflow, loaded=self._model, model_path=path, kind=source.kind,
             warm=warm[: self._per_replica], mirrored=self._strategy is not None,
@@ -113,21 +85,37 @@ class Detector:
         self.runtime: Runtime = chosen.runtime
         self.runtime_note = chosen.note
         self.runtime_requested = runtime
-        self.info = ModelInfo(
-            path=path,
-            format=source.format,
-            call_style=call_style,
-            input_name=input_name,
-            batch_size=fixed_batch,
-            input_height=height,
-            input_width=width,
-            output_keys=keys,
-            kind=source.kind,
-            description=source.description,
-            classes=source.classes,
-            origin=source.origin,
-        )
+        self.info = ModelInfo(path=path, format=source.format, call_style=call_style, input_name=input_name,
+                              batch_size=fixed_batch, input_height=self._height, input_width=self._width,
+                              output_keys=keys, kind=source.kind, description=source.description,
+                              classes=source.classes, origin=source.origin)
         self.source = source
+
+    def _load(self, source: formats.ModelSource) -> Any:  # a SavedModel object, or a frozen graph's function
+        """The model, built under the distribution strategy's scope when there is one."""
+        if self._strategy is None:
+            return formats.load(source)
+        with self._strategy.scope():
+            return formats.load(source)
+
+    def _check_contract(self, path: Path) -> tuple[contract.CallStyle, str | None, int | None, tuple[str, ...] | None]:
+        """How the model is called and what it takes: call style, input name, fixed batch (1 or None),
+        output keys (None until an object call shows them); the pinned input size is kept."""
+        call_style, input_name, spec, keys = contract.inspect_callable(self._model, path)
+        fixed_batch, self._height, self._width = contract.input_shape(spec, path)
+        if fixed_batch not in (None, 1):
+            raise ModelError(f"model {path}: input batch is fixed at {fixed_batch}, expected 1 or None")
+        if keys is not None:
+            contract.check_outputs(keys, path)
+        return call_style, input_name, fixed_batch, keys
+
+    def _warm_up(self, tensorflow: TensorFlowRuntime, keys: tuple[str, ...] | None,
+                 path: Path) -> tuple[np.ndarray, tuple[str, ...]]:
+        """One batch of zeros through TensorFlow (traces the function; an object call reveals its
+        output keys, checked here); the batch, for the runtime to warm up on too."""
+        warm = np.zeros((self.batch_size, self._height or _WARMUP_SIZE[0], self._width or _WARMUP_SIZE[1], 3), np.uint8)
+        outs = tensorflow.call_raw(warm)
+        return warm, keys if keys is not None else contract.check_outputs(outs[0].keys(), path)
 
     def __repr__(self) -> str:
         return (
@@ -172,3 +160,20 @@ class Detector:
                 )
                 results.append(suppress(found, self.nms_iou))
         return results
+
+
+def _checked_options(strategy: str, batch_size: int, threshold: float, nms_iou: float | None,
+                     runtime: str | None) -> str:
+    """The options refused with one line before anything loads; the runtime asked for (default resolved)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}: expected one of {STRATEGIES}")
+    if batch_size < 1:
+        raise UsageError(f"batch size must be >= 1, got {batch_size}")
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"score threshold must be between 0 and 1, got {threshold}")
+    runtime = runtime or runtimes.default_runtime()
+    if runtime not in RUNTIMES:
+        raise UsageError(f"unknown runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
+    if nms_iou is not None and not 0.0 < nms_iou <= 1.0:
+        raise UsageError(f"NMS IoU must be between 0 (excluded) and 1, got {nms_iou}")
+    return runtime
