@@ -21,6 +21,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,6 @@ WAYMO_FRAME = FIXTURES / "waymo_v1_one_frame.tfrecord"
 DRAWING_THRESHOLD = 0.3  # the default model's
 KEEP_SCORE = 0.05
 PAN_FRAMES, PAN_WIDTH, PAN_STEP, PAN_ZOOM = 60, 1700, 2.0, 0.001  # tests/test_tracking.py's pan_over, on pixels
-S = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -67,7 +67,8 @@ class Tracks:
 
 def save(record: SequenceData | Tracks, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **{f.name: np.asarray(getattr(record, f.name)) for f in dataclasses.fields(record)})
+    fields: dict[str, Any] = {f.name: np.asarray(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    np.savez(path, **fields)
 
 
 def load_sequence(path: Path) -> SequenceData:
@@ -187,8 +188,7 @@ def camera_images(path: Path) -> list[tuple]:
     from detect.waymo.camera_labels import read_labels
     from detect.waymo.readers import iter_frames, read_keys
 
-    keys = read_keys(str(path))
-    labels = read_labels(keys)
+    labels = read_labels(keys := read_keys(str(path)))
     frames = sorted(iter_frames(keys.source, keys=keys), key=lambda f: (f.frame_timestamp_micros, f.camera_name))
     return [(f, tf.io.decode_jpeg(f.jpeg, channels=3).numpy(), labels.get(f.key) if labels else Labels.empty()) for f in frames]
 
@@ -197,7 +197,7 @@ def mot17_sequence(path: Path, detect: Callable[[list[np.ndarray]], list], frame
     """One MOT17 fixture sequence (its first `frames` frames), `detect` run on its images."""
     got = camera_images(path)[:frames]
     ts = [f.frame_timestamp_micros for f, _, _ in got]
-    return sequence(path.stem, round(S * (len(ts) - 1) / (ts[-1] - ts[0])), ts, detect([im for _, im, _ in got]),
+    return sequence(path.stem, round(1e6 * (len(ts) - 1) / (ts[-1] - ts[0])), ts, detect([im for _, im, _ in got]),
                     [lab for _, _, lab in got])
 
 
@@ -216,7 +216,7 @@ def pan_sequences(path: Path, detect: Callable[[list[np.ndarray]], list]) -> Ite
             xyxy, keep = pan_labels(lab.xyxy, k, height)
             gt.append(dataclasses.replace(lab, xyxy=xyxy, types=lab.types[keep], difficulty=lab.difficulty[keep],
                                           object_ids=tuple(np.asarray(lab.object_ids, str)[keep])))
-        yield sequence(f"waymo_pan_{frame.camera_name.name}", 10.0, [k * S // 10 for k in range(PAN_FRAMES)], detect(pans), gt)
+        yield sequence(f"waymo_pan_{frame.camera_name.name}", 10.0, [k * 100_000 for k in range(PAN_FRAMES)], detect(pans), gt)
 
 
 def detect_all(model: Path | None) -> Iterator[SequenceData]:
@@ -237,7 +237,7 @@ def scores(sequences: list[SequenceData], tracks: list[Tracks]) -> dict:
     from detect.core.matching import WAYMO_PROTOCOL
     from detect.track import FrameTracks, score_tracks
 
-    out, pooled = {}, {}
+    out, pooled = {}, {}  # type: ignore[var-annotated]
     for seq, tr in zip(sequences, tracks):
         for t in seq.types.tolist():
             frames = [FrameTracks(tuple(seq.gt_id[g].tolist()), seq.gt_xyxy[g], tr.track_id[k], tr.xyxy[k])
