@@ -72,6 +72,9 @@ class ByteTracker:
         if self._last_ts is not None and ts <= self._last_ts:
             raise ValueError(f"timestamps must increase: got {ts} after {self._last_ts}")
         first_frame = self._last_ts is None
+        if not len(xyxy) and not len(self):  # nothing to track, nothing tracked: most class groups of a frame
+            self._last_ts = ts
+            return np.full(0, -1, np.int64)
         self._predict(0.0 if self._last_ts is None else (ts - self._last_ts) / 1e6)
         self._last_ts = ts
         out = np.full(len(xyxy), -1, np.int64)
@@ -82,32 +85,32 @@ class ByteTracker:
 
         # 1. confirmed tracks (tracked or lost) against high-score boxes, on IoU x score
         pool = np.flatnonzero(confirmed)
-        t1, d1 = _assign(box_iou(boxes[pool], xyxy[high]) * scores[high], p.first_match_min_similarity)
+        t1, d1 = _match(boxes[pool], xyxy[high], scores[high], p.first_match_min_similarity)
         self._correct(pool[t1], xyxy[high[d1]], ts)
         out[high[d1]] = self._track_id[pool[t1]]
         # 2. tracks still tracked but unmatched against low-score boxes, on IoU alone
-        rest = np.setdiff1d(pool, pool[t1])
+        rest = _without(pool, t1)
         rest = rest[self._state[rest] == _TRACKED]
-        t2, d2 = _assign(box_iou(boxes[rest], xyxy[low]), p.low_match_min_iou)
+        t2, d2 = _match(boxes[rest], xyxy[low], None, p.low_match_min_iou)
         self._correct(rest[t2], xyxy[low[d2]], ts)
         out[low[d2]] = self._track_id[rest[t2]]
-        missed = np.setdiff1d(rest, rest[t2])
+        missed = _without(rest, t2)
         newly_lost = missed[self._state[missed] == _TRACKED]
         self._state[newly_lost] = _LOST
         self._lost_since[newly_lost] = ts
         # 3. unconfirmed tracks (born last frame) against the high-score boxes left
-        left = np.setdiff1d(high, high[d1])
+        left = _without(high, d1)
         fresh = np.flatnonzero(~confirmed)
-        t3, d3 = _assign(box_iou(boxes[fresh], xyxy[left]) * scores[left], p.unconfirmed_min_similarity)
+        t3, d3 = _match(boxes[fresh], xyxy[left], scores[left], p.unconfirmed_min_similarity)
         self._correct(fresh[t3], xyxy[left[d3]], ts)
         self._track_id[fresh[t3]] = self._ids.take(len(t3))
         out[left[d3]] = self._track_id[fresh[t3]]
         # 4. forget unconfirmed tracks not seen again, and lost tracks past the buffer
         dead = np.zeros(len(self), bool)
-        dead[np.setdiff1d(fresh, fresh[t3])] = True
+        dead[_without(fresh, t3)] = True
         dead |= (self._state == _LOST) & (ts - self._lost_since > p.lost_seconds * 1e6)
         # 5. new tracks from confident boxes nobody took: confirmed at once on a tracker's first frame
-        born = np.setdiff1d(left, left[d3])
+        born = _without(left, d3)
         born = born[scores[born] >= p.new_track_score]
         self._keep(~dead)
         self._birth(xyxy[born], ts)
@@ -144,6 +147,8 @@ class ByteTracker:
         self._state[rows] = _TRACKED
 
     def _birth(self, xyxy: np.ndarray, ts: int) -> None:
+        if not len(xyxy):
+            return
         z = _xyah(xyxy)
         h = z[:, 3]
         pos, vel = self.params.position_noise, self.params.velocity_noise
@@ -158,6 +163,22 @@ class ByteTracker:
     def _keep(self, mask: np.ndarray) -> None:
         self._mean, self._cov, self._track_id = self._mean[mask], self._cov[mask], self._track_id[mask]
         self._state, self._lost_since = self._state[mask], self._lost_since[mask]
+
+
+def _without(items: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """`items` (sorted, unique indices) but those at positions `taken`, in order (a mask, not a set difference)."""
+    keep = np.ones(len(items), bool)
+    keep[taken] = False
+    return items[keep]
+
+
+def _match(tracks: np.ndarray, boxes: np.ndarray, weights: np.ndarray | None,
+           minimum: float) -> tuple[np.ndarray, np.ndarray]:
+    """`_assign` on IoU (times `weights`, the boxes' scores, when given); nothing to match: nothing."""
+    if not len(tracks) or not len(boxes):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    iou = box_iou(tracks, boxes)
+    return _assign(iou if weights is None else iou * weights, minimum)
 
 
 def _assign(similarity: np.ndarray, minimum: float) -> tuple[np.ndarray, np.ndarray]:
