@@ -18,6 +18,7 @@ from test_coco_model import coco_model  # noqa: F401  (the fixture)
 from test_eval import CAR, PERSON, dets, evaluation, key, labels, results_dir, row
 
 from detect.cli import main
+from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL
 from detect.core.records import Detections, Labels, WaymoType
 from detect.evaluate.thresholds import suggest
@@ -51,10 +52,14 @@ def test_each_state_is_judged_as_the_evaluation_matches():
                        ((500, 10, 540, 60), 0.7, TRAFFIC_LIGHT, "traffic light"),  # no Waymo type: other
                        ((600, 600, 700, 700), 0.2, CAR, "car"))  # on label 2, below the threshold
     truth = waymo_labels(((10, 10, 110, 110), VEHICLE), ((200, 10, 260, 200), PEDESTRIAN), ((600, 600, 700, 700), VEHICLE))
-    judged = judge(found, truth, ALL_TYPES, DrawStyle(threshold=0.5))
+    judged = judge(found, truth, ALL_TYPES, DrawStyle(threshold=0.5, unscored="chips"))
     assert list(zip(judged.states, judged.texts, strict=True)) == [
         (HIT, "car 0.90"), (FALSE_ALARM, "FA car 0.80"), (OTHER, "traffic light 0.70"),
         (MISSED, "MISS PEDESTRIAN"), (MISSED, "MISS VEHICLE")]  # missed: largest first; the 0.2 box is not drawn
+    by_default = judge(found, truth, ALL_TYPES, DrawStyle(threshold=0.5))  # unscored classes: a thin box, no chip
+    assert list(zip(by_default.states, by_default.texts, strict=True))[2] == (OTHER, None)
+    hidden = judge(found, truth, ALL_TYPES, DrawStyle(threshold=0.5, unscored="none"))
+    assert OTHER not in hidden.states and len(hidden.states) == len(judged.states) - 1
     np.testing.assert_array_equal(judged.xyxy[-1], [600, 600, 700, 700])
     assert judged.left_out == ()
 
@@ -215,3 +220,8 @@ def test_the_pictures_show_what_matches_parquet_says(one_step):
         pixels = np.asarray(png)
     for state in (HIT, FALSE_ALARM, MISSED):
         assert np.all(pixels == COLORS[state], axis=2).sum() > 200, state
+
+
+def test_an_unknown_unscored_mode_is_refused_by_name():
+    with pytest.raises(UsageError, match="^unscored must be one of boxes, chips, none, got 'thin'$"):
+        DrawStyle(unscored="thin")

@@ -29,6 +29,7 @@ from detect.engine.loading import MODEL_ENV
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
 from detect.model.runtimes import RUNTIME_ENV, RUNTIMES
 from detect.model.tiles import MAX_TILE, MIN_TILE
+from detect.render.draw import UNSCORED
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 
 
@@ -230,6 +231,9 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
                         help="box line width, 1-64 (default: scaled to the image)")
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
+    parser.add_argument("--draw-unscored", choices=UNSCORED, default="boxes",
+                        help="with labels: classes that map to no Waymo type (traffic lights, benches, ...) drawn "
+                             "thin without a chip (boxes, the default), with their chip (chips), or not at all (none)")
     parser.add_argument("--max-boxes", type=bounded_int(1, 10_000), default=100, metavar="N",
                         help="draw at most N boxes per image")
     parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), metavar="N",

@@ -90,6 +90,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
     chosen = choose_settings(args.model, threshold=args.threshold, input_size=args.input_size,
                              nms_iou="model" if args.nms is None else None if args.nms == "off" else args.nms)
     style = DrawStyle(threshold=chosen.threshold, show_labels=args.show_labels, show_scores=args.show_scores,
+                      unscored=args.draw_unscored,
                       line_width=args.line_width, max_boxes=args.max_boxes)
     settings = SegmentSettings(
         frame_filter=FrameFilter(cameras=cameras, first_frame=args.first_frame, max_frames=args.max_frames),

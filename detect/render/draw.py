@@ -39,6 +39,7 @@ DEFAULT_PALETTE: tuple[RGB, ...] = (
 
 
 WATERMARK_COLOR: RGB = (40, 40, 40)
+UNSCORED = ("boxes", "chips", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +57,10 @@ class DrawStyle:
     dashed: bool = False
     # Written in the bottom-left corner, e.g. "stub model: boxes are not detections".
     watermark: str | None = None
+    # When boxes are judged against labels: classes with no Waymo type (traffic lights, benches...) are
+    # drawn thin without a chip ("boxes"), with their chip ("chips"), or not at all ("none"), so the
+    # scored objects stand out.
+    unscored: str = "boxes"
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.threshold) <= 1.0:
@@ -66,6 +71,8 @@ class DrawStyle:
             value = getattr(self, name)
             if value is not None and int(value) < 1:
                 raise UsageError(f"{name} must be at least 1, got {value}")
+        if self.unscored not in UNSCORED:
+            raise UsageError(f"unscored must be one of {', '.join(UNSCORED)}, got {self.unscored!r}")
         if self.max_boxes is not None and int(self.max_boxes) < 0:
             raise UsageError(f"max_boxes must be 0 or more, got {self.max_boxes}")
         palette = tuple(tuple(int(v) for v in color) for color in self.palette)

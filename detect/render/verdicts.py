@@ -61,12 +61,12 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
         name = _name(mapped.rows[i], detections, int(mapped.types[i]))
         text = chip_text(name, int(mapped.class_ids[i]), score, style)
         boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text))
-    for row in frame.unmapped_rows(len(detections)):
+    for row in frame.unmapped_rows(len(detections)) if style.unscored != "none" else ():
         score = float(detections.scores[row])
         if score < style.threshold or not _wanted((row,), detections, style):
             continue
         text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style)
-        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text))
+        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text if style.unscored == "chips" else None))
     boxes.sort(key=lambda b: -b[0])
     if style.max_boxes is not None:
         boxes = boxes[: style.max_boxes]
