@@ -9,8 +9,10 @@ from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.core.matching import PROTOCOLS
 from detect.evaluate.commands import export_coco, run_eval
 from detect.evaluate.outputs import table_lines
+from detect.model.classmap import load_class_map
 from detect.report.build import build_reports
 from detect.sinks.rebuild import rebuild_all
+from detect.sinks.tracks import retrack_all
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -50,3 +52,13 @@ def cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for path in rebuilt.written:
         print(path, file=out)
     return EXIT_FRAMES_FAILED if rebuilt.notes else EXIT_OK
+
+
+def cmd_track(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tracked = retrack_all(args.results, load_class_map(args.class_map), threshold=args.threshold,
+                          lost_seconds=args.lost_seconds)
+    for note in tracked.notes:
+        print(f"detect: note: {note}", file=err)
+    for line in tracked.lines:
+        print(line, file=out)
+    return EXIT_FRAMES_FAILED if tracked.failed else EXIT_OK

@@ -14,6 +14,7 @@ from detect.cli.flag_values import (
     MAX_BOOTSTRAP,
     MAX_WORKERS,
     MIN_ANIMATION_WIDTH,
+    bounded_float,
     bounded_int,
     nms_iou,
     non_negative_int,
@@ -22,7 +23,7 @@ from detect.cli.flag_values import (
     unit_float,
 )
 from detect.cli.info_and_model import cmd_info, cmd_model
-from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report
+from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report, cmd_track
 from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import MODEL_ENV
@@ -142,6 +143,21 @@ def build_parser() -> argparse.ArgumentParser:
     gif.add_argument("--mp4", action="store_true", help="also write H.264 MP4s")
     _common(gif)
     gif.set_defaults(handler=cmd_gif)
+
+    track = commands.add_parser(
+        "track", help="track ids again from the detections, without the model",
+        description="Run the tracker again over each segment's detections.parquet under RESULTS (seconds, not the "
+        "model's minutes) and rewrite its track_id column and the manifest's tracking facts, each atomically.")
+    track.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    track.add_argument("--threshold", type=unit_float, metavar="T",
+                       help="the score the tracker trusts (high; a new track asks T + 0.1; default: the run's drawing "
+                            "threshold)")
+    track.add_argument("--lost-seconds", type=bounded_float(0.0, 3600.0), metavar="S",
+                       help="how long a track that lost its object waits for it (default 1.0)")
+    track.add_argument("--class-map", type=Path, metavar="FILE",
+                       help="which classes track together (a Waymo type's classes share ids; default: COCO -> Waymo)")
+    _common(track)
+    track.set_defaults(handler=cmd_track)
     return parser
 
 
@@ -231,6 +247,9 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
                         help="box line width, 1-64 (default: scaled to the image)")
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
+    parser.add_argument("--no-track", dest="track", action="store_false",
+                        help="no track ids in detections.parquet (default: each object of a camera keeps one id "
+                             "across the segment's timestamps; `detect track` runs it again later)")
     parser.add_argument("--draw-unscored", choices=UNSCORED, default="boxes",
                         help="with labels: classes that map to no Waymo type (traffic lights, benches, ...) drawn "
                              "thin without a chip (boxes, the default), with their chip (chips), or not at all (none)")

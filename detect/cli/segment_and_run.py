@@ -107,6 +107,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
         class_map=load_class_map(args.class_map),
         tile=None if args.tile is None else TileSpec(args.tile, args.tile_overlap),
+        track=args.track,
         protocol=args.protocol,
         **({"workers": args.workers} if args.workers else {}),  # else the core-scaled default
         render=args.render,

@@ -17,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from detect.core.errors import InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
@@ -41,6 +44,7 @@ from detect.sinks.manifest import (
 )
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
+from detect.sinks.tracks import track_table, tracking_record
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
 
@@ -151,6 +155,7 @@ class SegmentLifecycle:
         self.started = started
         self.started_at = now_iso()
         self._journal: journal.Journal | None = None
+        self._track_ids: np.ndarray | None = None  # the track ids `finish` wrote into the table
 
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: ModelFacts, *,
@@ -224,7 +229,7 @@ class SegmentLifecycle:
                         segment_context_name=self.name)
             timings.add("animation_rebuild", clock() - t)
             t = clock()
-            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values())
+            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values(), self._track)
             if self.labels is not None:
                 write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
             timings.add("table", clock() - t)
@@ -252,6 +257,14 @@ class SegmentLifecycle:
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if exc_type is not None:
             self.close()
+
+    def _track(self, table: pa.Table) -> np.ndarray:
+        """The table's track ids (kept for the manifest); all none with --no-track."""
+        params = self.settings.tracker
+        ids = np.full(table.num_rows, -1, np.int64) if params is None else track_table(table, self.settings.class_map,
+                                                                                        params)
+        self._track_ids = ids
+        return ids
 
     def _close_journal(self) -> None:
         if self._journal is not None:
@@ -310,6 +323,7 @@ class SegmentLifecycle:
                 "stage_ms_per_image": per_image,
                 "note": TIMINGS_NOTE,
             },
+            "tracking": tracking_record(settings.tracker, self._track_ids),
             "outputs": outputs,
             "versions": versions(),
             "started_at": self.started_at,

@@ -21,6 +21,8 @@ from detect.model.facts import ModelFacts
 from detect.model.inputs import InputSize, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
+from detect.sinks.tracks import tracker_params
+from detect.track import TrackerParams
 from detect.waymo.images import DEFAULT_MAX_PIXELS
 from detect.waymo.selection import FrameFilter
 
@@ -62,6 +64,7 @@ class SegmentSettings:
     class_map: ClassMap = dataclasses.field(default_factory=default_class_map)  # model class -> Waymo type
     protocol: str = "coco"  # the IoU a match needs per type (detect.core.matching.PROTOCOLS)
     tile: TileSpec | None = None  # `--tile SIZE`: the model over full-resolution tiles too (detect.model.tiles)
+    track: bool = True  # track ids in detections.parquet when the segment has more than one timestamp
     # How this segment's frames are judged: set by the engine once it knows the labels and the
     # model's classes (None: the detections alone are drawn).
     errors: ErrorRules | None = None
@@ -112,6 +115,11 @@ class SegmentSettings:
         return dataclasses.replace(self, errors=ErrorRules(self.class_map, types, PROTOCOLS[self.protocol]))
 
     @property
+    def tracker(self) -> TrackerParams | None:
+        """The tracker's parameters (set around the drawing threshold), None with --no-track."""
+        return tracker_params(self.style.threshold) if self.track else None
+
+    @property
     def animations(self) -> bool:
         return self.gif or self.mp4
 
@@ -135,6 +143,7 @@ class SegmentSettings:
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
             "draw": self.draw,
             "tile": None if self.tile is None else self.tile.to_json(),
+            "track": None if self.tracker is None else self.tracker.to_json(),
             "errors": None if self.errors is None else f"{self.errors.protocol.name} protocol, {self.errors.class_map.source}",
         }
 

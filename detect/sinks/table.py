@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,8 @@ SCHEMA = pa.schema(
         ("ymin", pa.float32()),
         ("xmax", pa.float32()),
         ("ymax", pa.float32()),
+        # the object's track (unique in the segment), null where the tracker kept none or did not run
+        ("track_id", pa.int64()),
     ]
 )
 
@@ -46,13 +48,27 @@ def to_table(results: Iterable[FrameResult]) -> pa.Table:
         "ymin": pa.array(xyxy[:, 1].astype(np.float32)),
         "xmax": pa.array(xyxy[:, 2].astype(np.float32)),
         "ymax": pa.array(xyxy[:, 3].astype(np.float32)),
+        "track_id": pa.nulls(len(xyxy), pa.int64()),
     }
     return pa.table(columns, schema=SCHEMA)
 
 
-def write_table(path: Path, results: Iterable[FrameResult]) -> int:
-    """Write atomically; returns the number of rows."""
-    table = to_table(results)
+def with_track_ids(table: pa.Table, ids: np.ndarray) -> pa.Table:
+    """`table` with its `track_id` column set from `ids` (one per row; -1: null, no track)."""
+    ids = np.asarray(ids, np.int64).reshape(-1)
+    if len(ids) != table.num_rows:
+        raise ValueError(f"expected one track id per row ({table.num_rows}), got {len(ids)}")
+    column = pa.array(ids, pa.int64(), mask=ids < 0)
+    return table.set_column(table.schema.get_field_index("track_id"), "track_id", column)
+
+
+def write_table(path: Path, results: Iterable[FrameResult] | pa.Table,
+                track: Callable[[pa.Table], np.ndarray] | None = None) -> int:
+    """Write atomically (`results`, or a table as `to_table` makes them); `track` gives the track ids
+    of the table's rows (None: no tracking, the column stays null). Returns the number of rows."""
+    table = results if isinstance(results, pa.Table) else to_table(results)
+    if track is not None:
+        table = with_track_ids(table, track(table))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
     return table.num_rows

@@ -1,0 +1,133 @@
+"""Track ids for a detections table: the tracker (`detect.track`) over the table's own columns.
+
+Run when a segment finishes (every box down to the score floor is in the table then) and again by
+`detect track` on a results folder; a segment of one timestamp has nothing to track across.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from detect.core.errors import InputError, OutputError, UsageError, first_line
+from detect.core.files import UnreadableFileError, read_regular
+from detect.core.names import printable
+from detect.model.classmap import ClassMap
+from detect.sinks.layout import SegmentLock, is_marked
+from detect.sinks.manifest import MANIFEST_FILE, write_manifest
+from detect.sinks.results_folder import read_manifest
+from detect.sinks.run_folder import find_segment_folders
+from detect.sinks.table import DETECTIONS_FILE, SCHEMA, write_table
+from detect.track import TrackerParams
+from detect.track.table_tracks import track_ids
+from detect.waymo.schema import CAMERA, TIMESTAMP
+
+TABLE_LIMIT = 1 << 32  # bytes: a 1,000-image segment's table is a few MB; 4 GiB is an edit, not a run
+TRACKER = "ByteTrack (detect.track: Kalman on cx, cy, w/h, h; two association passes; lost buffer in seconds)"
+
+
+def track_table(table: pa.Table, class_map: ClassMap, params: TrackerParams) -> np.ndarray:
+    """One track id per row of a detections table (-1: none); all -1 when it holds one timestamp."""
+    timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(np.unique(timestamps)) < 2:
+        return np.full(table.num_rows, -1, np.int64)
+    xyxy = np.stack([table.column(c).to_numpy(zero_copy_only=False) for c in ("xmin", "ymin", "xmax", "ymax")], 1)
+    return track_ids(timestamps, table.column(CAMERA).to_numpy(zero_copy_only=False),
+                     table.column("class_id").to_numpy(zero_copy_only=False),
+                     table.column("score").to_numpy(zero_copy_only=False), xyxy, class_map, params)
+
+
+def tracking_record(params: TrackerParams | None, ids: np.ndarray | None) -> dict[str, object] | None:
+    """The manifest's `tracking`: the tracker, its parameters and how many tracks (None: not run)."""
+    if params is None:
+        return None
+    tracks = 0 if ids is None else len(np.unique(ids[ids >= 0]))
+    return {"tracker": TRACKER, "params": params.to_json(), "tracks": tracks}
+
+
+@dataclasses.dataclass(frozen=True)
+class Retracked:
+    """What `detect track` did: one line per segment, the files it rewrote, what it left out."""
+
+    lines: list[str]
+    written: list[Path]
+    notes: list[str]
+    failed: int  # segments left out (busy, unreadable)
+
+
+def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None = None,
+                lost_seconds: float | None = None) -> Retracked:
+    """Track ids again for every segment under `results`, from its detections.parquet alone (no model):
+    the column and the manifest's `tracking` are rewritten atomically, in the segment's lock. The
+    tracker's score thresholds follow `threshold` (default: the drawing threshold the run recorded)."""
+    found = find_segment_folders(results)
+    folders = found.with_manifest()
+    if not folders:
+        raise InputError(found.nothing_found(results))
+    lines: list[str] = []
+    written: list[Path] = []
+    notes = list(found.skipped)
+    failures: list[str] = []
+    for directory in folders:
+        try:
+            lock = SegmentLock(directory) if is_marked(directory) else None
+        except OutputError as err:
+            failures.append(str(err))
+            continue
+        try:
+            lines.append(_retrack(directory, class_map, threshold, lost_seconds, written))
+        except (InputError, OutputError) as err:
+            failures.append(str(err))
+        finally:
+            if lock is not None:
+                lock.release()
+    if failures and not lines:
+        raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
+    notes += [f"{failure}; left out" for failure in failures]
+    if written:
+        notes.append("frames, animations and pages drawn before show no track ids; tables and eval read the new ones")
+    return Retracked(lines, written, notes, len(failures))
+
+
+def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost_seconds: float | None,
+             written: list[Path]) -> str:
+    manifest = read_manifest(directory)
+    params = tracker_params(manifest.threshold if threshold is None else threshold,
+                            **({} if lost_seconds is None else {"lost_seconds": lost_seconds}))
+    path = directory / DETECTIONS_FILE
+    table = _read_table(path)
+    ids = track_table(table, class_map, params)
+    write_table(path, table, lambda _: ids)
+    data = dict(manifest.data)
+    data["tracking"] = tracking_record(params, ids)
+    write_manifest(directory / MANIFEST_FILE, data)
+    written += [path, directory / MANIFEST_FILE]
+    tracks = len(np.unique(ids[ids >= 0]))
+    return f"{printable(manifest.segment_context_name)}: {tracks} track(s) over {int((ids >= 0).sum())} of {len(ids)} boxes"
+
+
+def tracker_params(threshold: float, **overrides: float) -> TrackerParams:
+    """The tracker's parameters around a drawing threshold (kept inside 0.05-0.95: a threshold of 0
+    or 1 draws everything or nothing, the tracker still needs a high score between its low and 1)."""
+    try:
+        return TrackerParams.for_threshold(min(max(float(threshold), 0.05), 0.95), **overrides)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _read_table(path: Path) -> pa.Table:
+    """detections.parquet with a null track_id column added when it was written before tracking."""
+    try:
+        table = pq.read_table(pa.BufferReader(read_regular(path, limit=TABLE_LIMIT, follow_links=False)))
+    except (UnreadableFileError, OSError, pa.ArrowException) as err:
+        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
+    missing = [c for c in SCHEMA.names if c not in table.column_names and c != "track_id"]
+    if missing:
+        raise InputError(f"{path}: not a detections table (no {', '.join(missing)} column)")
+    if "track_id" not in table.column_names:
+        table = table.append_column("track_id", pa.nulls(table.num_rows, pa.int64()))
+    return table.select(SCHEMA.names).cast(SCHEMA)

@@ -1,0 +1,123 @@
+"""Track ids in a run's detections.parquet: written at the end of a segment, the same after a resume
+and after `detect track`, absent with --no-track, and `detect track`'s errors in one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.cli import main
+
+
+def segment(tiny_v2_path, model, out, *flags) -> int:
+    return main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(out), "--quiet", "--no-eval",
+                 "--no-report", "--no-gif", *flags])
+
+
+def ids_of(seg):
+    table = pq.read_table(seg / "detections.parquet")
+    return table, np.array([-1 if v is None else v for v in table.column("track_id").to_pylist()])
+
+
+@pytest.fixture(scope="module")
+def tracked_once(tiny_v2_path, stub_dynamic_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tracked") / "out"
+    assert segment(tiny_v2_path, stub_dynamic_dir, out) == 0
+    return out / TINY_SEGMENT
+
+
+@pytest.fixture
+def tracked(tracked_once, tmp_path):
+    """A fresh copy of one tracked run for each test (it may damage or rewrite it)."""
+    return shutil.copytree(tracked_once, tmp_path / "out" / TINY_SEGMENT)
+
+
+def test_each_fixed_box_keeps_one_id_per_camera_and_ids_are_unique_in_the_segment(tracked):
+    table, ids = ids_of(tracked)
+    assert table.schema.field("track_id").type == pa.int64() and table.column_names[-1] == "track_id"
+    kept = ids >= 0
+    assert kept.any()
+    cams = table.column("key.camera_name").to_numpy()
+    boxes = np.stack([table.column(c).to_numpy() for c in ("xmin", "ymin", "xmax", "ymax")], 1)
+    for track in np.unique(ids[kept]):  # one camera, one box (the stub's boxes stand still)
+        rows = ids == track
+        assert len(np.unique(cams[rows])) == 1 and len(np.unique(boxes[rows], axis=0)) == 1
+    per_object = {(int(c), *map(float, b)) for c, b, k in zip(cams, boxes, kept, strict=True) if k}
+    assert len(per_object) == len(np.unique(ids[kept]))
+    manifest = json.loads((tracked / "manifest.json").read_text())
+    assert manifest["tracking"]["tracks"] == len(np.unique(ids[kept]))
+    assert manifest["tracking"]["params"]["high_score"] == manifest["settings"]["draw"]["threshold"]
+
+
+def test_no_track_leaves_the_column_null_and_says_so(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    assert segment(tiny_v2_path, stub_dynamic_dir, tmp_path, "--no-track") == 0
+    table, ids = ids_of(tmp_path / TINY_SEGMENT)
+    assert table.column("track_id").null_count == table.num_rows
+    assert json.loads((tmp_path / TINY_SEGMENT / "manifest.json").read_text())["tracking"] is None
+
+
+def test_a_resumed_segment_gets_the_ids_of_an_uninterrupted_run(tiny_v2_path, stub_dynamic_dir, tracked):
+    _, before = ids_of(tracked)
+    for name in ("detections.parquet", "manifest.json"):  # as if it had stopped after its last frame
+        (tracked / name).unlink()
+    assert segment(tiny_v2_path, stub_dynamic_dir, tracked.parent, "--resume") == 0
+    np.testing.assert_array_equal(ids_of(tracked)[1], before)
+
+
+def test_detect_track_gives_the_runs_ids_again_and_follows_its_threshold(tracked, capsys):
+    _, before = ids_of(tracked)
+    assert main(["track", str(tracked)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{TINY_SEGMENT}: ") and "track(s) over" in out
+    assert err.strip() == ("detect: note: frames, animations and pages drawn before show no track ids; tables and "
+                           "eval read the new ones")
+    np.testing.assert_array_equal(ids_of(tracked)[1], before)
+    assert main(["track", str(tracked), "--threshold", "0.99"]) == 0  # nothing scores that high: no track
+    assert (ids_of(tracked)[1] == -1).all()
+    assert json.loads((tracked / "manifest.json").read_text())["tracking"]["tracks"] == 0
+
+
+def test_detect_track_adds_the_column_to_a_table_written_before_tracking(tracked):
+    _, before = ids_of(tracked)
+    path = tracked / "detections.parquet"
+    pq.write_table(pq.read_table(path).drop(["track_id"]), path)
+    assert main(["track", str(tracked)]) == 0
+    np.testing.assert_array_equal(ids_of(tracked)[1], before)
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda p: p.write_bytes(b"not parquet"), "not a readable detections table"),
+    (lambda p: pq.write_table(pa.table({"x": [1]}), p), "not a detections table (no key.segment_context_name"),
+])
+def test_detect_track_on_a_broken_table_is_one_line_naming_it(tracked, damage, message):
+    damage(tracked / "detections.parquet")
+    err = io.StringIO()
+    assert main(["track", str(tracked)], stderr=err) == 2
+    assert err.getvalue().startswith(f"detect: error: {tracked / 'detections.parquet'}: {message}")
+    assert len(err.getvalue().splitlines()) == 1
+
+
+def test_detect_track_leaves_out_a_segment_another_process_holds(tracked, tmp_path):
+    from detect.sinks.layout import SegmentLock
+
+    other = tmp_path / "out" / "copy"
+    shutil.copytree(tracked, other)
+    lock = SegmentLock(other)
+    try:
+        err = io.StringIO()
+        assert main(["track", str(tmp_path / "out")], stderr=err) == 1
+        assert "left out" in err.getvalue() and str(other) in err.getvalue()
+    finally:
+        lock.release()
+
+
+def test_bad_tracker_flags_are_usage_errors(tracked, capsys):
+    assert main(["track", str(tracked), "--lost-seconds", "nan"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "detect track: error: argument --lost-seconds: not a finite number: 'nan'"
