@@ -121,3 +121,48 @@ def test_detect_track_leaves_out_a_segment_another_process_holds(tracked, tmp_pa
 def test_bad_tracker_flags_are_usage_errors(tracked, capsys):
     assert main(["track", str(tracked), "--lost-seconds", "nan"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "detect track: error: argument --lost-seconds: not a finite number: 'nan'"
+
+
+def test_the_pool_scores_sequences_added_one_at_a_time_as_trackeval_scores_them_all():
+    from detect.core.matching import WAYMO_PROTOCOL
+    from detect.track import FrameTracks, TrackingPool, score_tracks
+
+    rng = np.random.default_rng(7)
+
+    def sequence(n_frames: int, objects: int) -> list[FrameTracks]:
+        frames = []
+        for f in range(n_frames):
+            xy = rng.uniform(0, 500, (objects, 2)) + f
+            boxes = np.concatenate([xy, xy + 40], 1)
+            keep = rng.random(objects) < 0.8
+            frames.append(FrameTracks(tuple(f"o{i}" for i in range(objects)), boxes,
+                                      np.flatnonzero(keep) + 100 * (f // 4), boxes[keep] + rng.normal(0, 3, (keep.sum(), 4))))
+        return frames
+
+    sequences = {1: [sequence(6, 5), sequence(4, 3)], 2: [sequence(5, 4)]}
+    pool = TrackingPool(WAYMO_PROTOCOL)
+    for waymo_type, seqs in sequences.items():
+        for frames in seqs:
+            pool.add(waymo_type, frames)
+    assert pool.scores() == score_tracks(sequences, WAYMO_PROTOCOL)
+
+
+def test_eval_scores_the_tracks_against_the_labels_object_ids_as_trackeval_does(tracked):
+    from detect.core.matching import COCO_PROTOCOL
+    from detect.core.records import WaymoType
+    from detect.evaluate.results import load_segment
+    from detect.evaluate.tracking import segment_sequences
+    from detect.model.classmap import default_class_map
+    from detect.track import score_tracks
+
+    assert main(["eval", str(tracked), "--quiet"]) == 0
+    report = json.loads((tracked / "eval.json").read_text())["tracking_level_2"]
+    segment = load_segment(tracked)
+    sequences: dict[int, list] = {}
+    for waymo_type, frames in segment_sequences(segment, default_class_map(), [1, 2, 3, 4]):
+        sequences.setdefault(waymo_type, []).append(frames)
+    expected = {WaymoType(t).name: s.to_json() for t, s in score_tracks(sequences, COCO_PROTOCOL).items()
+                if s.label_boxes}
+    assert report == expected and report  # the tiny fixture's labels carry object ids
+    for name, scores in report.items():
+        assert 0 <= scores["hota"] <= 1 and scores["label_boxes"] > 0, name

@@ -28,7 +28,9 @@ from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
 from detect.evaluate.thresholds import Sweep, sweep
+from detect.evaluate.tracking import segment_sequences
 from detect.model.classmap import ClassMap
+from detect.track import TrackingPool, TrackingScores
 
 SIZES = ("all", "small", "medium", "large")  # COCO's area ranges, in the order of its arrays
 
@@ -65,6 +67,8 @@ class Evaluation:
     labels_dropped: int
     protocol: Protocol = COCO_PROTOCOL
     sweeps: dict[str, Sweep] = dataclasses.field(default_factory=dict)  # type -> P/R/F1 vs threshold (LEVEL_2)
+    # Waymo type -> HOTA, MOTA, IDF1... of the track ids against the labels' object ids (none: not tracked)
+    tracking: dict[int, TrackingScores] = dataclasses.field(default_factory=dict)
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
@@ -76,6 +80,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
     however many there are). `on_matches` receives each segment's matches (the protocol's IoU,
     LEVEL_2); `on_segment` each segment's own evaluation, from the same matching."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
+    tracks = TrackingPool(protocol)
     names: list[str] = []
     images = dropped = 0
     for segment in segments:
@@ -91,12 +96,15 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                 if target is not None:
                     target.add(run, gt_coco, dt_coco, cameras, threshold)
             del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
+        for waymo_type, frames in segment_sequences(segment, class_map, types):
+            tracks.add(waymo_type, frames)
         if on_matches is not None:
             on_matches(segment_matches(segment, class_map, types, protocol))
         if on_segment is not None:
             on_segment(segment, _evaluation(own, types, threshold, [segment.name], len(segment.images),
                                             segment.labels_dropped, protocol))
-    return _evaluation(pools, types, threshold, names, images, dropped, protocol)
+    return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
+                               tracking={t: s for t, s in tracks.scores().items() if s.label_boxes})  # labeled types
 
 
 def _evaluation(pools: dict[int, Pool], types: list[int], threshold: float, names: list[str], images: int,

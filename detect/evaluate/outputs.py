@@ -59,6 +59,8 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
         "cameras_level_2": {camera: dataclasses.asdict(row) for camera, row in evaluation.cameras.items()},
         "pr_curves_level_2": evaluation.pr_curves,
         "thresholds_level_2": {name: dataclasses.asdict(s) for name, s in evaluation.sweeps.items()},
+        **({"tracking_level_2": {WaymoType(t).name: s.to_json() for t, s in evaluation.tracking.items()}}
+           if evaluation.tracking else {}),
         "note": ("AP50: AP at IoU 0.5 (COCO); ap_waymo: AP at IoU 0.7 for VEHICLE and 0.5 for the others (Waymo's 2D "
                  "protocol); AP: mean over IoU 0.5:0.95; AR100: recall at 100 detections per image; ALL: mean over the "
                  "types; precision/recall/F1 at the drawing threshold and the protocol's IoU; LEVEL_1 ignores LEVEL_2 "
@@ -134,7 +136,15 @@ def table_lines(evaluation: Evaluation) -> list[str]:
     cameras = "  ".join(f"{camera} {_fmt(row.ap50)}" for camera, row in evaluation.cameras.items())
     lines.append(f"AP50 per camera (LEVEL_2, ALL): {cameras}")
     lines.extend(best_threshold_lines(evaluation))
+    lines.extend(tracking_lines(evaluation))
     return lines
+
+
+def tracking_lines(evaluation: Evaluation) -> list[str]:
+    """Per type, the track ids against the labels' object ids (nothing when the run was not tracked)."""
+    return [f"tracking {WaymoType(t).name}: HOTA {s.hota:.3f} (DetA {s.deta:.3f}, AssA {s.assa:.3f}), MOTA {s.mota:.3f}, "
+            f"IDF1 {s.idf1:.3f}, {s.id_switches} ID switches, {s.fragmentations} fragmentations, "
+            f"{s.mostly_tracked}/{s.objects} mostly tracked (IoU {s.iou:g})" for t, s in evaluation.tracking.items()]
 
 
 def best_threshold_lines(evaluation: Evaluation) -> list[str]:

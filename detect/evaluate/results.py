@@ -34,6 +34,7 @@ class DetectionRows:
     class_ids: np.ndarray
     scores: np.ndarray
     xyxy: np.ndarray
+    track_ids: np.ndarray | None = None  # int64, -1 where none; None: a table written before tracking
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -124,8 +125,9 @@ def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
     if own.all():
         return rows, 0
     keep = np.flatnonzero(own)
-    return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep]),
-            len(rows) - len(keep))
+    tracks = None if rows.track_ids is None else rows.track_ids[keep]
+    return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep],
+                          tracks), len(rows) - len(keep))
 
 
 def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
@@ -177,7 +179,23 @@ def _read_detections(path: Path) -> DetectionRows:
     timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)
     keys = [FrameKey(str(segments[i]), int(timestamps[i]), CameraName(int(numbers[CAMERA][i]))) for i in rows]
     xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
-    return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy)
+    return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy,
+                         _track_ids(path, rows))
+
+
+def _track_ids(path: Path, rows: np.ndarray) -> np.ndarray | None:
+    """The kept rows' track ids (-1 for null or unusable values); None when the table has no such column."""
+    try:
+        column = pq.read_table(path, columns=["track_id"]).column("track_id")
+    except (pa.ArrowException, KeyError, ValueError, OSError):
+        return None
+    try:
+        values = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, ValueError):
+        return None
+    ids = np.asarray(values, np.float64)  # nulls come back as NaN
+    ids = np.where(np.isfinite(ids) & (ids >= 0), ids, -1).astype(np.int64)
+    return ids[rows]
 
 
 def _journal(directory: Path, name: str) -> Mapping[FrameKey, FrameResult]:

@@ -82,12 +82,47 @@ def score_tracks(sequences: Mapping[int, Iterable[Sequence[FrameTracks]]], proto
     for waymo_type, type_sequences in sorted(sequences.items()):
         iou = protocol.iou(waymo_type)
         r = metric_results(type_sequences, iou)
-        hota, clear, ident = r["HOTA"], r["CLEAR"], r["Identity"]
-        out[int(waymo_type)] = TrackingScores(
-            hota=float(np.mean(hota["HOTA"])), deta=float(np.mean(hota["DetA"])), assa=float(np.mean(hota["AssA"])),
-            mota=float(clear["MOTA"]), motp=float(clear["MOTP"]), idf1=float(ident["IDF1"]),
-            id_switches=int(clear["IDSW"]), fragmentations=int(clear["Frag"]), mostly_tracked=int(clear["MT"]),
-            partly_tracked=int(clear["PT"]), mostly_lost=int(clear["ML"]),
-            label_boxes=int(clear["CLR_TP"] + clear["CLR_FN"]), tracked_boxes=int(clear["CLR_TP"] + clear["CLR_FP"]),
-            objects=int(clear["MT"] + clear["PT"] + clear["ML"]), iou=iou)
+        out[int(waymo_type)] = _scores(r, iou)
     return out
+
+
+class TrackingPool:
+    """Tracking scores pooled over sequences that come one at a time (one segment's cameras, then the
+    next's): each sequence is scored when it is added and only TrackEval's per-sequence results are
+    kept, so a run of many segments is scored in flat memory; `scores` combines them as `score_tracks`."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol
+        self._results: dict[int, dict[str, dict[str, Any]]] = {}  # type -> metric -> sequence -> TrackEval's
+
+    def add(self, waymo_type: int, frames: Sequence[FrameTracks]) -> None:
+        m = trackeval_metrics()
+        config = {"THRESHOLD": float(self.protocol.iou(waymo_type)), "PRINT_CONFIG": False}
+        metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
+        data = to_trackeval(frames).data
+        per_type = self._results.setdefault(int(waymo_type), {name: {} for name in metrics})
+        key = str(len(per_type["HOTA"]))
+        for name, metric in metrics.items():
+            per_type[name][key] = metric.eval_sequence(data)
+
+    def scores(self) -> dict[int, TrackingScores]:
+        m = trackeval_metrics()
+        out = {}
+        for waymo_type, per_metric in sorted(self._results.items()):
+            iou = self.protocol.iou(waymo_type)
+            config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
+            metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
+            combined = {name: metric.combine_sequences(per_metric[name]) for name, metric in metrics.items()}
+            out[waymo_type] = _scores(combined, iou)
+        return out
+
+
+def _scores(r: dict[str, dict[str, Any]], iou: float) -> TrackingScores:  # TrackEval's combined results
+    hota, clear, ident = r["HOTA"], r["CLEAR"], r["Identity"]
+    return TrackingScores(
+        hota=float(np.mean(hota["HOTA"])), deta=float(np.mean(hota["DetA"])), assa=float(np.mean(hota["AssA"])),
+        mota=float(clear["MOTA"]), motp=float(clear["MOTP"]), idf1=float(ident["IDF1"]),
+        id_switches=int(clear["IDSW"]), fragmentations=int(clear["Frag"]), mostly_tracked=int(clear["MT"]),
+        partly_tracked=int(clear["PT"]), mostly_lost=int(clear["ML"]),
+        label_boxes=int(clear["CLR_TP"] + clear["CLR_FN"]), tracked_boxes=int(clear["CLR_TP"] + clear["CLR_FP"]),
+        objects=int(clear["MT"] + clear["PT"] + clear["ML"]), iou=iou)
