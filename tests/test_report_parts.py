@@ -129,3 +129,16 @@ def test_a_camera_with_images_but_no_boxes_still_has_its_panel():
     assert side.get_ylabel() == "SIDE_RIGHT"
     assert [(line.get_label(), list(line.get_ydata())) for line in side.get_lines()] == [("all classes", [0, 0])]
     assert np.allclose(side.get_lines()[0].get_xdata(), [0.0, 0.1])
+
+
+def test_the_evaluation_shows_tracking_scores_when_the_run_was_tracked_and_escapes_them(tmp_path):
+    from detect.report.evaluation import evaluation_section
+
+    report = {"tracking_level_2": {"PEDESTRIAN": {"hota": 0.4161, "deta": 0.2, "assa": 0.855, "mota": 0.217,
+                                                  "idf1": 0.386, "id_switches": 3, "fragmentations": 1,
+                                                  "mostly_tracked": 11, "objects": 54},
+                                   "<b>X</b>": {"hota": "<i>"}}}
+    html = evaluation_section(report, tmp_path)
+    assert "<h3>Tracking</h3>" in html and "<td>PEDESTRIAN</td><td>0.416</td>" in html and "<td>11 / 54</td>" in html
+    assert "<b>X</b>" not in html and "<i>" not in html
+    assert "<h3>Tracking</h3>" not in evaluation_section({}, tmp_path)

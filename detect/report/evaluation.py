@@ -40,6 +40,7 @@ def evaluation_section(report: Mapping[str, object], directory: Path, segment: s
     if matches is not None and isinstance(threshold_value, (int, float)):
         parts.append(_outcomes(gallery.outcomes(matches, float(threshold_value)), level_2))
     parts.append(_levels(report))
+    parts.append(_tracking(safe.mapping(report.get("tracking_level_2"))))
     parts.append(_by_size_and_camera(level_2, safe.mapping(report.get("cameras_level_2"))))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
@@ -136,3 +137,21 @@ def _type_order(name: str, rows: Mapping[str, object]) -> int:
     """Types in the order eval.json lists them (VEHICLE, PEDESTRIAN, ...)."""
     names = list(rows)
     return names.index(name) if name in names else len(names)
+
+
+def _tracking(scores: Mapping[str, object]) -> str:
+    """Track ids against the labels' object ids, per Waymo type ("" when the run was not tracked)."""
+    rows = []
+    for name, value in scores.items():
+        s = safe.mapping(value)
+        rows.append([name, safe.number(s.get("hota"), 3), safe.number(s.get("deta"), 3), safe.number(s.get("assa"), 3),
+                     safe.number(s.get("mota"), 3), safe.number(s.get("idf1"), 3), safe.count_text(s.get("id_switches")),
+                     safe.count_text(s.get("fragmentations")),
+                     f"{safe.count_text(s.get('mostly_tracked'))} / {safe.count_text(s.get('objects'))}"])
+    if not rows:
+        return ""
+    return ("<h3>Tracking</h3><p class='muted'>Each camera's track ids against the labels' object ids (TrackEval): "
+            "HOTA averages detection (DetA) and association (AssA) over IoU 0.05-0.95; MOTA and IDF1 at the "
+            "protocol's IoU; an ID switch is a labeled object taking another track's id.</p>"
+            + table(["type", "HOTA", "DetA", "AssA", "MOTA", "IDF1", "ID switches", "fragmentations",
+                     "mostly tracked / objects"], rows))
