@@ -26,7 +26,7 @@ from detect.cli.info_and_model import cmd_info, cmd_model
 from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report, cmd_track
 from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
-from detect.engine.loading import MODEL_ENV
+from detect.engine.loading import DEFAULT_MODEL_HELP, MODEL_ENV
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
 from detect.model.runtimes import RUNTIME_ENV, RUNTIMES
 from detect.model.tiles import MAX_TILE, MIN_TILE
@@ -37,7 +37,9 @@ from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="detect",
-        description="Run an SSD MobileNet v2 detector over Waymo Open Dataset camera video.",
+        description="Run an object detector over Waymo Open Dataset camera video and see what it saw: annotated "
+        "frames, animations, a detections table, AP against Waymo's labels, report pages. Without --model, the model is "
+        f"{DEFAULT_MODEL_HELP}.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -192,8 +194,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("results"), help="output directory (default: results/)")
     parser.add_argument("--model", type=Path, metavar="PATH",
-                        help=f"a SavedModel directory (TF2, or a TF1 zoo saved_model/) or a TF1 frozen graph .pb "
-                        f"(default: ${MODEL_ENV}, else models/ssd_mobilenet_v2/, else models/ssdlite_mobilenet_v2_person/)")
+                        help="a SavedModel directory (TF2, or a TF1 zoo saved_model/), a TF1 frozen graph .pb or a "
+                        f"TF.js model.json (default: {DEFAULT_MODEL_HELP})")
     parser.add_argument("--threshold", type=unit_float, metavar="SCORE",
                         help="minimum score to draw a box (default: the model's own, from its detect_model.json; else 0.5)")
     parser.add_argument("--score-floor", type=unit_float, default=DEFAULT_SCORE_FLOOR, metavar="SCORE",

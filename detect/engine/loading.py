@@ -22,6 +22,10 @@ MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
 COCO_MODEL = Path("models") / "centernet_mobilenetv3_coco"
 PERSON_MODEL = Path("models") / "ssdlite_mobilenet_v2_person"
+# What runs without --model, in the order default_model_path looks (`--model`'s help says this).
+DEFAULT_MODEL_HELP = (f"${MODEL_ENV}, else the 80-class COCO CenterNet in {COCO_MODEL}/ that `make demo` and `make "
+                      f"test` install ({DEFAULT_MODEL}/ before it, if `make model` downloaded SSD MobileNet v2 there), "
+                      f"else {PERSON_MODEL}/")
 # Without a sidecar's word: SSD MobileNet v2's usual drawing threshold and input size.
 FALLBACK_THRESHOLD = 0.5
 FALLBACK_INPUT_SIZE = "320"
