@@ -71,7 +71,7 @@ class Split:
 
         def names(key: str) -> tuple[str, ...]:
             value = data[key]
-            if not isinstance(value, list):
+            if not isinstance(value, list | tuple):  # a list once written as JSON
                 raise ValueError(f"the split's {key} is not a list")
             return tuple(str(name) for name in value)
 
