@@ -1,8 +1,9 @@
 """OpenVINO runs the network; TensorFlow keeps the pre- and post-processing it wrote.
 
-The detector graph is frozen and split (`split.py`); the network part becomes an OpenVINO model
-with a static input shape (`openvino.convert_model` reads the TF GraphDef itself), compiled for the
-CPU. `INFERENCE_PRECISION_HINT` is f32: on CPUs with bf16 units OpenVINO's default is bf16, whose
+The detector graph is frozen and split, TensorFlow keeping the parts around the network
+(`parts.py`, the same for any backend); the network part becomes an OpenVINO model with a static
+input shape (`openvino.convert_model` reads the TF GraphDef itself), compiled for the CPU.
+`INFERENCE_PRECISION_HINT` is f32: on CPUs with bf16 units OpenVINO's default is bf16, whose
 rounding moves boxes on the real Waymo frame for every model (worst IoU against TensorFlow: person
 0.91, CenterNet and the bench SSD 0: boxes lost or shifted), against the IoU >= 0.98 promised.
 
@@ -137,7 +138,6 @@ class OpenVinoRuntime:
         self.reused = self._from_cache = cached(self.cache)
         self._parts = tensorflow_parts(self._tf, self.cache, loaded)
         self.split = self._parts.split
-        self._pre, self._post = self._parts.pre, self._parts.post
         if warm is not None:
             self.run(warm)
 
@@ -159,7 +159,7 @@ class OpenVinoRuntime:
         # post-processes part k: the two runtimes overlap instead of taking turns.
         pres, requests = [], []
         for k in range(parts):
-            pre = self._pre(tf.constant(images[k * size:(k + 1) * size]))
+            pre = self._parts.pre(tf.constant(images[k * size:(k + 1) * size]))
             network_input = pre[0].numpy()
             request = self._requests(network_input)[k]
             request.start_async([network_input])
@@ -170,7 +170,7 @@ class OpenVinoRuntime:
         for pre, request in zip(pres, requests, strict=True):
             request.wait()
             network_outputs = [tf.constant(request.get_output_tensor(i).data) for i in range(outputs)]
-            posts.append(self._post(*pre[1:], *network_outputs))
+            posts.append(self._parts.post(*pre[1:], *network_outputs))
         return {key: np.concatenate([np.asarray(post[i]) for post in posts])[:count]
                 for i, key in enumerate(REQUIRED_OUTPUTS)}
 
