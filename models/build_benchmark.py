@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from detect.core.tf_env import import_tensorflow  # noqa: E402
+from detect.model.sidecar import ModelSidecar  # noqa: E402
 
 INPUT_SIZE = 300
 NUM_CLASSES = 91  # COCO ids 0..90; 0 = background, not scored
@@ -38,7 +39,6 @@ IOU_THRESHOLD = 0.6
 SCORE_THRESHOLD = 1e-8  # as the zoo's exported graphs
 # Median boxes per image above 0.5 on the calibration frames (see calibrate).
 TARGET_BOXES_ABOVE_HALF = 10
-SIDECAR = "detect_model.json"
 DESCRIPTION = (
     "SSD MobileNet v2 architecture with random weights (benchmark only, boxes meaningless)"
 )
@@ -240,7 +240,7 @@ def fixture_images(tfrecord: Path) -> list[np.ndarray]:
 
 def build_benchmark(
     path: str | os.PathLike, *, calibration_images: Sequence[np.ndarray] = (), seed: int = 0
-) -> dict:
+) -> dict[str, object]:
     """Write the benchmark SavedModel to `path`; returns facts about it (params, GFLOPs, ...)."""
     tf = import_tensorflow()  # quiet: no CUDA/oneDNN start-up chatter
 
@@ -252,15 +252,13 @@ def build_benchmark(
         bias = calibrate(module, calibration_images, TARGET_BOXES_ABOVE_HALF)
     signature = module.__call__.get_concrete_function()
     tf.saved_model.save(module, str(path), signatures={"serving_default": signature})
-    facts = {
-        "kind": "benchmark",
-        "description": DESCRIPTION,
+    sidecar = ModelSidecar("benchmark", DESCRIPTION, facts={
         "parameters": int(model.count_params()),
         "anchors": int(make_anchors().shape[0]),
         "class_logit_bias": bias,
-    }
-    (path / SIDECAR).write_text(json.dumps(facts, indent=2) + "\n")
-    return facts
+    })
+    sidecar.write(path)
+    return sidecar.to_json()
 
 
 def main(argv: list[str] | None = None) -> int:

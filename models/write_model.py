@@ -4,18 +4,17 @@ batch of 2, then renamed into place, so `out` is either absent or complete."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any  # the tf.Module written: TensorFlow ships no types
 
 from detect.core.tf_env import import_tensorflow
-from detect.model import formats
 from detect.model.detector import Detector
+from detect.model.sidecar import ModelSidecar
 
 
-def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any], *, replace: bool = False) -> Path:
+def write_saved_model(module: Any, out: Path, sidecar: ModelSidecar, *, replace: bool = False) -> Path:
     """`module.serve` as the `serving_default` signature, `sidecar` as `detect_model.json`. With
     `replace`, a converted model already at `out` is swapped out only once the new one is complete."""
     tf = import_tensorflow()
@@ -23,7 +22,7 @@ def write_saved_model(module: Any, out: Path, sidecar: dict[str, Any], *, replac
     temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         tf.saved_model.save(module, str(temp), signatures={"serving_default": module.serve})
-        (temp / formats.SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")
+        sidecar.write(temp)
         Detector(temp, batch_size=2)  # the converted model meets the contract, batched
         temp.chmod(0o755)  # mkdtemp made it private
         if replace and (out / "saved_model.pb").is_file() and not out.is_symlink():

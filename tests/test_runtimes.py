@@ -28,7 +28,9 @@ from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.detector import Detector
 from detect.model.runtimes import RUNTIME_ENV, default_runtime
+from detect.model.runtimes.cache import ModelCache
 from detect.model.runtimes.freeze import freeze
+from detect.model.runtimes.parts import cached, tensorflow_parts
 from detect.model.runtimes.split import CONTROL_FLOW_OPS, POSTPROCESS_OPS, SplitError, find_split, network_graph
 from detect.model.tfjs import centernet
 from detect.waymo.readers import iter_frames
@@ -144,6 +146,24 @@ def test_the_cut_of_centernet_is_its_top_k(coco_model):
     assert split.postprocess_ops == ("TopKV2",)
     ops = network_ops(frozen, split)
     assert {"MaxPool", "Sigmoid"} <= ops and not ops & {"TopKV2", "Pad", "Assert"}  # letterbox stays in TF
+
+
+def test_the_parts_around_the_network_are_cached_once_and_read_back_alike(tiny_model, tmp_path):
+    tf = import_tensorflow()
+    (tmp_path / "cache").mkdir()
+    cache = ModelCache(tmp_path / "cache")
+    loaded = formats.load(formats.locate(tiny_model))
+    image = tf.constant(np.full((1, 40, 48, 3), 100, np.uint8))
+    with cache.locked():
+        assert not cached(cache)
+        made = tensorflow_parts(tf, cache, loaded)
+        assert cached(cache) and {p.name for p in (tmp_path / "cache").iterdir()} >= {"frozen.pb", "split.json"}
+        read = tensorflow_parts(tf, cache, None)  # from the cache: the model is not needed again
+    assert (read.split, read.frozen.model_input, read.frozen.outputs) == (made.split, made.frozen.model_input,
+                                                                          made.frozen.outputs)
+    for ours, theirs in zip(made.pre(image), read.pre(image), strict=True):
+        assert np.array_equal(ours.numpy(), theirs.numpy())
+    assert "Conv2D" in {node.op for node in made.network_graph(tf.float32).node}
 
 
 def test_a_model_without_a_convolution_has_no_network_to_take(tmp_path):

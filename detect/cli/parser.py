@@ -28,7 +28,7 @@ from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import DEFAULT_MODEL_HELP, MODEL_ENV
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
-from detect.model.runtimes import RUNTIME_ENV, RUNTIMES
+from detect.model.runtimes import BACKENDS, RUNTIME_ENV, RUNTIMES
 from detect.model.tiles import MAX_TILE, MIN_TILE
 from detect.render.draw import UNSCORED
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
@@ -236,9 +236,9 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", choices=("none", "mirrored"), default="none",
                         help="mirrored: replicate the model over all GPUs with tf.distribute")
     parser.add_argument("--runtime", choices=RUNTIMES,
-                        help="what runs the model: openvino (the network on the CPU, 1.1-1.5x TensorFlow's speed), tensorflow "
-                        "(GPUs, --strategy mirrored, any model), or auto: OpenVINO on a machine without a GPU when "
-                        f"the model converts (default: ${RUNTIME_ENV}, else auto)")
+                        help=f"what runs the model: {', '.join(b.help for b in BACKENDS)}, tensorflow "
+                        f"(GPUs, --strategy mirrored, any model), or auto: {' else '.join(b.title for b in BACKENDS)} "
+                        f"on a machine without a GPU when the model converts (default: ${RUNTIME_ENV}, else auto)")
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
     parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
     parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")

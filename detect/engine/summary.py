@@ -9,9 +9,9 @@ from detect.core.names import printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import ModelFacts
+from detect.model.runtimes import title
 
 FAILURES_SHOWN = 5
-RUNTIME_NAMES = {"openvino": "OpenVINO", "tensorflow": "TensorFlow"}
 
 
 def model_label(facts: ModelFacts) -> str:
@@ -20,7 +20,7 @@ def model_label(facts: ModelFacts) -> str:
     classes = describe_classes(None if facts.knows_classes is None else list(facts.knows_classes))
     sha = facts.sha256[:12]
     name = facts.runtime_name
-    ran = f"; on {RUNTIME_NAMES.get(name, name)} {facts.runtime.get('version')}" if name else ""
+    ran = f"; on {title(name)} {facts.runtime.get('version')}" if name else ""
     return f"model: {facts.description}; knows {classes}" + (f"; sha256 {sha}" if sha else "") + ran
 
 

@@ -21,16 +21,14 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from detect.core.errors import ModelError, UsageError
-from detect.core.files import UnreadableFileError, open_regular, read_json_object
+from detect.core.errors import ModelError
+from detect.core.files import UnreadableFileError, open_regular
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
-from detect.model.inputs import parse_input_size
+from detect.model.sidecar import SIDECAR, read_sidecar
 
-SIDECAR = "detect_model.json"
 CACHE_NAME = ".detect_cache"  # converted forms of a model, beside it (detect.model.runtimes.cache)
-KINDS = ("real", "stub", "benchmark")
 FROZEN_GRAPH_NAME = "frozen_inference_graph.pb"
 FROZEN_INPUT = "image_tensor"
 FROZEN_OUTPUTS = ("detection_boxes", "detection_scores", "detection_classes", "num_detections")
@@ -179,52 +177,10 @@ def _tfjs_source(path: Path) -> ModelSource:
 
 
 def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:
-    sidecar = directory / SIDECAR
-    if not sidecar.is_file():
+    sidecar = read_sidecar(directory)
+    if sidecar is None:
         return source
-    try:
-        data = read_json_object(sidecar)
-    except UnreadableFileError as err:
-        raise ModelError(f"model {directory}: unreadable {SIDECAR}: {err}") from None
-    try:
-        kind = str(data["kind"])
-        classes = data.get("classes")
-        classes = tuple(int(c) for c in classes) if classes is not None else None
-        origin = data.get("source")
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ModelError(f"model {directory}: unreadable {SIDECAR}: {err}") from None
-    if kind not in KINDS:
-        raise ModelError(f"model {directory}: {SIDECAR} has kind {kind!r}, expected one of {KINDS}")
-    if origin is not None and not isinstance(origin, dict):
-        raise ModelError(f"model {directory}: {SIDECAR} has a source that is not an object")
-    description = str(data.get("description") or _DEFAULT_DESCRIPTIONS[kind])
-    short_name = data.get("short_name")
-    return dataclasses.replace(source, kind=kind, description=description, classes=classes, origin=origin,
-                               defaults=_defaults(data.get("defaults"), directory),
-                               short_name=str(short_name) if short_name else None)
-
-
-def _defaults(data: Any, directory: Path) -> ModelDefaults:
-    """The sidecar's `defaults`, each checked: a bad value is the sidecar's fault, said in one line."""
-    if data is None:
-        return ModelDefaults()
-    if not isinstance(data, dict):
-        raise ModelError(f"model {directory}: {SIDECAR} has defaults that are not an object")
-    size, threshold, nms = data.get("input_size"), data.get("threshold"), data.get("nms_iou")
-    if size is not None and not isinstance(size, str):
-        raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size must be a string such as 'native' or '512'")
-    if size is not None:
-        try:
-            parse_input_size(size)
-        except UsageError:
-            raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size {size!r}: expected N, WxH "
-                             f"(32-4096 pixels) or 'native'") from None
-    for name, value, low_open in (("threshold", threshold, False), ("nms_iou", nms, True)):
-        if value is None:
-            continue
-        in_range = isinstance(value, (int, float)) and (0 < value <= 1 if low_open else 0 <= value <= 1)
-        if isinstance(value, bool) or not in_range:
-            raise ModelError(f"model {directory}: {SIDECAR} defaults.{name} must be a number in "
-                             f"{'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
-    return ModelDefaults(input_size=size, threshold=None if threshold is None else float(threshold),
-                         nms_iou=None if nms is None else float(nms))
+    return dataclasses.replace(source, kind=sidecar.kind,
+                               description=sidecar.description or _DEFAULT_DESCRIPTIONS[sidecar.kind],
+                               classes=sidecar.classes, origin=sidecar.source,
+                               defaults=sidecar.defaults or ModelDefaults(), short_name=sidecar.short_name)

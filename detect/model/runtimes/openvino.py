@@ -1,8 +1,9 @@
 """OpenVINO runs the network; TensorFlow keeps the pre- and post-processing it wrote.
 
-The detector graph is frozen and split (`split.py`); the network part becomes an OpenVINO model
-with a static input shape (`openvino.convert_model` reads the TF GraphDef itself), compiled for the
-CPU. `INFERENCE_PRECISION_HINT` is f32: on CPUs with bf16 units OpenVINO's default is bf16, whose
+The detector graph is frozen and split, TensorFlow keeping the parts around the network
+(`parts.py`, the same for any backend); the network part becomes an OpenVINO model with a static
+input shape (`openvino.convert_model` reads the TF GraphDef itself), compiled for the CPU.
+`INFERENCE_PRECISION_HINT` is f32: on CPUs with bf16 units OpenVINO's default is bf16, whose
 rounding moves boxes on the real Waymo frame for every model (worst IoU against TensorFlow: person
 0.91, CenterNet and the bench SSD 0: boxes lost or shifted), against the IoU >= 0.98 promised.
 
@@ -24,7 +25,7 @@ on). `detect` contacts no host the user did not name and writes nothing outside 
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -34,26 +35,17 @@ from typing import Any
 import numpy as np
 
 from detect.core.errors import DependencyError, DetectError, ModelError
-from detect.core.files import JSON_LIMIT, parse_json
 from detect.core.tf_env import import_tensorflow, native_stderr_quiet, tf_error_text
 from detect.model.contract import REQUIRED_OUTPUTS
 from detect.model.runtimes.cache import COMPILED, CachedNetwork, ModelCache, model_cache
-from detect.model.runtimes.freeze import FrozenModel, freeze
-from detect.model.runtimes.split import (
-    NETWORK_OUTPUT_PREFIX,
-    Split,
-    SplitError,
-    find_split,
-    network_graph,
-    without_control_edges_from,
-)
+from detect.model.runtimes.parts import cached, tensorflow_parts
+from detect.model.runtimes.split import NETWORK_OUTPUT_PREFIX
 
 NAME = "openvino"
+TITLE = "OpenVINO"
 PRECISIONS = ("f32", "bf16")
 STREAMS = 2
 DEVICE = "CPU"
-FROZEN, SPLIT = "frozen.pb", "split.json"  # in the cache folder
-FROZEN_LIMIT = 2 << 30  # bytes: a GraphDef cannot be larger
 
 
 def version() -> str | None:
@@ -143,10 +135,9 @@ class OpenVinoRuntime:
 
     def _open(self, loaded: Any, warm: np.ndarray | None) -> None:
         self._compiled: dict[tuple[tuple[int, ...], str], Any] = {}
-        self.reused = self._from_cache = self.cache.has(FROZEN, SPLIT)
-        frozen, self.split = self._load_split() if self.reused else self._make_split(loaded)
-        self._pre, self._post, self._imported_graph = self._tf_parts(frozen, self.split)
-        self._graph_def = frozen.graph_def
+        self.reused = self._from_cache = cached(self.cache)
+        self._parts = tensorflow_parts(self._tf, self.cache, loaded)
+        self.split = self._parts.split
         if warm is not None:
             self.run(warm)
 
@@ -168,7 +159,7 @@ class OpenVinoRuntime:
         # post-processes part k: the two runtimes overlap instead of taking turns.
         pres, requests = [], []
         for k in range(parts):
-            pre = self._pre(tf.constant(images[k * size:(k + 1) * size]))
+            pre = self._parts.pre(tf.constant(images[k * size:(k + 1) * size]))
             network_input = pre[0].numpy()
             request = self._requests(network_input)[k]
             request.start_async([network_input])
@@ -179,7 +170,7 @@ class OpenVinoRuntime:
         for pre, request in zip(pres, requests, strict=True):
             request.wait()
             network_outputs = [tf.constant(request.get_output_tensor(i).data) for i in range(outputs)]
-            posts.append(self._post(*pre[1:], *network_outputs))
+            posts.append(self._parts.post(*pre[1:], *network_outputs))
         return {key: np.concatenate([np.asarray(post[i]) for post in posts])[:count]
                 for i, key in enumerate(REQUIRED_OUTPUTS)}
 
@@ -212,7 +203,7 @@ class OpenVinoRuntime:
             except ModelError:
                 raise
             except Exception as err:  # OpenVINO raises RuntimeError/OpConversionFailure with long texts
-                raise ModelError(f"OpenVINO cannot convert the network: {_first_line(err)}") from None
+                raise ModelError(f"OpenVINO cannot convert the network: {_openvino_message(err)}") from None
             return self._compiled_model(model)
 
     def _compiled_model(self, model: Any) -> Any:
@@ -224,21 +215,14 @@ class OpenVinoRuntime:
         try:
             compiled = self._core.compile_model(model, DEVICE, config)
         except Exception as err:
-            raise ModelError(f"OpenVINO cannot compile the network: {_first_line(err)}") from None
+            raise ModelError(f"OpenVINO cannot compile the network: {_openvino_message(err)}") from None
         self.cache.add_new(COMPILED)  # the blobs it wrote
         return compiled
 
     def _convert(self, network_input: np.ndarray) -> Any:
         openvino = import_openvino()
-
-        tf = self._tf
-        graph = network_graph(self._graph_def, self.split, tf.as_dtype(network_input.dtype).as_datatype_enum,
-                              self._network_dtypes())
+        graph = self._parts.network_graph(self._tf.as_dtype(network_input.dtype))
         return openvino.convert_model(graph, input=[openvino.PartialShape(list(network_input.shape))])
-
-    def _network_dtypes(self) -> list[int]:
-        graph = self._imported_graph
-        return [graph.get_tensor_by_name(t).dtype.as_datatype_enum for t in self.split.network_outputs]
 
     @staticmethod
     def _output_index(model: Any, k: int) -> int:
@@ -247,43 +231,6 @@ class OpenVinoRuntime:
             if any(n == name or n.startswith(f"{name}:") for n in output.get_names()):
                 return index
         return k  # OpenVINO gave the Identity's name to the tensor it forwards: outputs keep their order
-
-    def _make_split(self, loaded: Any) -> tuple[FrozenModel, Split]:
-        frozen = freeze(loaded)
-        split = find_split(frozen.graph_def, frozen.model_input, [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
-        self.cache.write(FROZEN, frozen.graph_def.SerializeToString())
-        facts = {"split": split.to_json(), "model_input": frozen.model_input, "outputs": frozen.outputs}
-        self.cache.write(SPLIT, json.dumps(facts, indent=1).encode())
-        return frozen, split
-
-    def _load_split(self) -> tuple[FrozenModel, Split]:
-        """The frozen graph and its split as a run wrote them (a failure here empties the cache)."""
-        tf = self._tf
-        facts = parse_json(self.cache.read(SPLIT, limit=JSON_LIMIT), str(self.folder / SPLIT))
-        graph_def = tf.compat.v1.GraphDef()
-        graph_def.ParseFromString(self.cache.read(FROZEN, limit=FROZEN_LIMIT))
-        return FrozenModel(graph_def, str(facts["model_input"]), dict(facts["outputs"])), Split.from_json(facts["split"])
-
-    def _tf_parts(self, frozen: FrozenModel, split: Split) -> tuple[Any, Any, Any]:
-        """The pre-processing and the post-processing as TF functions of the one imported graph, and that graph."""
-        tf = self._tf
-        graph_def = without_control_edges_from(frozen.graph_def, frozen.model_input,
-                                              [frozen.outputs[k] for k in REQUIRED_OUTPUTS])
-
-        def imported() -> None:
-            tf.compat.v1.import_graph_def(graph_def, name="")
-
-        try:
-            wrapped = tf.compat.v1.wrap_function(imported, [])
-            graph = wrapped.graph
-            tensor = graph.get_tensor_by_name
-            pre = wrapped.prune(feeds=[tensor(frozen.model_input)],
-                                fetches=[tensor(t) for t in (split.network_input, *split.handoff)])
-            post = wrapped.prune(feeds=[tensor(t) for t in (*split.handoff, *split.network_outputs)],
-                                 fetches=[tensor(frozen.outputs[k]) for k in REQUIRED_OUTPUTS])
-        except Exception as err:  # a split TF cannot prune (it would be our bug, said in one line)
-            raise SplitError(f"TensorFlow cannot run the parts around the network: {tf_error_text(err)}") from None
-        return pre, post, graph
 
 
 def _model_error(err: Exception) -> DetectError:
@@ -294,7 +241,28 @@ def _model_error(err: Exception) -> DetectError:
                       f"{tf_error_text(err)}")
 
 
-def _first_line(err: BaseException) -> str:
+def _openvino_message(err: BaseException) -> str:
+    """OpenVINO's first useful line: not `core.errors.first_line`, because its messages open with
+    `Check '...' failed at src/...` and C++ trace lines before the reason, and can run for pages."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(("Check ", "Traceback", "File "))]
     return (useful or lines or [type(err).__name__])[0][:300]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenVinoBackend:
+    """OpenVINO as a network backend (`backend.Backend`): the registry's entry."""
+
+    name: str = NAME
+    title: str = TITLE
+    help: str = "openvino (the network on the CPU, 1.1-1.5x TensorFlow's speed)"
+
+    def version(self) -> str | None:
+        return version()
+
+    def load(self, loaded: Any, model_path: Path, checksum: str, *, batch_size: int,
+             warm: np.ndarray) -> OpenVinoRuntime:
+        return OpenVinoRuntime(loaded, model_path, checksum, batch_size=batch_size, warm=warm)
+
+
+BACKEND = OpenVinoBackend()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from detect.core.errors import ModelError
@@ -64,9 +64,19 @@ class Split:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Split:  # split.json as parsed: each field is converted below
-        return cls(network_input=str(data["network_input"]), network_outputs=tuple(data["network_outputs"]),
-                   handoff=tuple(data["handoff"]), postprocess_ops=tuple(data["postprocess_ops"]),
+    def from_json(cls, data: object) -> Split:
+        """split.json's `split` as parsed: what `to_json` wrote, else ValueError."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("network_nodes"), int):
+            raise ValueError("not a split as a run writes it")
+
+        def names(key: str) -> tuple[str, ...]:
+            value = data[key]
+            if not isinstance(value, list | tuple):  # a list once written as JSON
+                raise ValueError(f"the split's {key} is not a list")
+            return tuple(str(name) for name in value)
+
+        return cls(network_input=str(data["network_input"]), network_outputs=names("network_outputs"),
+                   handoff=names("handoff"), postprocess_ops=names("postprocess_ops"),
                    network_nodes=int(data["network_nodes"]))
 
 

@@ -16,6 +16,7 @@ from detect.core.tf_env import import_tensorflow
 from detect.model.contract import REQUIRED_OUTPUTS, ModelOutputs
 
 NAME = "tensorflow"
+TITLE = "TensorFlow"
 
 
 class TensorFlowRuntime:

@@ -55,7 +55,7 @@ class TfjsGraph:
     outputs: tuple[str, ...]
     weight_files: tuple[Path, ...]
     split_ops: int  # fused nodes split into standard ops
-    meta: dict[str, Any]  # generatedBy, convertedBy, ... as the JSON has them
+    meta: dict[str, str]  # the model.json's top-level strings: generatedBy, convertedBy, format, ...
 
 
 def read_graph_model(json_path: Path) -> TfjsGraph:
