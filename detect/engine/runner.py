@@ -190,11 +190,6 @@ def previous_outcomes(run_file: Path) -> dict[str, Mapping[str, object]]:
             if isinstance(e, dict) and isinstance(e.get("path"), str)}
 
 
-# The rules that judge errors depend on each input's labels, known once it is opened: a completed
-# segment is checked on all the other settings, which include the model, threshold and tiling.
-UNCHECKED_BEFORE_OPENING = ("errors",)
-
-
 def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object] | None, retry_failed: bool,
                  expected: Callable[[str], dict[str, object]] | None = None) -> SegmentOutcome | None:
     """The outcome of an earlier run that stands, or None if the segment needs work now.
@@ -232,12 +227,15 @@ def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object
 
 
 def changed_settings(segment_dir: Path, expected: dict[str, object]) -> list[str]:
-    """How the settings recorded in a finished segment differ from this run's (none recorded: none)."""
+    """How the settings recorded in a finished segment differ from this run's (none recorded: none).
+
+    Only `expected`'s keys are compared: before an input is opened that is the settings' resume key,
+    which includes the model, threshold and tiling; the rules that judge errors depend on the
+    input's labels, known once it is opened (`SegmentJob.resume_key`)."""
     recorded = journal.load_settings(segment_dir)
     if recorded is None:
         return []
-    checked = [k for k in expected if k not in UNCHECKED_BEFORE_OPENING]
-    return journal.differences({k: recorded.get(k) for k in checked}, {k: expected[k] for k in checked})
+    return journal.differences({k: recorded.get(k) for k in expected}, expected)
 
 
 def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, Mapping[str, object]], seconds: float,
