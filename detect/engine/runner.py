@@ -17,7 +17,6 @@ from typing import Protocol
 
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import OutputError, error_text
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
@@ -31,6 +30,7 @@ from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
+from detect.sinks.results_folder import read_results_json
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
 RUN_FILE = "run.json"
@@ -179,13 +179,7 @@ def run_file_name(shard: tuple[int, int] | None) -> str:
 def previous_outcomes(run_file: Path) -> dict[str, Mapping[str, object]]:
     """The entries of an earlier run file by input; an unreadable file counts as none (the
     segments' own manifests still say what is complete)."""
-    if not run_file.exists():
-        return {}
-    try:
-        data = read_json_object(run_file, follow_links=False)
-    except UnreadableFileError:
-        return {}
-    entries = data.get("segments")
+    entries = (read_results_json(run_file) or {}).get("segments")
     return {str(e["path"]): e for e in (entries if isinstance(entries, list) else [])
             if isinstance(e, dict) and isinstance(e.get("path"), str)}
 

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from detect.core.errors import DetectError, InputError
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
 from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
@@ -19,7 +18,7 @@ from detect.report.staleness import changed_since, refresh_note, stale_segments
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.results_folder import Manifest, read_manifest
+from detect.sinks.results_folder import Manifest, read_manifest, read_results_json
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 
@@ -67,8 +66,9 @@ def build_reports(results: Path) -> Reports:
 
 def _stale(results: Path, manifests: dict[Path, Manifest]) -> list[str]:
     """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
-    folders = {results / folder for folder in stale_segments(changed_since(_json_object(results / EVAL_FILE), results))}
-    folders |= {d for d in manifests if changed_since(_json_object(d / EVAL_FILE), d)}
+    run_evaluation = read_results_json(results / EVAL_FILE) or {}
+    folders = {results / folder for folder in stale_segments(changed_since(run_evaluation, results))}
+    folders |= {d for d in manifests if changed_since(read_results_json(d / EVAL_FILE) or {}, d)}
     return sorted(manifests[d].segment_context_name if d in manifests else d.relative_to(results).as_posix()
                   for d in folders)
 
@@ -82,22 +82,7 @@ def _up_to_date(directory: Path) -> bool:
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 
-def _json_object(path: Path) -> Mapping[str, object]:
-    """A results file holding a JSON object; empty when missing, unreadable or not an object."""
-    try:
-        return read_json_object(path, follow_links=False)
-    except UnreadableFileError:
-        return {}
-
-
 def _run_files(results: Path) -> list[tuple[str, Mapping[str, object]]]:
     """Every run file at the top (one per shard of a sharded run) that holds a JSON object."""
-    runs: list[tuple[str, Mapping[str, object]]] = []
-    for path in sorted(results.glob(RUN_FILES)):
-        try:
-            data = read_json_object(path, follow_links=False)
-        except UnreadableFileError:
-            continue
-        if not path.is_symlink():
-            runs.append((path.name, data))
-    return runs
+    read = ((path.name, read_results_json(path)) for path in sorted(results.glob(RUN_FILES)))
+    return [(name, data) for name, data in read if data is not None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.atomic import atomic_path
-from detect.core.files import UnreadableFileError, read_json_object
+from detect.core.files import UnreadableFileError
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
 from detect.report import charts, safe
@@ -27,7 +27,7 @@ from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
-from detect.sinks.results_folder import Manifest
+from detect.sinks.results_folder import Manifest, read_results_json
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -176,7 +176,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
-    evaluation = _json_object(root / EVAL_FILE)
+    evaluation = read_results_json(root / EVAL_FILE)
     if evaluation:
         sections.append(evaluation_section(evaluation, root))
     sections.append("<h2>Segments</h2><p class='muted'>Threshold: boxes scoring at least this are drawn. "
@@ -225,16 +225,8 @@ def _facts_table(facts: Mapping[str, object]) -> str:
     return f"<table class='facts'><tbody>{rows}</tbody></table>"
 
 
-def _json_object(path: Path) -> Mapping[str, object] | None:
-    """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
-    try:
-        return read_json_object(path, follow_links=False)
-    except UnreadableFileError:
-        return None
-
-
 def _segment_ap(directory: Path) -> str:
-    report = _json_object(directory / EVAL_FILE) or {}
+    report = read_results_json(directory / EVAL_FILE) or {}
     rows = safe.mapping(report.get("levels")).get("LEVEL_2")
     overall = rows[-1] if isinstance(rows, list) and rows else None
     return _num(overall.get("ap50") if isinstance(overall, dict) else None, 3)

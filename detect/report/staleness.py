@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from detect.core.names import printable
 from detect.sinks.fingerprint import changed_files, current_sources, recorded_sources
@@ -14,7 +13,7 @@ from detect.sinks.fingerprint import changed_files, current_sources, recorded_so
 SHOWN = 3  # files named in a notice; the rest counted
 
 
-def changed_since(evaluation: Mapping[str, Any], directory: Path) -> list[str]:
+def changed_since(evaluation: Mapping[str, object], directory: Path) -> list[str]:
     """The results files under `directory` that changed after `evaluation` (its eval.json, read
     from `directory`) was computed; empty when none did, or when it does not say what it was
     computed from (written by an older `detect`: nothing to compare)."""
@@ -34,7 +33,7 @@ def stale_notice(changed: list[str]) -> str | None:
             f"folder again to refresh it.")
 
 
-def evaluation_notice(evaluation: Mapping[str, Any], directory: Path) -> str | None:
+def evaluation_notice(evaluation: Mapping[str, object], directory: Path) -> str | None:
     """What the evaluation section of a page shows first: a notice when it is stale, else None."""
     return stale_notice(changed_since(evaluation, directory))
 

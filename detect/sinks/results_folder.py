@@ -4,7 +4,8 @@ processed. The one reader eval, export, report and compare share (the writers ar
 A results folder is shared and may be edited: every value is checked here, once. What a reader
 cannot use reads as "not recorded" (the drawing threshold falls back to `DEFAULT_THRESHOLD`, the
 model facts to `ModelFacts.from_json`'s empties); a manifest that is not a readable JSON object is
-one `InputError` naming it. The report escapes what it shows as a second wall.
+one `InputError` naming it; the other JSON files beside it (eval.json, run files) read as None
+when they cannot be used (`read_results_json`). The report escapes what it shows as a second wall.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class Manifest:
     input_path: str | None  # the segment file the run read
     labels_dropped: int  # label rows the run could not use
     data: Mapping[str, object]  # the whole JSON object as written
+
+    @property
+    def recorded_name(self) -> str | None:
+        """The segment's name when the manifest records one (a non-empty string), else None."""
+        name = self.data.get("segment_context_name")
+        return name if isinstance(name, str) and name else None
 
     def section(self, name: str) -> Mapping[str, object]:
         """A top-level JSON object of the manifest (counts, timings, versions, ...); {} when it is not one."""
@@ -85,6 +92,17 @@ def read_manifest(directory: Path) -> Manifest:
     except UnreadableFileError as err:
         raise InputError(f"{path}: cannot read the manifest ({first_line(err)})") from None
     return Manifest.from_json(data, directory)
+
+
+def read_results_json(path: Path) -> Mapping[str, object] | None:
+    """A JSON object a run or `detect eval` wrote into a results folder (eval.json, a run file), or
+    None when it is missing or cannot be used (unreadable, not an object, a link). For readers that
+    go on without it: a page shows what it can, a run counts an unreadable run file as none. A
+    reader that cannot go on calls `core.files.read_json_object` and gets its one-line error."""
+    try:
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
+        return None
 
 
 def processed_images(directory: Path, segment: str, *also: Iterable[FrameKey]) -> frozenset[FrameKey]:
