@@ -30,10 +30,9 @@ from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
-from detect.sinks.results_folder import read_results_json
+from detect.sinks.run_record import read_run_record, run_file_name
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
-RUN_FILE = "run.json"
 Record = Callable[[SegmentOutcome], None]
 
 
@@ -171,17 +170,11 @@ def plan_sources(paths: Sequence[str], shard: tuple[int, int] | None) -> list[Se
     return sources
 
 
-def run_file_name(shard: tuple[int, int] | None) -> str:
-    """One run file per shard, so shards sharing an output directory never write the same file."""
-    return RUN_FILE if shard is None else f"run-shard-{shard[0]}-of-{shard[1]}.json"
-
-
 def previous_outcomes(run_file: Path) -> dict[str, Mapping[str, object]]:
     """The entries of an earlier run file by input; an unreadable file counts as none (the
     segments' own manifests still say what is complete)."""
-    entries = (read_results_json(run_file) or {}).get("segments")
-    return {str(e["path"]): e for e in (entries if isinstance(entries, list) else [])
-            if isinstance(e, dict) and isinstance(e.get("path"), str)}
+    record = read_run_record(run_file)
+    return {} if record is None else record.by_input()
 
 
 def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object] | None, retry_failed: bool,

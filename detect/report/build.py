@@ -7,7 +7,6 @@ note and the others get their pages; a segment folder that is a symlink is never
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 
 from detect.core.errors import DetectError, InputError
@@ -20,9 +19,8 @@ from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.results_folder import Manifest, read_manifest, read_results_json
 from detect.sinks.run_folder import find_segment_folders
+from detect.sinks.run_record import read_run_records
 from detect.sinks.table import DETECTIONS_FILE
-
-RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +57,7 @@ def build_reports(results: Path) -> Reports:
             notes.append(f"{printable(str(err), 300)}; left out")
             continue
         indexed.append((directory, manifest))
-    written.append(index_page(results, indexed, _run_files(results)))
+    written.append(index_page(results, indexed, read_run_records(results)))
     stale = _stale(results, dict(indexed))
     return Reports(written, notes + ([refresh_note(results, stale)] if stale else []))
 
@@ -82,7 +80,3 @@ def _up_to_date(directory: Path) -> bool:
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 
-def _run_files(results: Path) -> list[tuple[str, Mapping[str, object]]]:
-    """Every run file at the top (one per shard of a sharded run) that holds a JSON object."""
-    read = ((path.name, read_results_json(path)) for path in sorted(results.glob(RUN_FILES)))
-    return [(name, data) for name, data in read if data is not None]

@@ -28,6 +28,7 @@ from detect.report.html import table as _table
 from detect.sinks.frames import read_frame
 from detect.sinks.layout import EVAL_FILE, real_folder
 from detect.sinks.results_folder import Manifest, read_results_json
+from detect.sinks.run_record import RunRecord
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -142,7 +143,7 @@ def _drawn_note(data: SegmentData) -> str:
 
 
 def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
-               runs: Sequence[tuple[str, Mapping[str, object]]]) -> Path:
+               runs: Sequence[RunRecord]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
     def by_label(manifest: Manifest) -> Mapping[str, object]:
         return safe.mapping(safe.mapping(manifest.section("counts")).get("detections_by_label"))
@@ -165,14 +166,13 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                      *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
                      _num(safe.mapping(manifest.section("timings")).get("images_per_second"))])
     sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
-    for name, one in runs:
-        this = safe.mapping(one.get("this_run"))
+    for run in runs:
+        this = run.section("this_run")
         tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
             ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
-        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(name) + ')'}: {tally}; "
-                        f"engine {safe.text(one.get('engine'))}.</p>")
-        entries = safe.items(one.get("segments"))
-        failed = [s for s in entries if isinstance(s, dict) and s.get("status") == "failed"]
+        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(run.name) + ')'}: {tally}; "
+                        f"engine {safe.text(run.data.get('engine'))}.</p>")
+        failed = run.failed()
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
