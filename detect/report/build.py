@@ -14,10 +14,11 @@ from detect.core.names import printable
 from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.report.staleness import changed_since, refresh_note, stale_segments
+from detect.sinks.eval_record import read_eval_record
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.results_folder import Manifest, read_manifest, read_results_json
+from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.run_record import read_run_records
 from detect.sinks.table import DETECTIONS_FILE
@@ -36,7 +37,7 @@ def build_reports(results: Path) -> Reports:
     found = find_segment_folders(results)
     if found.folders == [results]:
         data = load(results)
-        changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
+        changed = bool(changed_since(data.evaluation, results))
         return Reports([segment_page(data)], data.notes + ([refresh_note(results, [data.name])] if changed else []))
     notes = list(found.skipped)
     directories = found.with_manifest()
@@ -64,9 +65,8 @@ def build_reports(results: Path) -> Reports:
 
 def _stale(results: Path, manifests: dict[Path, Manifest]) -> list[str]:
     """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
-    run_evaluation = read_results_json(results / EVAL_FILE) or {}
-    folders = {results / folder for folder in stale_segments(changed_since(run_evaluation, results))}
-    folders |= {d for d in manifests if changed_since(read_results_json(d / EVAL_FILE) or {}, d)}
+    folders = {results / folder for folder in stale_segments(changed_since(read_eval_record(results), results))}
+    folders |= {d for d in manifests if changed_since(read_eval_record(d), d)}
     return sorted(manifests[d].segment_context_name if d in manifests else d.relative_to(results).as_posix()
                   for d in folders)
 

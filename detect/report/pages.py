@@ -25,9 +25,10 @@ from detect.report.html import count_cell as _count_cell
 from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
+from detect.sinks.eval_record import read_eval_record
 from detect.sinks.frames import read_frame
-from detect.sinks.layout import EVAL_FILE, real_folder
-from detect.sinks.results_folder import Manifest, read_results_json
+from detect.sinks.layout import real_folder
+from detect.sinks.results_folder import Manifest
 from detect.sinks.run_record import RunRecord
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
@@ -96,7 +97,7 @@ def segment_page(data: SegmentData) -> Path:
     thumbs = _thumbnails(data, assets)
     if thumbs:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
-    if data.evaluation:
+    if data.evaluation is not None:
         sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if isinstance(v, (int, float)) and safe.number(v) != "-"}
@@ -176,8 +177,8 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
-    evaluation = read_results_json(root / EVAL_FILE)
-    if evaluation:
+    evaluation = read_eval_record(root)
+    if evaluation is not None:
         sections.append(evaluation_section(evaluation, root))
     sections.append("<h2>Segments</h2><p class='muted'>Threshold: boxes scoring at least this are drawn. "
                     "Boxes and the per-class counts are every box in the table, down to the score floor. "
@@ -226,10 +227,9 @@ def _facts_table(facts: Mapping[str, object]) -> str:
 
 
 def _segment_ap(directory: Path) -> str:
-    report = read_results_json(directory / EVAL_FILE) or {}
-    rows = safe.mapping(report.get("levels")).get("LEVEL_2")
-    overall = rows[-1] if isinstance(rows, list) and rows else None
-    return _num(overall.get("ap50") if isinstance(overall, dict) else None, 3)
+    evaluation = read_eval_record(directory)
+    overall = None if evaluation is None else evaluation.overall("LEVEL_2")
+    return _num(None if overall is None else overall.get("ap50"), 3)
 
 
 def _thumbnails(data: SegmentData, assets: Path) -> str:

@@ -78,7 +78,11 @@ def recorded_threshold(manifest: Mapping[str, object]) -> float | None:
     not hold a number from 0 to 1 there."""
     settings = manifest.get("settings")
     draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    value = draw.get("threshold") if isinstance(draw, Mapping) else None
+    return fraction(draw.get("threshold") if isinstance(draw, Mapping) else None)
+
+
+def fraction(value: object) -> float | None:
+    """`value` when it is a JSON number from 0 to 1 (a threshold), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         return None
     return float(value)
