@@ -90,3 +90,9 @@ def test_the_name_a_manifest_records_is_a_non_empty_string_or_none(run, tmp_path
         assert Manifest.from_json({"segment_context_name": value}, tmp_path).recorded_name is None
     (tmp_path / "manifest.json").write_text("[1]")
     assert recorded_name(tmp_path) is None and recorded_name(tmp_path / "nowhere") is None
+
+
+def test_the_failed_frames_a_manifest_records_are_its_objects(tmp_path):
+    failure = {"camera": "FRONT", "stage": "decode", "error": "not a JPEG"}
+    assert Manifest.from_json({"failures": [failure, "x", None]}, tmp_path).failures == [failure]
+    assert Manifest.from_json({"failures": {"camera": "FRONT"}}, tmp_path).failures == []

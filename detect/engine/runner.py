@@ -206,8 +206,7 @@ def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object
     if manifest.status == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.status == COMPLETE_WITH_FAILURES and not retry_failed:
-        failures = manifest.data.get("failures")
-        failed = len(failures) if isinstance(failures, list) else 0
+        failed = len(manifest.failures)
         return SegmentOutcome(source.uri, name, Status.PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None

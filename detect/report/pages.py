@@ -74,8 +74,8 @@ def segment_page(data: SegmentData) -> Path:
     """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory."""
     directory, manifest = data.directory, data.manifest
     assets = real_folder(directory / ASSETS)
-    counts = safe.mapping(manifest.section("counts"))
-    timings = safe.mapping(manifest.section("timings"))
+    counts = manifest.section("counts")
+    timings = manifest.section("timings")
     sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
     if data.animation(MOSAIC):
         sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
@@ -106,11 +106,11 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
                         + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
-    failures = [f for f in safe.items(manifest.data.get("failures")) if isinstance(f, dict)]
+    failures = manifest.failures
     if failures:
         rows = [[f.get("camera"), f.get("key.frame_timestamp_micros"), f.get("stage"), f.get("error")] for f in failures]
         sections.append(f"<h2>Failed frames ({len(failures)})</h2>" + _table(["camera", "timestamp", "stage", "error"], rows))
-    sections.append("<h2>Versions</h2>" + _facts_table(safe.mapping(manifest.section("versions"))))
+    sections.append("<h2>Versions</h2>" + _facts_table(manifest.section("versions")))
     sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
                     f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
@@ -147,14 +147,14 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                runs: Sequence[RunRecord]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
     def by_label(manifest: Manifest) -> Mapping[str, object]:
-        return safe.mapping(safe.mapping(manifest.section("counts")).get("detections_by_label"))
+        return safe.mapping(manifest.section("counts").get("detections_by_label"))
 
     labels = sorted({str(label) for _, m in segments for label in by_label(m)},
                     key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
     headers = ["segment", "status", "model", "threshold", "images", "failed", "boxes", *labels, "AP50", "images/s"]
     rows = []
     for directory, manifest in segments:
-        counts = safe.mapping(manifest.section("counts"))
+        counts = manifest.section("counts")
         name = manifest.segment_context_name
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
@@ -165,7 +165,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                      _model_cell(manifest.model), _num(manifest.threshold if manifest.threshold_recorded else None, 2),
                      *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
                      *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
-                     _num(safe.mapping(manifest.section("timings")).get("images_per_second"))])
+                     _num(manifest.section("timings").get("images_per_second"))])
     sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
     for run in runs:
         this = run.section("this_run")
@@ -197,7 +197,7 @@ def _model_cell(model: ModelFacts) -> Any:
 
 def _facts(data: SegmentData) -> str:
     m = data.manifest
-    model, source, counts = m.model, safe.mapping(m.section("input")), safe.mapping(m.section("counts"))
+    model, source, counts = m.model, m.section("input"), m.section("counts")
     dropped = safe.count(source.get("labels_dropped"))
     facts = {
         "status": m.data.get("status"),
@@ -210,7 +210,7 @@ def _facts(data: SegmentData) -> str:
         "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
         "labels": str(source.get("ground_truth") or "none")
         + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
-        "engine": safe.mapping(m.section("engine")).get("name"),
+        "engine": m.section("engine").get("name"),
         "finished": m.data.get("finished_at"),
     }
     return _facts_table(facts)

@@ -47,6 +47,13 @@ class Manifest:
         name = self.data.get("segment_context_name")
         return name if isinstance(name, str) and name else None
 
+    @property
+    def failures(self) -> list[Mapping[str, object]]:
+        """The frames the run recorded as failed (`failures`: camera, timestamp, stage, error), each a
+        JSON object; entries that are not one are left out."""
+        failures = self.data.get("failures")
+        return [f for f in failures if isinstance(f, Mapping)] if isinstance(failures, list) else []
+
     def section(self, name: str) -> Mapping[str, object]:
         """A top-level JSON object of the manifest (counts, timings, versions, ...); {} when it is not one."""
         value = self.data.get(name)
