@@ -10,7 +10,7 @@ import pytest
 from conftest import TINY_SEGMENT
 
 from detect.cli import main
-from detect.core.errors import InputError
+from detect.core.errors import InputError, OutputError
 from detect.evaluate.results import load_segment
 from detect.report.data import load as load_report_data
 from detect.sinks import journal
@@ -96,3 +96,18 @@ def test_the_failed_frames_a_manifest_records_are_its_objects(tmp_path):
     failure = {"camera": "FRONT", "stage": "decode", "error": "not a JPEG"}
     assert Manifest.from_json({"failures": [failure, "x", None]}, tmp_path).failures == [failure]
     assert Manifest.from_json({"failures": {"camera": "FRONT"}}, tmp_path).failures == []
+
+
+def test_a_settings_file_that_is_a_fifo_or_a_link_is_refused_not_waited_on_or_followed(tmp_path):
+    state = tmp_path / journal.STATE_DIR
+    state.mkdir()
+    settings = state / "settings.json"
+    (tmp_path / "elsewhere.json").write_text('{"a": 1}')
+    settings.symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(OutputError, match=rf"^{settings} is unreadable \({settings} is a symbolic link; .*"
+                                          r"cannot check the earlier run's settings; use --overwrite to start again$"):
+        journal.load_settings(tmp_path)
+    settings.unlink()
+    os.mkfifo(settings)  # a plain read would wait for a writer forever
+    with pytest.raises(OutputError, match=rf"^{settings} is unreadable \({settings} is a FIFO; "):
+        journal.load_settings(tmp_path)
