@@ -3,6 +3,7 @@ model load): resume, refusal, failed frames, the journal, and the exact lines a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from detect.engine.events import Collect
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, outcome_of
-from detect.engine.spec import RunSpec, SegmentSettings
+from detect.engine.spec import ResumeModel, RunSpec, SegmentJob, SegmentSettings
 from detect.engine.summary import failure_lines, format_table, summary_line
 from detect.model.facts import ModelFacts
 from detect.sinks import journal
@@ -180,8 +181,8 @@ def test_the_journal_round_trips_a_result_exactly(tmp_path):
 def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, tmp_path):
     run(tiny_v2_path, tmp_path)
     (tmp_path / TINY_SEGMENT / "manifest.json").unlink()
-    settings = SegmentSettings(gif=False, mode="resume").with_errors(True, None)  # as the engine judged its frames
-    lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, settings, FACTS)
+    job = SegmentJob.judged(SegmentSettings(gif=False, mode="resume"), True, None)  # as the engine judged its frames
+    lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, job, FACTS)
     assert isinstance(lifecycle, SegmentLifecycle) and lifecycle.pending == []
     key = lifecycle.planned[0]
     with pytest.raises(ValueError, match=f"^{TINY_SEGMENT}: no frame was pending, nothing to record$"):
@@ -189,6 +190,25 @@ def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, 
     lifecycle.record(FrameFailure(key, "render", "disk full"))
     report = lifecycle.finish(loop_seconds=0.0, engine={"name": "test"})
     assert report.images_resumed == 15 and [f.error for f in report.failures] == ["disk full"]
+
+
+def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
+    settings = SegmentSettings()
+    assert "errors" not in {f.name for f in dataclasses.fields(SegmentSettings)}
+    model = ResumeModel("/models/fake", 0.05, None, None)
+    assert "errors" not in settings.resume_key(model, "seg")  # known before an input is opened
+    judged = SegmentJob.judged(settings, True, None)
+    assert judged.settings is settings and judged.errors is not None
+    assert judged.resume_key(model, "seg") == settings.resume_key(model, "seg") | {
+        "errors": "coco protocol, default COCO -> Waymo map"}
+    assert list(judged.resume_key(model, "seg"))[-1] == "errors"  # settings.json's key order is kept
+    assert judged.errors_json() == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
+                                    "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
+    for job in (SegmentJob.judged(settings, False, None),  # no labels
+                SegmentJob.judged(dataclasses.replace(settings, draw="detections"), True, None),
+                SegmentJob.judged(settings, True, (0,))):  # a model whose class maps to no Waymo type
+        assert job.errors is None and job.errors_json() is None
+        assert job.resume_key(model, "seg")["errors"] is None
 
 
 def test_a_run_spec_refuses_a_bad_shard_and_engine(tmp_path):

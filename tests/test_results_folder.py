@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
 from conftest import TINY_SEGMENT
 
 from detect.cli import main
-from detect.core.errors import InputError
+from detect.core.errors import InputError, OutputError
 from detect.evaluate.results import load_segment
 from detect.report.data import load as load_report_data
 from detect.sinks import journal
 from detect.sinks.frames import frame_path, list_frames
-from detect.sinks.results_folder import DEFAULT_THRESHOLD, Manifest, processed_images, read_manifest
+from detect.sinks.rebuild import recorded_name
+from detect.sinks.results_folder import (
+    DEFAULT_THRESHOLD,
+    Manifest,
+    processed_images,
+    read_manifest,
+    read_results_json,
+)
 
 
 @pytest.fixture
@@ -62,3 +70,44 @@ def test_a_manifest_that_is_not_an_object_is_one_line_naming_it(tmp_path):
     (tmp_path / "manifest.json").write_text("[1, 2]")
     with pytest.raises(InputError, match=rf"^{tmp_path / 'manifest.json'}: cannot read the manifest \("):
         read_manifest(tmp_path)
+
+
+def test_the_json_files_beside_the_results_read_as_none_when_they_cannot_be_used(tmp_path):
+    (tmp_path / "eval.json").write_text('{"images": 3}')
+    assert read_results_json(tmp_path / "eval.json") == {"images": 3}
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "broken.json").write_text("{")
+    (tmp_path / "link.json").symlink_to(tmp_path / "eval.json")
+    os.mkfifo(tmp_path / "fifo.json")  # would block a plain open()
+    (tmp_path / "folder.json").mkdir()
+    for name in ("missing.json", "list.json", "broken.json", "link.json", "fifo.json", "folder.json"):
+        assert read_results_json(tmp_path / name) is None, name
+
+
+def test_the_name_a_manifest_records_is_a_non_empty_string_or_none(run, tmp_path):
+    assert read_manifest(run).recorded_name == TINY_SEGMENT == recorded_name(run)
+    for value in ("", 5, None, ["x"]):
+        assert Manifest.from_json({"segment_context_name": value}, tmp_path).recorded_name is None
+    (tmp_path / "manifest.json").write_text("[1]")
+    assert recorded_name(tmp_path) is None and recorded_name(tmp_path / "nowhere") is None
+
+
+def test_the_failed_frames_a_manifest_records_are_its_objects(tmp_path):
+    failure = {"camera": "FRONT", "stage": "decode", "error": "not a JPEG"}
+    assert Manifest.from_json({"failures": [failure, "x", None]}, tmp_path).failures == [failure]
+    assert Manifest.from_json({"failures": {"camera": "FRONT"}}, tmp_path).failures == []
+
+
+def test_a_settings_file_that_is_a_fifo_or_a_link_is_refused_not_waited_on_or_followed(tmp_path):
+    state = tmp_path / journal.STATE_DIR
+    state.mkdir()
+    settings = state / "settings.json"
+    (tmp_path / "elsewhere.json").write_text('{"a": 1}')
+    settings.symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(OutputError, match=rf"^{settings} is unreadable \({settings} is a symbolic link; .*"
+                                          r"cannot check the earlier run's settings; use --overwrite to start again$"):
+        journal.load_settings(tmp_path)
+    settings.unlink()
+    os.mkfifo(settings)  # a plain read would wait for a writer forever
+    with pytest.raises(OutputError, match=rf"^{settings} is unreadable \({settings} is a FIFO; "):
+        journal.load_settings(tmp_path)

@@ -24,7 +24,7 @@ from detect.core.errors import InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
 from detect.engine.outcomes import SegmentReport
-from detect.engine.spec import ResumeModel, SegmentSettings
+from detect.engine.spec import ResumeModel, SegmentJob, SegmentSettings
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
 from detect.model.facts import ModelFacts
 from detect.model.inputs import size_record
@@ -137,12 +137,13 @@ class SegmentLifecycle:
     """One segment in flight. Owned by one thread (the engine's driver); `record` in frame order
     for the journal to mirror the outputs, `finish` or `close` exactly once."""
 
-    def __init__(self, keys: SegmentKeys, settings: SegmentSettings, model_facts: ModelFacts,
+    def __init__(self, keys: SegmentKeys, job: SegmentJob, model_facts: ModelFacts,
                  prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
                  clock: Clock, started: float, labels: SegmentLabels | None = None) -> None:
         self.keys = keys
         self.labels = labels
-        self.settings = settings
+        self.job = job
+        self.settings = job.settings
         self.model_facts = model_facts
         self.prepared = prepared
         self.planned = planned
@@ -158,7 +159,7 @@ class SegmentLifecycle:
         self._track_ids: np.ndarray | None = None  # the track ids `finish` wrote into the table
 
     @classmethod
-    def open(cls, keys: SegmentKeys, out_root: Path, settings: SegmentSettings, model_facts: ModelFacts, *,
+    def open(cls, keys: SegmentKeys, out_root: Path, job: SegmentJob, model_facts: ModelFacts, *,
              claims: dict[str, str] | None = None, clock: Clock = time.perf_counter,
              labels: SegmentLabels | None = None) -> SegmentLifecycle | SegmentReport:
         """Ready to record frames, or the report of a segment an earlier run already completed.
@@ -167,15 +168,16 @@ class SegmentLifecycle:
         `ground_truth.parquet` at the end, so the results alone are enough to evaluate.
         """
         started = clock()
+        settings = job.settings
         if settings.draw_labels and labels is None:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
-        prepared = prepare_segment_dir(out_root, segment, settings, settings.resume_key(ResumeModel.of(model_facts), segment))
+        prepared = prepare_segment_dir(out_root, segment, settings, job.resume_key(ResumeModel.of(model_facts), segment))
         try:
-            lifecycle = cls(keys, settings, model_facts, prepared, planned, duplicates, clock, started, labels)
+            lifecycle = cls(keys, job, model_facts, prepared, planned, duplicates, clock, started, labels)
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
@@ -302,7 +304,7 @@ class SegmentLifecycle:
                 "score_floor": self.model_facts.score_floor,
                 "tile": None if settings.tile is None else settings.tile.to_json(),
                 "draw_mode": settings.draw,
-                "errors": settings.errors_json(),
+                "errors": self.job.errors_json(),
             },
             "counts": {
                 "images_planned": report.images_planned,

@@ -21,7 +21,7 @@ from detect.engine.lifecycle import Clock, SegmentLifecycle
 from detect.engine.ordered import OrderedConsumer
 from detect.engine.outcomes import SegmentReport
 from detect.engine.render_pool import Renderer, open_renderer
-from detect.engine.spec import SegmentSettings
+from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import DECODE, RENDER, BatchDetector, Rendered, StageTimings, detect_images
 from detect.engine.tuning import lower_thread_priority
 from detect.model.facts import ModelFacts
@@ -53,10 +53,10 @@ def process_segment(
     """
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
-    settings = settings.with_errors(labels is not None, model_facts.knows_classes)
+    job = SegmentJob.judged(settings, labels is not None, model_facts.knows_classes)
     if settings.tile is not None:  # full frames in, each also cut into tiles for the model
         detector = TiledDetector(detector, settings.tile, settings.input_size, resize_images)
-    opened = SegmentLifecycle.open(keys, out_root, settings, model_facts, claims=claims, clock=clock, labels=labels)
+    opened = SegmentLifecycle.open(keys, out_root, job, model_facts, claims=claims, clock=clock, labels=labels)
     if isinstance(opened, SegmentReport):
         return opened
     with opened as segment:
@@ -71,7 +71,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     """Every pending image through the overlapped stages; the loop's wall seconds."""
     settings, timings = segment.settings, segment.timings
     bar = progress(len(segment.planned), len(segment.done)) if progress else None
-    renderer = open_renderer(segment.segment_dir, settings, timings)
+    renderer = open_renderer(segment.segment_dir, segment.job, timings)
     # A resumed segment rebuilds its animations from the frames at the end instead.
     animations = None
     if settings.animations and not segment.done:
@@ -95,7 +95,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     pending = (f for f in iter_frames(source, settings.frame_filter, segment.keys) if f.key not in done)
     loop_start = clock()
     try:
-        labels = segment.labels.get if segment.labels is not None and settings.errors is not None else _no_labels
+        labels = segment.labels.get if segment.labels is not None and segment.job.errors is not None else _no_labels
         _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels).run(pending)
         if animations is not None:
             t = clock()

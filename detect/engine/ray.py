@@ -63,7 +63,7 @@ from detect.engine.ray_stages import (
     tensorflow_on_cpu,
 )
 from detect.engine.runner import Record
-from detect.engine.spec import RunSpec
+from detect.engine.spec import RunSpec, SegmentJob
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE
 from detect.model.facts import ModelFacts
@@ -171,10 +171,10 @@ class _Job:
                 raise _PlanError(planned)
             names, index, note, labels = planned
             keys = SegmentKeys(source, names, index, note)
-            settings = self.spec.settings.with_errors(labels is not None, self.facts.knows_classes)
-            opened = SegmentLifecycle.open(keys, self.spec.out, settings, self.facts, claims=self.claims,
+            job = SegmentJob.judged(self.spec.settings, labels is not None, self.facts.knows_classes)
+            opened = SegmentLifecycle.open(keys, self.spec.out, job, self.facts, claims=self.claims,
                                            labels=labels)
-            if isinstance(opened, SegmentLifecycle) and settings.errors is not None and labels is not None:
+            if isinstance(opened, SegmentLifecycle) and job.errors is not None and labels is not None:
                 # The render tasks draw errors: they read the labels beside the journal.
                 write_ground_truth(opened.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE, labels.by_key,
                                    opened.pending)
@@ -263,7 +263,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFact
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors, gpus = _count(engine, "detector_actors"), _count(engine, "gpus_per_actor")
     # Animations come from the frames; errors are drawn where a segment's labels were written for it.
-    render_settings = dataclasses.replace(settings, gif=False, mp4=False).with_errors(True, facts.knows_classes)
+    render_job = SegmentJob.judged(dataclasses.replace(settings, gif=False, mp4=False), True, facts.knows_classes)
     # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
     # warns that this goes away in Ray 2.64 (our pin stops before it): the warning is not the user's.
     with warnings.catch_warnings():
@@ -283,7 +283,7 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFact
                                                 "input_size": settings.input_size},
                          **actor_restarts(spec))
             .map_batches(render_frames, batch_size=None, batch_format="numpy", num_cpus=RENDER_CPUS,
-                         fn_kwargs={"root": str(spec.out), "settings": render_settings})
+                         fn_kwargs={"root": str(spec.out), "job": render_job})
         )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         columns = list(batch)

@@ -31,7 +31,7 @@ from detect.core.cameras import CameraName
 from detect.core.errors import error_text
 from detect.core.records import CameraFrame, FrameFailure, FrameKey, FrameResult, Labels
 from detect.core.tf_env import import_tensorflow
-from detect.engine.spec import SegmentSettings
+from detect.engine.spec import SegmentJob
 from detect.engine.stages import DECODE, DETECT, READ, RENDER, StageTimings, detect_images, render_frame
 from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import Detector
@@ -225,12 +225,13 @@ def detect_batch(detector: Any, batch: Batch) -> Batch:
     return out
 
 
-def render_frames(batch: Batch, *, root: str, settings: SegmentSettings) -> Batch:
+def render_frames(batch: Batch, *, root: str, job: SegmentJob) -> Batch:
     """Render task: decode the full frame, draw, write the annotated frame atomically.
 
     Returns small rows (keys, the journal line, errors, timings): never an image.
-    `settings` must have animations off: the driver builds them from the frames on disk.
+    `job`'s settings must have animations off: the driver builds them from the frames on disk.
     """
+    settings = job.settings
     keep_freed_memory()
     tensorflow_on_cpu()
     n = len(batch[TIMESTAMP])
@@ -255,8 +256,8 @@ def render_frames(batch: Batch, *, root: str, settings: SegmentSettings) -> Batc
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
                 directory = segment_dir(Path(root), segment)
-                labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if settings.errors else None
-                render_frame(decoded, result.key, result.detections, directory, settings, timings,
+                labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if job.errors else None
+                render_frame(decoded, result.key, result.detections, directory, job, timings,
                              None if labels is None else labels.get(result.key, Labels.empty()))
             except Exception as err:  # one frame's drawing or writing failed: skip it
                 stage[i], error[i] = RENDER, error_text(err)

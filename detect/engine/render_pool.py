@@ -32,7 +32,7 @@ import numpy as np
 from detect.core.errors import OutputError
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
 from detect.engine import shm
-from detect.engine.spec import SegmentSettings
+from detect.engine.spec import SegmentJob
 from detect.engine.stages import Rendered, StageTimings, render_frame, render_pixels
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
 from detect.model.inputs import DecodedImage
@@ -65,25 +65,26 @@ class Renderer:
         self.close()
 
 
-def open_renderer(segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> Renderer:
-    """The renderer `settings.render` and `settings.workers` ask for."""
+def open_renderer(segment_dir: Path, job: SegmentJob, timings: StageTimings) -> Renderer:
+    """The renderer the settings' `render` and `workers` ask for."""
+    settings = job.settings
     if settings.render_mode == "processes" and settings.needs_full_frames:
-        return ProcessRenderer(segment_dir, settings, timings)
-    return ThreadRenderer(segment_dir, settings, timings)
+        return ProcessRenderer(segment_dir, job, timings)
+    return ThreadRenderer(segment_dir, job, timings)
 
 
 class ThreadRenderer(Renderer):
     """Render threads at a lower priority (see `detect.engine.tuning`)."""
 
-    def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
-        self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
-        self._pool = concurrent.futures.ThreadPoolExecutor(settings.workers, thread_name_prefix="detect-render",
+    def __init__(self, segment_dir: Path, job: SegmentJob, timings: StageTimings) -> None:
+        self.segment_dir, self.job, self.timings = segment_dir, job, timings
+        self._pool = concurrent.futures.ThreadPoolExecutor(job.settings.workers, thread_name_prefix="detect-render",
                                                            initializer=lower_thread_priority)
         self.executor = self._pool
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
                labels: Labels | None) -> concurrent.futures.Future[Rendered]:
-        return self._pool.submit(render_frame, decoded, key, detections, self.segment_dir, self.settings,
+        return self._pool.submit(render_frame, decoded, key, detections, self.segment_dir, self.job,
                                  self.timings, labels)
 
     def close(self) -> None:
@@ -97,10 +98,11 @@ class WorkerDied(OutputError):
 class ProcessRenderer(Renderer):
     """Render processes (a pool shared by every segment of this run) fed through shared memory."""
 
-    def __init__(self, segment_dir: Path, settings: SegmentSettings, timings: StageTimings) -> None:
-        self.segment_dir, self.settings, self.timings = segment_dir, settings, timings
-        self._pool = self.executor = process_pool(settings.workers)
-        self._slots = frame_slots(settings.workers)
+    def __init__(self, segment_dir: Path, job: SegmentJob, timings: StageTimings) -> None:
+        self.segment_dir, self.job, self.timings = segment_dir, job, timings
+        self.workers = job.settings.workers
+        self._pool = self.executor = process_pool(self.workers)
+        self._slots = frame_slots(self.workers)
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
 
@@ -113,10 +115,10 @@ class ProcessRenderer(Renderer):
         outer: concurrent.futures.Future[Rendered] = concurrent.futures.Future()
         try:
             inner = self._pool.submit(render_in_worker, slot.name, decoded.full.shape, key, detections,
-                                      self.segment_dir, self.settings, labels)
+                                      self.segment_dir, self.job, labels)
         except concurrent.futures.process.BrokenProcessPool as err:
             self._slots.release(slot)
-            discard_pool(self.settings.workers)
+            discard_pool(self.workers)
             raise WorkerDied(_died_text()) from err
 
         with self._lock:
@@ -129,7 +131,7 @@ class ProcessRenderer(Renderer):
             try:
                 animation, seconds = future.result()
             except concurrent.futures.process.BrokenProcessPool:
-                discard_pool(self.settings.workers)
+                discard_pool(self.workers)
                 outer.set_exception(WorkerDied(_died_text()))
             except BaseException as err:
                 outer.set_exception(err)
@@ -364,11 +366,11 @@ def _close(slot: shared_memory.SharedMemory) -> None:
 
 
 def render_in_worker(name: str, shape: tuple[int, ...], key: FrameKey, detections: Detections, segment_dir: Path,
-                     settings: SegmentSettings, labels: Labels | None) -> tuple[AnimationFrame | None, dict[str, float]]:
+                     job: SegmentJob, labels: Labels | None) -> tuple[AnimationFrame | None, dict[str, float]]:
     """Runs in a render process: the frame in slot `name`, drawn in place, written, prepared."""
     frame = np.ndarray(shape, np.uint8, buffer=attach(name).buf)
     try:
-        return render_pixels(frame, key, detections, segment_dir, settings, labels)
+        return render_pixels(frame, key, detections, segment_dir, job, labels)
     finally:
         del frame  # no view may outlive the call: the slot is reused for the next frame
 

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import OutputError, error_text
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
@@ -31,9 +30,9 @@ from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
+from detect.sinks.run_record import read_run_record, run_file_name
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
-RUN_FILE = "run.json"
 Record = Callable[[SegmentOutcome], None]
 
 
@@ -171,28 +170,11 @@ def plan_sources(paths: Sequence[str], shard: tuple[int, int] | None) -> list[Se
     return sources
 
 
-def run_file_name(shard: tuple[int, int] | None) -> str:
-    """One run file per shard, so shards sharing an output directory never write the same file."""
-    return RUN_FILE if shard is None else f"run-shard-{shard[0]}-of-{shard[1]}.json"
-
-
 def previous_outcomes(run_file: Path) -> dict[str, Mapping[str, object]]:
     """The entries of an earlier run file by input; an unreadable file counts as none (the
     segments' own manifests still say what is complete)."""
-    if not run_file.exists():
-        return {}
-    try:
-        data = read_json_object(run_file, follow_links=False)
-    except UnreadableFileError:
-        return {}
-    entries = data.get("segments")
-    return {str(e["path"]): e for e in (entries if isinstance(entries, list) else [])
-            if isinstance(e, dict) and isinstance(e.get("path"), str)}
-
-
-# The rules that judge errors depend on each input's labels, known once it is opened: a completed
-# segment is checked on all the other settings, which include the model, threshold and tiling.
-UNCHECKED_BEFORE_OPENING = ("errors",)
+    record = read_run_record(run_file)
+    return {} if record is None else record.by_input()
 
 
 def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object] | None, retry_failed: bool,
@@ -224,20 +206,22 @@ def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object
     if manifest.status == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.status == COMPLETE_WITH_FAILURES and not retry_failed:
-        failures = manifest.data.get("failures")
-        failed = len(failures) if isinstance(failures, list) else 0
+        failed = len(manifest.failures)
         return SegmentOutcome(source.uri, name, Status.PARTIAL, failed_images=failed,
                               error=f"{failed} failed frames (not retried; use --retry-failed)")
     return None
 
 
 def changed_settings(segment_dir: Path, expected: dict[str, object]) -> list[str]:
-    """How the settings recorded in a finished segment differ from this run's (none recorded: none)."""
+    """How the settings recorded in a finished segment differ from this run's (none recorded: none).
+
+    Only `expected`'s keys are compared: before an input is opened that is the settings' resume key,
+    which includes the model, threshold and tiling; the rules that judge errors depend on the
+    input's labels, known once it is opened (`SegmentJob.resume_key`)."""
     recorded = journal.load_settings(segment_dir)
     if recorded is None:
         return []
-    checked = [k for k in expected if k not in UNCHECKED_BEFORE_OPENING]
-    return journal.differences({k: recorded.get(k) for k in checked}, {k: expected[k] for k in checked})
+    return journal.differences({k: recorded.get(k) for k in expected}, expected)
 
 
 def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[str, Mapping[str, object]], seconds: float,

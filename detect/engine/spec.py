@@ -1,8 +1,9 @@
 """What a run is asked to do, as frozen, typed values the CLI builds and the engines take.
 
-`SegmentSettings` decides what one segment's outputs look like; `ModelSpec` which detector and
-how it is loaded; `RunSpec` the whole job (inputs, output directory, engine, sharding). Engines
-never see argparse: the same spec drives `detect segment`, `detect run` and Python callers.
+`SegmentSettings` decides what one segment's outputs look like (`SegmentJob` adds what the engine
+derives for a segment it opened); `ModelSpec` which detector and how it is loaded; `RunSpec` the
+whole job (inputs, output directory, engine, sharding). Engines never see argparse: the same spec
+drives `detect segment`, `detect run` and Python callers.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def scaled_threads(small_machine: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class SegmentSettings:
-    """Everything that decides what one segment's outputs are (the CLI builds this from flags)."""
+    """What the user asked one segment's outputs to be (the CLI builds this from flags); what the
+    engine derives once it opens a segment is beside it, in `SegmentJob`."""
 
     frame_filter: FrameFilter = FrameFilter()
     input_size: InputSize = (320, 320)
@@ -65,9 +67,6 @@ class SegmentSettings:
     protocol: str = "coco"  # the IoU a match needs per type (detect.core.matching.PROTOCOLS)
     tile: TileSpec | None = None  # `--tile SIZE`: the model over full-resolution tiles too (detect.model.tiles)
     track: bool = True  # track ids in detections.parquet when the segment has more than one timestamp
-    # How this segment's frames are judged: set by the engine once it knows the labels and the
-    # model's classes (None: the detections alone are drawn).
-    errors: ErrorRules | None = None
     # Workers that draw and encode frames. Two keep up with a CPU-bound model on a small machine;
     # on a GPU box the outputs are the work, so they scale with the cores.
     workers: int = dataclasses.field(default_factory=lambda: scaled_threads(2))
@@ -105,15 +104,6 @@ class SegmentSettings:
         """Errors drawn on request: the segment must have labels."""
         return self.draw == "errors"
 
-    def with_errors(self, has_labels: bool, model_classes: tuple[int, ...] | None) -> SegmentSettings:
-        """These settings with the rules that judge a segment's frames, when its frames show errors:
-        it has labels, the drawing asks for errors, and the model outputs a Waymo type.
-        `model_classes`: the model facts' `knows_classes` (None: the whole COCO label map)."""
-        types = tuple(self.class_map.types_for(None if model_classes is None else list(model_classes)))
-        if self.draw == "detections" or not has_labels or not types:
-            return dataclasses.replace(self, errors=None)
-        return dataclasses.replace(self, errors=ErrorRules(self.class_map, types, PROTOCOLS[self.protocol]))
-
     @property
     def tracker(self) -> TrackerParams | None:
         """The tracker's parameters (set around the drawing threshold), None with --no-track."""
@@ -128,7 +118,8 @@ class SegmentSettings:
         return self.write_frames or self.animations
 
     def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
-        """What must match for frames of an earlier run to be reused as they are (settings.json)."""
+        """What must match for frames of an earlier run to be reused as they are (settings.json),
+        as far as it is known before the segment is opened (`SegmentJob.resume_key` adds the rest)."""
         f = self.frame_filter
         return {
             "segment_context_name": segment,
@@ -144,8 +135,34 @@ class SegmentSettings:
             "draw": self.draw,
             "tile": None if self.tile is None else self.tile.to_json(),
             "track": None if self.tracker is None else self.tracker.to_json(),
-            "errors": None if self.errors is None else f"{self.errors.protocol.name} protocol, {self.errors.class_map.source}",
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentJob:
+    """One segment's work: the settings the user asked for, as asked, and what the engine derived
+    for this segment once it opened it (the settings alone hold no engine state)."""
+
+    settings: SegmentSettings
+    # How the segment's frames are judged, from its labels and the model's classes
+    # (None: the detections alone are drawn).
+    errors: ErrorRules | None = None
+
+    @classmethod
+    def judged(cls, settings: SegmentSettings, has_labels: bool, model_classes: tuple[int, ...] | None) -> SegmentJob:
+        """The job with the rules that judge a segment's frames, when its frames show errors:
+        it has labels, the drawing asks for errors, and the model outputs a Waymo type.
+        `model_classes`: the model facts' `knows_classes` (None: the whole COCO label map)."""
+        types = tuple(settings.class_map.types_for(None if model_classes is None else list(model_classes)))
+        if settings.draw == "detections" or not has_labels or not types:
+            return cls(settings)
+        return cls(settings, ErrorRules(settings.class_map, types, PROTOCOLS[settings.protocol]))
+
+    def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
+        """The settings' resume key and how the frames were judged (settings.json)."""
+        rules = self.errors
+        judged = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
+        return self.settings.resume_key(model, segment) | {"errors": judged}
 
     def errors_json(self) -> dict[str, object] | None:
         """How the frames were judged (None: detections drawn alone)."""

@@ -18,7 +18,7 @@ import numpy as np
 from detect.core.cameras import CameraName
 from detect.core.errors import error_text
 from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult, Labels
-from detect.engine.spec import SegmentSettings
+from detect.engine.spec import SegmentJob
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections, paint_watermark
 from detect.render.verdicts import draw_errors, judge
@@ -91,28 +91,29 @@ def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list
 
 
 def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
-                 settings: SegmentSettings, timings: StageTimings, labels: Labels | None = None) -> Rendered:
+                 job: SegmentJob, timings: StageTimings, labels: Labels | None = None) -> Rendered:
     """Thread worker: `render_pixels` on the decoded frame, its step times added to `timings`."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
-    if not settings.needs_full_frames:
+    if not job.settings.needs_full_frames:
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
-    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, settings, labels)
+    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, job, labels)
     for stage, value in seconds.items():
         timings.add(stage, value)
     return Rendered(result, animation)
 
 
 def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segment_dir: Path,
-                  settings: SegmentSettings, labels: Labels | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
+                  job: SegmentJob, labels: Labels | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
     """Draw on `frame` in place (the labels first, when asked), write it, prepare its animation
     frame. The same code runs in a render thread or a render process; returns the animation frame
     and the thread CPU seconds of each step."""
+    settings = job.settings
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
-    if settings.errors is not None and labels is not None:
-        draw_errors(frame, judge(detections, labels, settings.errors, settings.style), line_width=settings.style.line_width)
+    if job.errors is not None and labels is not None:
+        draw_errors(frame, judge(detections, labels, job.errors, settings.style), line_width=settings.style.line_width)
         annotated = paint_watermark(frame, settings.style)
     else:
         drawn = draw_detections(frame, detections, settings.style, in_place=True)  # the frame is ours

@@ -7,23 +7,21 @@ note and the others get their pages; a segment folder that is a symlink is never
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 
 from detect.core.errors import DetectError, InputError
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.names import printable
 from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.report.staleness import changed_since, refresh_note, stale_segments
+from detect.sinks.eval_record import read_eval_record
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.run_folder import find_segment_folders
+from detect.sinks.run_record import read_run_records
 from detect.sinks.table import DETECTIONS_FILE
-
-RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +37,7 @@ def build_reports(results: Path) -> Reports:
     found = find_segment_folders(results)
     if found.folders == [results]:
         data = load(results)
-        changed = data.evaluation is not None and bool(changed_since(data.evaluation, results))
+        changed = bool(changed_since(data.evaluation, results))
         return Reports([segment_page(data)], data.notes + ([refresh_note(results, [data.name])] if changed else []))
     notes = list(found.skipped)
     directories = found.with_manifest()
@@ -60,15 +58,15 @@ def build_reports(results: Path) -> Reports:
             notes.append(f"{printable(str(err), 300)}; left out")
             continue
         indexed.append((directory, manifest))
-    written.append(index_page(results, indexed, _run_files(results)))
+    written.append(index_page(results, indexed, read_run_records(results)))
     stale = _stale(results, dict(indexed))
     return Reports(written, notes + ([refresh_note(results, stale)] if stale else []))
 
 
 def _stale(results: Path, manifests: dict[Path, Manifest]) -> list[str]:
     """The names of the segments whose eval.json, or whose part of the run's, is out of date."""
-    folders = {results / folder for folder in stale_segments(changed_since(_json_object(results / EVAL_FILE), results))}
-    folders |= {d for d in manifests if changed_since(_json_object(d / EVAL_FILE), d)}
+    folders = {results / folder for folder in stale_segments(changed_since(read_eval_record(results), results))}
+    folders |= {d for d in manifests if changed_since(read_eval_record(d), d)}
     return sorted(manifests[d].segment_context_name if d in manifests else d.relative_to(results).as_posix()
                   for d in folders)
 
@@ -82,22 +80,3 @@ def _up_to_date(directory: Path) -> bool:
     return all(page.stat().st_mtime_ns > p.stat().st_mtime_ns for p in sources if p.is_file())
 
 
-def _json_object(path: Path) -> Mapping[str, object]:
-    """A results file holding a JSON object; empty when missing, unreadable or not an object."""
-    try:
-        return read_json_object(path, follow_links=False)
-    except UnreadableFileError:
-        return {}
-
-
-def _run_files(results: Path) -> list[tuple[str, Mapping[str, object]]]:
-    """Every run file at the top (one per shard of a sharded run) that holds a JSON object."""
-    runs: list[tuple[str, Mapping[str, object]]] = []
-    for path in sorted(results.glob(RUN_FILES)):
-        try:
-            data = read_json_object(path, follow_links=False)
-        except UnreadableFileError:
-            continue
-        if not path.is_symlink():
-            runs.append((path.name, data))
-    return runs

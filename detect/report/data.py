@@ -13,10 +13,9 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameKey
+from detect.sinks.eval_record import EvalRecord, read_eval_record
 from detect.sinks.frames import list_frames
-from detect.sinks.layout import EVAL_FILE
 from detect.sinks.results_folder import Manifest, processed_images, read_manifest
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
@@ -33,7 +32,7 @@ class SegmentData:
     manifest: Manifest
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
-    evaluation: Mapping[str, object] | None
+    evaluation: EvalRecord | None
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
     # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -127,12 +126,7 @@ def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
     manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
-    evaluation = None
-    if (directory / EVAL_FILE).is_file():
-        try:
-            evaluation = read_json_object(directory / EVAL_FILE, follow_links=False)
-        except UnreadableFileError:
-            evaluation = None
+    evaluation = read_eval_record(directory)
     name = manifest.segment_context_name
     table = [FrameKey(name, int(ts), CameraName[str(c)]) for c, ts in
              zip(detections["camera"], detections["timestamp"], strict=True) if str(c) in CameraName.__members__]

@@ -10,6 +10,7 @@ from pathlib import Path
 from detect.report import gallery, safe
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
+from detect.sinks.eval_record import EvalRecord
 from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
 
 SIZES = ("small", "medium", "large")
@@ -17,16 +18,16 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
           "with FA; <b>missed labels</b> dotted yellow; classes no Waymo type covers thin grey.")
 
 
-def evaluation_section(report: Mapping[str, object], directory: Path, segment: str | None = None,
+def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
                        assets: Path | None = None, notes: list[str] | None = None) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
     cannot read is a line in `notes`)."""
-    protocol = safe.mapping(report.get("protocol"))
-    library = safe.mapping(report.get("library"))
-    threshold = safe.number(report.get("threshold"), 2)
-    dropped = safe.count(report.get("labels_dropped"))
-    level_2 = [r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2")) if isinstance(r, dict)]
+    protocol = report.section("protocol")
+    library = report.section("library")
+    threshold = safe.number(report.data.get("threshold"), 2)
+    dropped = safe.count(report.data.get("labels_dropped"))
+    level_2 = report.rows("LEVEL_2")
     title = protocol.get("title") or "COCO"
     ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
     stale = evaluation_notice(report, directory)
@@ -36,20 +37,19 @@ def evaluation_section(report: Mapping[str, object], directory: Path, segment: s
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
              f"{f' {dropped} unusable label rows were dropped.' if dropped else ''}</p>"]
     matches = gallery.read_matches(directory, segment)
-    threshold_value = report.get("threshold")
-    if matches is not None and isinstance(threshold_value, (int, float)):
-        parts.append(_outcomes(gallery.outcomes(matches, float(threshold_value)), level_2))
+    if matches is not None and report.threshold is not None:
+        parts.append(_outcomes(gallery.outcomes(matches, report.threshold), level_2))
     parts.append(_levels(report))
-    parts.append(_tracking(safe.mapping(report.get("tracking_level_2"))))
-    parts.append(_by_size_and_camera(level_2, safe.mapping(report.get("cameras_level_2"))))
+    parts.append(_tracking(report.section("tracking_level_2")))
+    parts.append(_by_size_and_camera(level_2, report.section("cameras_level_2")))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + img(PR_CURVES_FILE, "precision-recall curves per type"))
     parts.append(_thresholds(report, directory))
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
-    if matches is not None and assets is not None and isinstance(threshold_value, (int, float)):
-        parts.append(_galleries(gallery.select(matches, float(threshold_value)), directory, assets, notes))
+    if matches is not None and assets is not None and report.threshold is not None:
+        parts.append(_galleries(gallery.select(matches, report.threshold), directory, assets, notes))
     return "".join(parts)
 
 
@@ -65,12 +65,11 @@ def _outcomes(counts: dict[str, gallery.Outcome], level_2: Sequence[Mapping[str,
             + table(["type", "labels", "hits", "false alarms", "missed", "P", "R", "F1"], rows, css="outcomes"))
 
 
-def _levels(report: Mapping[str, object]) -> str:
+def _levels(report: EvalRecord) -> str:
     headers = ["type", "level", "labels", "dets", "AP50", "AP70/50", "AP", "AR100"]
     rows = [[r.get("name"), level, count_cell(r.get("labels")), count_cell(r.get("detections")),
              *[num(r.get(k), 3) for k in ("ap50", "ap_waymo", "ap", "ar100")]]
-            for level, level_rows in safe.mapping(report.get("levels")).items() if isinstance(level_rows, list)
-            for r in level_rows if isinstance(r, dict)]
+            for level in report.section("levels") for r in report.rows(level)]
     return ("<h3>Average precision</h3><p class='muted'>AP50: COCO, IoU 0.5; AP70/50: Waymo's 2D protocol, IoU 0.7 "
             "for VEHICLE and 0.5 for the others; AP: IoU 0.5:0.95; AR100: recall at 100 detections per image.</p>"
             + table(headers, rows))
@@ -92,10 +91,9 @@ def _by_size_and_camera(level_2: Sequence[Mapping[str, object]], cameras: Mappin
     return out
 
 
-def _thresholds(report: Mapping[str, object], directory: Path) -> str:
-    sweeps = safe.mapping(report.get("thresholds_level_2"))
-    level_2 = {str(r.get("name")): r for r in safe.items(safe.mapping(report.get("levels")).get("LEVEL_2"))
-               if isinstance(r, dict)}
+def _thresholds(report: EvalRecord, directory: Path) -> str:
+    sweeps = report.section("thresholds_level_2")
+    level_2 = {str(r.get("name")): r for r in report.rows("LEVEL_2")}
     rows = []
     for name, found in sweeps.items():
         best = safe.mapping(safe.mapping(found).get("best"))
@@ -106,7 +104,7 @@ def _thresholds(report: Mapping[str, object], directory: Path) -> str:
     if not rows and not (directory / THRESHOLDS_FILE).is_file():
         return ""
     out = (f"<h3>Which threshold</h3><p class='muted'>The F1-best threshold per type, against F1 at the drawing "
-           f"threshold {safe.number(report.get('threshold'), 2)} (try it with <code>--threshold</code>).</p>")
+           f"threshold {safe.number(report.data.get('threshold'), 2)} (try it with <code>--threshold</code>).</p>")
     if rows:
         out += table(["type", "F1-best threshold", "F1", "P", "R", "F1 now"], rows)
     if (directory / THRESHOLDS_FILE).is_file():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.atomic import atomic_path
-from detect.core.files import UnreadableFileError, read_json_object
+from detect.core.files import UnreadableFileError
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
 from detect.report import charts, safe
@@ -25,9 +25,11 @@ from detect.report.html import count_cell as _count_cell
 from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
+from detect.sinks.eval_record import read_eval_record
 from detect.sinks.frames import read_frame
-from detect.sinks.layout import EVAL_FILE, real_folder
+from detect.sinks.layout import real_folder
 from detect.sinks.results_folder import Manifest
+from detect.sinks.run_record import RunRecord
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 THUMBNAILS, THUMB_WIDTH = 8, 360
@@ -72,8 +74,8 @@ def segment_page(data: SegmentData) -> Path:
     """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory."""
     directory, manifest = data.directory, data.manifest
     assets = real_folder(directory / ASSETS)
-    counts = safe.mapping(manifest.section("counts"))
-    timings = safe.mapping(manifest.section("timings"))
+    counts = manifest.section("counts")
+    timings = manifest.section("timings")
     sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
     if data.animation(MOSAIC):
         sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
@@ -95,7 +97,7 @@ def segment_page(data: SegmentData) -> Path:
     thumbs = _thumbnails(data, assets)
     if thumbs:
         sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
-    if data.evaluation:
+    if data.evaluation is not None:
         sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if isinstance(v, (int, float)) and safe.number(v) != "-"}
@@ -104,11 +106,11 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
                         + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
-    failures = [f for f in safe.items(manifest.data.get("failures")) if isinstance(f, dict)]
+    failures = manifest.failures
     if failures:
         rows = [[f.get("camera"), f.get("key.frame_timestamp_micros"), f.get("stage"), f.get("error")] for f in failures]
         sections.append(f"<h2>Failed frames ({len(failures)})</h2>" + _table(["camera", "timestamp", "stage", "error"], rows))
-    sections.append("<h2>Versions</h2>" + _facts_table(safe.mapping(manifest.section("versions"))))
+    sections.append("<h2>Versions</h2>" + _facts_table(manifest.section("versions")))
     sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
                     f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
@@ -142,17 +144,17 @@ def _drawn_note(data: SegmentData) -> str:
 
 
 def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
-               runs: Sequence[tuple[str, Mapping[str, object]]]) -> Path:
+               runs: Sequence[RunRecord]) -> Path:
     """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
     def by_label(manifest: Manifest) -> Mapping[str, object]:
-        return safe.mapping(safe.mapping(manifest.section("counts")).get("detections_by_label"))
+        return safe.mapping(manifest.section("counts").get("detections_by_label"))
 
     labels = sorted({str(label) for _, m in segments for label in by_label(m)},
                     key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
     headers = ["segment", "status", "model", "threshold", "images", "failed", "boxes", *labels, "AP50", "images/s"]
     rows = []
     for directory, manifest in segments:
-        counts = safe.mapping(manifest.section("counts"))
+        counts = manifest.section("counts")
         name = manifest.segment_context_name
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
@@ -163,21 +165,20 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                      _model_cell(manifest.model), _num(manifest.threshold if manifest.threshold_recorded else None, 2),
                      *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
                      *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
-                     _num(safe.mapping(manifest.section("timings")).get("images_per_second"))])
+                     _num(manifest.section("timings").get("images_per_second"))])
     sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
-    for name, one in runs:
-        this = safe.mapping(one.get("this_run"))
+    for run in runs:
+        this = run.section("this_run")
         tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
             ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
-        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(name) + ')'}: {tally}; "
-                        f"engine {safe.text(one.get('engine'))}.</p>")
-        entries = safe.items(one.get("segments"))
-        failed = [s for s in entries if isinstance(s, dict) and s.get("status") == "failed"]
+        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(run.name) + ')'}: {tally}; "
+                        f"engine {safe.text(run.data.get('engine'))}.</p>")
+        failed = run.failed()
         if failed:
             sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
                             + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
-    evaluation = _json_object(root / EVAL_FILE)
-    if evaluation:
+    evaluation = read_eval_record(root)
+    if evaluation is not None:
         sections.append(evaluation_section(evaluation, root))
     sections.append("<h2>Segments</h2><p class='muted'>Threshold: boxes scoring at least this are drawn. "
                     "Boxes and the per-class counts are every box in the table, down to the score floor. "
@@ -196,7 +197,7 @@ def _model_cell(model: ModelFacts) -> Any:
 
 def _facts(data: SegmentData) -> str:
     m = data.manifest
-    model, source, counts = m.model, safe.mapping(m.section("input")), safe.mapping(m.section("counts"))
+    model, source, counts = m.model, m.section("input"), m.section("counts")
     dropped = safe.count(source.get("labels_dropped"))
     facts = {
         "status": m.data.get("status"),
@@ -209,7 +210,7 @@ def _facts(data: SegmentData) -> str:
         "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
         "labels": str(source.get("ground_truth") or "none")
         + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
-        "engine": safe.mapping(m.section("engine")).get("name"),
+        "engine": m.section("engine").get("name"),
         "finished": m.data.get("finished_at"),
     }
     return _facts_table(facts)
@@ -225,19 +226,10 @@ def _facts_table(facts: Mapping[str, object]) -> str:
     return f"<table class='facts'><tbody>{rows}</tbody></table>"
 
 
-def _json_object(path: Path) -> Mapping[str, object] | None:
-    """A results file holding a JSON object, or None (missing, unreadable, or not an object)."""
-    try:
-        return read_json_object(path, follow_links=False)
-    except UnreadableFileError:
-        return None
-
-
 def _segment_ap(directory: Path) -> str:
-    report = _json_object(directory / EVAL_FILE) or {}
-    rows = safe.mapping(report.get("levels")).get("LEVEL_2")
-    overall = rows[-1] if isinstance(rows, list) and rows else None
-    return _num(overall.get("ap50") if isinstance(overall, dict) else None, 3)
+    evaluation = read_eval_record(directory)
+    overall = None if evaluation is None else evaluation.overall("LEVEL_2")
+    return _num(None if overall is None else overall.get("ap50"), 3)
 
 
 def _thumbnails(data: SegmentData, assets: Path) -> str:

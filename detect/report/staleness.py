@@ -4,21 +4,20 @@ numbers as if they were current (fingerprints: `detect.sinks.fingerprint`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from detect.core.names import printable
+from detect.sinks.eval_record import EvalRecord
 from detect.sinks.fingerprint import changed_files, current_sources, recorded_sources
 
 SHOWN = 3  # files named in a notice; the rest counted
 
 
-def changed_since(evaluation: Mapping[str, Any], directory: Path) -> list[str]:
+def changed_since(evaluation: EvalRecord | None, directory: Path) -> list[str]:
     """The results files under `directory` that changed after `evaluation` (its eval.json, read
-    from `directory`) was computed; empty when none did, or when it does not say what it was
-    computed from (written by an older `detect`: nothing to compare)."""
-    recorded = recorded_sources(evaluation)
+    from `directory`) was computed; empty when none did, when there is none, or when it does not
+    say what it was computed from (written by an older `detect`: nothing to compare)."""
+    recorded = None if evaluation is None else recorded_sources(evaluation.data)
     if not recorded:
         return []
     return changed_files(recorded, current_sources(directory, recorded))
@@ -34,7 +33,7 @@ def stale_notice(changed: list[str]) -> str | None:
             f"folder again to refresh it.")
 
 
-def evaluation_notice(evaluation: Mapping[str, Any], directory: Path) -> str | None:
+def evaluation_notice(evaluation: EvalRecord, directory: Path) -> str | None:
     """What the evaluation section of a page shows first: a notice when it is stale, else None."""
     return stale_notice(changed_since(evaluation, directory))
 

@@ -89,7 +89,7 @@ def computed_from(segments: Iterable[tuple[Path, Sources]], base: Path) -> dict[
     return {COMPUTED_FROM: entries}
 
 
-def recorded_sources(evaluation: Mapping[str, Any]) -> dict[str, dict[str, Fingerprint | None]] | None:
+def recorded_sources(evaluation: Mapping[str, object]) -> dict[str, dict[str, Fingerprint | None]] | None:
     """What an eval.json says it was computed from, by relative segment folder; None when it does
     not say (written before fingerprints were recorded, or edited). Absolute paths and `..` are
     left out: a results folder is checked only inside itself."""

@@ -15,6 +15,7 @@ import numpy as np
 from detect.core.atomic import atomic_write_bytes
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError, first_line
+from detect.core.files import JSON_LIMIT, UnreadableFileError, read_regular
 from detect.core.records import Detections, FrameKey, FrameResult
 
 STATE_DIR = ".detect"
@@ -114,9 +115,9 @@ def load_settings(segment_dir: Path) -> dict | None:
     path = segment_dir / STATE_DIR / SETTINGS
     if not path.exists():
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
+    try:  # a link or a FIFO in its place is refused, never followed or waited on
+        data = json.loads(read_regular(path, limit=JSON_LIMIT, follow_links=False))
+    except (OSError, ValueError, UnreadableFileError) as err:
         why = getattr(err, "strerror", None) or first_line(err)
         reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is unreadable ({why})"
         raise OutputError(f"{path} {reason}: cannot check the earlier run's settings; use --overwrite to start again") from None

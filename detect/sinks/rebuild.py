@@ -13,11 +13,10 @@ import os
 from pathlib import Path
 
 from detect.core.errors import InputError, OutputError
-from detect.core.files import UnreadableFileError, read_json_object
 from detect.sinks.animations import DEFAULT_WIDTH, rebuild_animations
 from detect.sinks.frames import FRAMES_DIR
 from detect.sinks.layout import SegmentLock, is_marked
-from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.results_folder import read_manifest
 from detect.sinks.run_folder import find_segment_folders
 
 
@@ -35,12 +34,10 @@ def find_segment_dirs(results_dir: str | os.PathLike[str]) -> list[Path]:
 
 def recorded_name(segment_dir: Path) -> str | None:
     """The segment's name as its manifest records it (None when there is no readable one)."""
-    try:  # through core/files: a FIFO, a link or a 100,000-deep manifest is no name, never a hang or a crash
-        manifest = read_json_object(segment_dir / MANIFEST_FILE, follow_links=False)
-    except UnreadableFileError:
+    try:  # the one reader: a FIFO, a link or a 100,000-deep manifest is no name, never a hang or a crash
+        return read_manifest(segment_dir).recorded_name
+    except InputError:
         return None
-    name = manifest.get("segment_context_name")
-    return name if isinstance(name, str) and name else None
 
 
 def rebuild_all(

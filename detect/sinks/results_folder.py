@@ -4,7 +4,8 @@ processed. The one reader eval, export, report and compare share (the writers ar
 A results folder is shared and may be edited: every value is checked here, once. What a reader
 cannot use reads as "not recorded" (the drawing threshold falls back to `DEFAULT_THRESHOLD`, the
 model facts to `ModelFacts.from_json`'s empties); a manifest that is not a readable JSON object is
-one `InputError` naming it. The report escapes what it shows as a second wall.
+one `InputError` naming it; the other JSON files beside it (eval.json, run files) read as None
+when they cannot be used (`read_results_json`). The report escapes what it shows as a second wall.
 """
 
 from __future__ import annotations
@@ -40,6 +41,19 @@ class Manifest:
     labels_dropped: int  # label rows the run could not use
     data: Mapping[str, object]  # the whole JSON object as written
 
+    @property
+    def recorded_name(self) -> str | None:
+        """The segment's name when the manifest records one (a non-empty string), else None."""
+        name = self.data.get("segment_context_name")
+        return name if isinstance(name, str) and name else None
+
+    @property
+    def failures(self) -> list[Mapping[str, object]]:
+        """The frames the run recorded as failed (`failures`: camera, timestamp, stage, error), each a
+        JSON object; entries that are not one are left out."""
+        failures = self.data.get("failures")
+        return [f for f in failures if isinstance(f, Mapping)] if isinstance(failures, list) else []
+
     def section(self, name: str) -> Mapping[str, object]:
         """A top-level JSON object of the manifest (counts, timings, versions, ...); {} when it is not one."""
         value = self.data.get(name)
@@ -71,7 +85,11 @@ def recorded_threshold(manifest: Mapping[str, object]) -> float | None:
     not hold a number from 0 to 1 there."""
     settings = manifest.get("settings")
     draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    value = draw.get("threshold") if isinstance(draw, Mapping) else None
+    return fraction(draw.get("threshold") if isinstance(draw, Mapping) else None)
+
+
+def fraction(value: object) -> float | None:
+    """`value` when it is a JSON number from 0 to 1 (a threshold), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         return None
     return float(value)
@@ -85,6 +103,17 @@ def read_manifest(directory: Path) -> Manifest:
     except UnreadableFileError as err:
         raise InputError(f"{path}: cannot read the manifest ({first_line(err)})") from None
     return Manifest.from_json(data, directory)
+
+
+def read_results_json(path: Path) -> Mapping[str, object] | None:
+    """A JSON object a run or `detect eval` wrote into a results folder (eval.json, a run file), or
+    None when it is missing or cannot be used (unreadable, not an object, a link). For readers that
+    go on without it: a page shows what it can, a run counts an unreadable run file as none. A
+    reader that cannot go on calls `core.files.read_json_object` and gets its one-line error."""
+    try:
+        return read_json_object(path, follow_links=False)
+    except UnreadableFileError:
+        return None
 
 
 def processed_images(directory: Path, segment: str, *also: Iterable[FrameKey]) -> frozenset[FrameKey]:
