@@ -43,9 +43,9 @@ class Detector:
     those classes; `nms_iou` runs class-aware NMS at that IoU (None: the model's boxes as they are).
     `strategy="mirrored"` replicates the model with `tf.distribute.MirroredStrategy` over visible GPUs,
     or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
-    `runtime` is "auto", "tensorflow" or "openvino" (`detect.model.runtimes.choose`; None: $DETECT_RUNTIME
-    or auto); `runtime_note`
-    is one line when auto fell back to TensorFlow, for the caller to show.
+    `runtime` is one of `runtimes.RUNTIMES`: "auto", "tensorflow" or a network backend ("openvino";
+    `detect.model.runtimes.choose`; None: $DETECT_RUNTIME or auto); `runtime_note` is one line when
+    auto fell back to TensorFlow, for the caller to show.
     """
 
     def __init__(
@@ -78,10 +78,7 @@ class Detector:
         tensorflow = TensorFlowRuntime(self._model, signature, input_name or contract.INPUT_NAMES[0],
                                        per_replica=self._per_replica, strategy=self._strategy)
         warm, keys = self._warm_up(tensorflow, keys, path)
-        chosen = runtimes.choose(
-            runtime, tensorflow, loaded=self._model, model_path=path, kind=source.kind,
-            warm=warm[: self._per_replica], mirrored=self._strategy is not None,
-            has_gpu=bool(self._tf.config.list_physical_devices("GPU")), checksum=lambda: formats.checksum(source.path))
+        chosen = self._choose_runtime(runtime, tensorflow, source, path, warm)
         self.runtime: Runtime = chosen.runtime
         self.runtime_note = chosen.note
         self.runtime_requested = runtime
@@ -97,6 +94,14 @@ class Detector:
             return formats.load(source)
         with self._strategy.scope():
             return formats.load(source)
+
+    def _choose_runtime(self, requested: str, tensorflow: TensorFlowRuntime, source: formats.ModelSource, path: Path,
+                        warm: np.ndarray) -> runtimes.Chosen:
+        """TensorFlow, or a network backend that takes the model (`runtimes.choose`), warmed up on one replica's batch."""
+        return runtimes.choose(
+            requested, tensorflow, loaded=self._model, model_path=path, kind=source.kind,
+            warm=warm[: self._per_replica], mirrored=self._strategy is not None,
+            has_gpu=bool(self._tf.config.list_physical_devices("GPU")), checksum=lambda: formats.checksum(source.path))
 
     def _check_contract(self, path: Path) -> tuple[contract.CallStyle, str | None, int | None, tuple[str, ...] | None]:
         """How the model is called and what it takes: call style, input name, fixed batch (1 or None),
