@@ -213,7 +213,7 @@ def test_any_results_files_give_numbers_or_one_line(tmp_path_factory, detections
     seg.mkdir()
     rows = {name: [] for name in TABLE.names}
     for ts, camera, class_id, score, *box in detections:
-        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box], strict=True):
+        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box, None], strict=True):
             rows[name].append(value)
     pq.write_table(pa.table(rows, schema=TABLE), seg / "detections.parquet")
     truth = {name: [] for name in TRUTH.names}

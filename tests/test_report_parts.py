@@ -133,12 +133,13 @@ def test_a_camera_with_images_but_no_boxes_still_has_its_panel():
 
 def test_the_evaluation_shows_tracking_scores_when_the_run_was_tracked_and_escapes_them(tmp_path):
     from detect.report.evaluation import evaluation_section
+    from detect.sinks.eval_record import EvalRecord
 
     report = {"tracking_level_2": {"PEDESTRIAN": {"hota": 0.4161, "deta": 0.2, "assa": 0.855, "mota": 0.217,
                                                   "idf1": 0.386, "id_switches": 3, "fragmentations": 1,
                                                   "mostly_tracked": 11, "objects": 54},
                                    "<b>X</b>": {"hota": "<i>"}}}
-    html = evaluation_section(report, tmp_path)
+    html = evaluation_section(EvalRecord.from_json(report), tmp_path)
     assert "<h3>Tracking</h3>" in html and "<td>PEDESTRIAN</td><td>0.416</td>" in html and "<td>11 / 54</td>" in html
     assert "<b>X</b>" not in html and "<i>" not in html
-    assert "<h3>Tracking</h3>" not in evaluation_section({}, tmp_path)
+    assert "<h3>Tracking</h3>" not in evaluation_section(EvalRecord.from_json({}), tmp_path)

@@ -134,7 +134,7 @@ class SegmentSettings:
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
             "draw": self.draw,
             "tile": None if self.tile is None else self.tile.to_json(),
-            "track": None if self.tracker is None else self.tracker.to_json(),
+            "track": self.track,  # its parameters follow draw_threshold
         }
 
 
