@@ -182,7 +182,7 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
     # --gt FOLDER without a file for one of the segments: that one is left out, the other evaluated
     broken.unlink()
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--overwrite"]) == 0
+                 "--no-gif", "--no-png", "--overwrite", "--no-report"]) == 0
     timestamp = pq.read_table(broken).column(TIMESTAMP)[0].as_py()
     folder = tmp_path / "gt"
     camera_box(folder / f"{TINY_SEGMENT}.parquet", [{SEGMENT: TINY_SEGMENT, TIMESTAMP: timestamp}])
