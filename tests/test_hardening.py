@@ -22,6 +22,9 @@ from detect.sinks.layout import SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
 T0 = 1_000_000
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
 
 
 def jpeg(width: int = 96, height: int = 64, color: tuple[int, int, int] = (200, 80, 40)) -> bytes:
