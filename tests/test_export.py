@@ -16,6 +16,10 @@ from detect.cli import main
 from detect.core.records import WaymoType
 from detect.waymo.readers import iter_frames
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 VEHICLE, PEDESTRIAN, CYCLIST = int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN), int(WaymoType.CYCLIST)
 
 

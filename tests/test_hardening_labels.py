@@ -34,6 +34,10 @@ from detect.waymo.schema import (
     TIMESTAMP,
 )
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 SEG = "seg_a"
 TS = 1_553_735_853_462_203
 

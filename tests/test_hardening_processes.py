@@ -23,6 +23,10 @@ from detect.model.formats import SIDECAR
 from detect.sinks.layout import RunLock, SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 @pytest.fixture
 def segment_out(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:

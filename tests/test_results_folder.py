@@ -16,6 +16,10 @@ from detect.sinks import journal
 from detect.sinks.frames import frame_path, list_frames
 from detect.sinks.results_folder import DEFAULT_THRESHOLD, Manifest, processed_images, read_manifest
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 @pytest.fixture
 def run(stub_dynamic_dir, tiny_v2_path, tmp_path):
