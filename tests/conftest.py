@@ -75,6 +75,32 @@ def lower_priority() -> None:
     os.nice(10)
 
 
+# Models loaded by `load_each_model_once`, by what was asked for and the files it was loaded from.
+_LOADED: dict[tuple[object, ...], object] = {}
+
+
+@pytest.fixture
+def load_each_model_once(monkeypatch):
+    """`detect segment` and `detect run` in the test reuse a model this session has already loaded
+    with the same `ModelSpec` from unchanged files, as one `detect run` reuses it for every segment
+    (`LocalEngine`): the command's path is unchanged, but TensorFlow's load, the warm-up and the
+    checksum (~0.1 s of a stub-model run) are not repeated. For tests about what a run writes or
+    refuses, not about loading (a model edited in place is loaded again: its files are in the key)."""
+    import detect.engine.runner
+    from detect.engine.loading import load_model, model_path
+
+    def once(spec, *args, **kwargs):
+        path = model_path(spec).resolve()
+        files = sorted((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*") if f.is_file()) \
+            if path.is_dir() else [(str(path), path.stat().st_size, path.stat().st_mtime_ns)] if path.exists() else []
+        key = (spec, str(path), tuple(files))
+        if key not in _LOADED:
+            _LOADED[key] = load_model(spec, *args, **kwargs)
+        return _LOADED[key]
+
+    monkeypatch.setattr(detect.engine.runner, "load_model", once)
+
+
 @pytest.fixture(scope="session")
 def real_frame_path() -> Path:
     """The real one-frame v1 segment; its license keeps it out of this repo."""

@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from detect.tools.bench import efficiency_bounds, rate_lines
+from detect.tools.bench_rows import (
+    ImagesPerSecond,
+    MemoryRuns,
+    ModelRates,
+    ReaderPeak,
+    RuntimeRates,
+    Startup,
+    TileImagesPerSecond,
+    TileRates,
+    TileRunsPerRepeat,
+)
+
+
+def rates(runtime: str = "tensorflow", blog_loop: float | None = 1.0, speedup: float | None = 11.0,
+          runs: dict[str, list[list[float]]] | None = None) -> RuntimeRates:
+    """One runtime's record as `bench.summary` makes it (the numbers of the report test below)."""
+    runs = runs or {"alone": [[20.0, 0.0925]], "off": [[17.0, 0.107]], "png": [[12.0, 0.14]], "default": [[11.0, 0.156]]}
+    return RuntimeRates(
+        model="benchmark", runtime=runtime, input_size="320", nms_iou=None, batch_size=4, images=200, cores=2,
+        startup_s=Startup(imports=3.3, model_load_and_warmup=2.5),
+        images_per_s=ImagesPerSecond(detector_alone=20.0, pipeline_no_outputs=17.0, pipeline_png_only=12.0,
+                                     pipeline_default=11.0, blog_loop=blog_loop),
+        efficiency_no_outputs=0.85, efficiency_default=0.55, efficiency_png_only=0.6,
+        efficiency_of_medians={"no_outputs": 0.85, "default": 0.55},
+        efficiency_bound=efficiency_bounds(20.0, {k: v[0][1] for k, v in runs.items()}, 2),
+        speedup_vs_blog=speedup, cpu_ms_per_image={"draw": 5.4},
+        pipeline_cpu_ms_per_image={"no_outputs": 107.0, "png_only": 140.0, "default": 156.0}, raw_runs=runs)
 
 
 def test_efficiency_bound_is_the_cpu_the_model_leaves():
@@ -21,25 +50,43 @@ def test_efficiency_bound_never_exceeds_one():
 
 
 def test_report_shows_every_run_and_the_bounds():
-    runs = {"alone": [[20.0, 0.0925]], "off": [[17.0, 0.107]], "png": [[12.0, 0.14]], "default": [[11.0, 0.156]]}
-    report = {
-        "images": 200, "model": "benchmark", "batch_size": 4, "cores": 2,
-        "startup_s": {"imports": 3.3, "model_load_and_warmup": 2.5},
-        "images_per_s": {"detector_alone": 20.0, "pipeline_no_outputs": 17.0, "pipeline_png_only": 12.0,
-                         "pipeline_default": 11.0, "blog_loop": 1.0},
-        "efficiency_no_outputs": 0.85, "efficiency_png_only": 0.6, "efficiency_default": 0.55, "speedup_vs_blog": 11.0,
-        "efficiency_bound": efficiency_bounds(20.0, {k: v[0][1] for k, v in runs.items()}, 2),
-        "cpu_ms_per_image": {"draw": 5.4},
-        "pipeline_cpu_ms_per_image": {"no_outputs": 107.0, "png_only": 140.0, "default": 156.0},
-        "raw_runs": runs,
-    }
-    text = "\n".join(rate_lines(report))
+    text = "\n".join(rate_lines(rates()))
+    assert "detect benchmark: 200 images, benchmark, tensorflow, batch 4, input 320" in text
     assert "efficiency 0.85 (target >= 0.9: MISSED)" in text
     assert "PNG only        12.00 images/s   efficiency 0.60" in text
     assert "efficiency 0.55, 0.86 of the bound (target >= 0.9: MISSED)" in text
     assert "detector / no outputs / PNG only / default images/s: 20.00 / 17.00 / 12.00 / 11.00" in text
     assert "keeps 1.85 of 2 cores busy" in text
     assert "no outputs 0.93, PNG only 0.71, default 0.64" in text
+    assert "blog loop" in text and "blog loop" not in "\n".join(rate_lines(rates(blog_loop=None, speedup=None)))
+
+
+def test_a_runtimes_record_is_its_bench_json_object_key_for_key():
+    record = json.loads(json.dumps(ModelRates({"tensorflow": rates()}).to_json()))
+    assert list(record) == ["tensorflow"]  # one runtime: no "comparison"
+    assert list(record["tensorflow"]) == [
+        "model", "runtime", "input_size", "nms_iou", "batch_size", "images", "cores", "startup_s", "images_per_s",
+        "efficiency_no_outputs", "efficiency_default", "efficiency_png_only", "efficiency_of_medians",
+        "efficiency_bound", "speedup_vs_blog", "cpu_ms_per_image", "pipeline_cpu_ms_per_image", "raw_runs"]
+    assert record["tensorflow"]["startup_s"] == {"imports": 3.3, "model_load_and_warmup": 2.5}
+    assert record["tensorflow"]["images_per_s"] == {"detector_alone": 20.0, "pipeline_no_outputs": 17.0,
+                                                   "pipeline_png_only": 12.0, "pipeline_default": 11.0, "blog_loop": 1.0}
+    assert record["tensorflow"]["raw_runs"]["off"] == [[17.0, 0.107]]
+
+
+def test_the_memory_and_tile_records_keep_their_bench_json_keys():
+    rss = MemoryRuns(images=200, small_mb=500.0, big_images=1000, big_mb=550.0,
+                     reader=ReaderPeak(file="x.parquet", file_mb=12.5, row_groups=1, peak_rss_mb=300.0))
+    assert rss.ratio == pytest.approx(1.1)
+    assert rss.to_json() == {"peak_rss_mb": {"200": 500.0, "1000": 550.0, "ratio": rss.ratio},
+                             "reader_peak_rss_mb": {"file": "x.parquet", "file_mb": 12.5, "row_groups": 1,
+                                                    "peak_rss_mb": 300.0}}
+    tiles = TileRates(model="m", tile={"size": 512}, tiles_per_1920x1280=12, tiles_per_1920x886=8,
+                      images_per_s=TileImagesPerSecond(untiled=4.0, tiled=1.0), slowdown=4.0,
+                      raw=TileRunsPerRepeat(untiled=[4.0], tiled=[1.0]))
+    assert json.loads(json.dumps(tiles.to_json())) == {
+        "model": "m", "tile": {"size": 512}, "tiles_per_1920x1280": 12, "tiles_per_1920x886": 8,
+        "images_per_s": {"untiled": 4.0, "tiled": 1.0}, "slowdown": 4.0, "raw": {"untiled": [4.0], "tiled": [1.0]}}
 
 
 def test_runtimes_are_compared_per_repeat_and_against_the_targets():
@@ -51,14 +98,17 @@ def test_runtimes_are_compared_per_repeat_and_against_the_targets():
     # Per repeat: OpenVINO 2x, then 1.25x, then 1.6x TensorFlow's rate; the median of time ratios is 1/1.6.
     both = {"tensorflow": runs([10.0, 20.0, 10.0]), "openvino": runs([20.0, 25.0, 16.0])}
     comparison = compare_runtimes(both, ("tensorflow", "openvino"))
-    assert comparison["time_ratio"]["off"] == pytest.approx(0.625)
-    block = {"comparison": comparison,
-             "tensorflow": {"model": "benchmark", "images_per_s": {"blog_loop": 1.0}, "speedup_vs_blog": 8.2},
-             "openvino": {"model": "benchmark", "images_per_s": {"blog_loop": 1.0}, "speedup_vs_blog": 11.5}}
+    assert comparison.time_ratio["off"] == pytest.approx(0.625)
+    block = ModelRates({"tensorflow": rates("tensorflow", speedup=8.2), "openvino": rates("openvino", speedup=11.5)},
+                       comparison)
     text = "\n".join(runtime_lines(block))
+    assert "openvino against tensorflow (benchmark): time per image, openvino / tensorflow" in text
     assert "pipeline, no outputs        0.62x  (1.60x the speed) (target <= 0.6: MISSED)" in text
     assert "over the blog loop: tensorflow 8.2x, openvino 11.5x (target >= 11: met)" in text
-    assert runtime_lines({"tensorflow": block["tensorflow"]}) == []  # one runtime: nothing to compare
+    assert runtime_lines(ModelRates({"tensorflow": block.by_runtime["tensorflow"]})) == []  # one runtime: nothing to compare
+    assert list(block.to_json()) == ["tensorflow", "openvino", "comparison"]
+    assert block.to_json()["comparison"] == {"reference": "tensorflow", "other": "openvino",
+                                             "time_ratio": comparison.time_ratio}
 
 
 def test_the_input_size_row_says_the_ratio_against_the_target():

@@ -22,6 +22,9 @@ from detect.sinks.layout import SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
 T0 = 1_000_000
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
 
 
 def jpeg(width: int = 96, height: int = 64, color: tuple[int, int, int] = (200, 80, 40)) -> bytes:
@@ -48,10 +51,12 @@ def frames(name: str, *images: bytes, camera: int = 1) -> list[CameraFrame]:
     return out
 
 
-def segment(args: list[str], model: Path, err: io.StringIO | None = None, out: io.StringIO | None = None) -> int:
-    """`detect segment` without its closing evaluation and report (their hostile inputs: test_hardening_pages.py)."""
-    return main(["segment", *map(str, args), "--model", str(model), "--quiet", "--no-eval", "--no-report"],
-                stdout=out, stderr=err)
+def segment(args: list[str], model: Path, err: io.StringIO | None = None, out: io.StringIO | None = None,
+            report: bool = False) -> int:
+    """`detect segment ARGS --model MODEL --quiet`; without the report (its charts cost most of a
+    stub-model run) unless the test is about everything the command writes."""
+    flags = [] if report else ["--no-report"]
+    return main(["segment", *map(str, args), "--model", str(model), "--quiet", *flags], stdout=out, stderr=err)
 
 
 def manifest(directory: Path) -> dict:
@@ -75,8 +80,8 @@ def test_hostile_segment_names_write_only_under_out_even_with_overwrite(name, st
     sentinel.mkdir(parents=True)
     (sentinel / "file").write_text("mine")
     before = tree(tmp_path)
-    assert segment([source, "--out", out], stub_dynamic_dir) == 0
-    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
+    assert segment([source, "--out", out], stub_dynamic_dir, report=True) == 0
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir, report=True) == 0
     written = tree(tmp_path) - before
     assert written and all(p == "work/out" or p.startswith("work/out/") for p in written)
     directory = out / segment_dir_name(name)
@@ -126,13 +131,13 @@ def test_overwrite_refuses_a_directory_detect_did_not_write(stub_dynamic_dir, tm
 def test_overwrite_deletes_only_what_detect_wrote_and_refuses_symlinks(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     out = tmp_path / "out"
-    assert segment([source, "--out", out], stub_dynamic_dir) == 0
+    assert segment([source, "--out", out], stub_dynamic_dir, report=True) == 0
     directory = out / "seg_a"
     (directory / "notes.txt").write_text("mine")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "1.png").write_text("not ours")
-    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir, report=True) == 0
     assert (directory / "notes.txt").read_text() == "mine"
     assert (directory / "frames" / "FRONT" / f"{T0}.png").is_file()
     (directory / "frames" / "SIDE_LEFT").symlink_to(outside)  # a camera directory that leads out
@@ -348,7 +353,8 @@ def test_missing_waymo_protos_say_what_to_install(monkeypatch, real_frame_path, 
 # --- detect run ----------------------------------------------------------------------------
 
 def run(args: list, model: Path) -> int:
-    return main(["run", *map(str, args), "--model", str(model), "--quiet", "--no-eval", "--no-report"])
+    """`detect run ARGS --model MODEL --quiet`, without the reports: these tests are about run.json."""
+    return main(["run", *map(str, args), "--model", str(model), "--quiet", "--no-report"])
 
 
 def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, tmp_path):
@@ -516,10 +522,10 @@ def test_a_symlink_inside_a_segment_directory_is_refused(stub_dynamic_dir, tmp_p
 def test_overwrite_keeps_a_users_hidden_tmp_files(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     out = tmp_path / "out"
-    assert segment([source, "--out", out], stub_dynamic_dir) == 0
+    assert segment([source, "--out", out], stub_dynamic_dir, report=True) == 0
     (out / "seg_a" / ".notes.tmp").write_text("mine")
     (out / "seg_a" / ".FRONT.1a2b3c4d.tmp.gif").write_text("ours, half-written")
-    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
+    assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir, report=True) == 0
     assert (out / "seg_a" / ".notes.tmp").read_text() == "mine"
     assert not (out / "seg_a" / ".FRONT.1a2b3c4d.tmp.gif").exists()
 

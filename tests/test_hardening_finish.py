@@ -21,6 +21,10 @@ from detect.cli.exit_codes import EXIT_FRAMES_FAILED
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import SEGMENT
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()

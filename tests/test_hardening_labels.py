@@ -34,6 +34,10 @@ from detect.waymo.schema import (
     TIMESTAMP,
 )
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 SEG = "seg_a"
 TS = 1_553_735_853_462_203
 
@@ -150,7 +154,7 @@ def test_an_edited_ground_truth_table_drops_bad_rows(tmp_path):
 def test_dropped_labels_reach_eval_json_and_export_writes_valid_json(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report"]) == 0  # evaluated below, with edited labels
     timestamp = pq.read_table(out / TINY_SEGMENT / "detections.parquet").column(TIMESTAMP)[0].as_py()
     gt = camera_box(tmp_path / "gt" / f"{TINY_SEGMENT}.parquet",
                     [{SEGMENT: TINY_SEGMENT, TIMESTAMP: timestamp}, {SEGMENT: TINY_SEGMENT, TIMESTAMP: timestamp,
@@ -170,7 +174,7 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
                                                                            tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(real_frame_path), str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out),
-                 "--quiet", "--no-gif", "--no-png"]) == 0
+                 "--quiet", "--no-gif", "--no-png", "--no-report"]) == 0
     capsys.readouterr()  # the run's own evaluation and its notes
     broken = out / TINY_SEGMENT / "detections.parquet"
     broken.write_bytes(b"not parquet")
@@ -182,7 +186,7 @@ def test_one_broken_segment_or_missing_gt_file_leaves_the_others_evaluated(real_
     # --gt FOLDER without a file for one of the segments: that one is left out, the other evaluated
     broken.unlink()
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--overwrite"]) == 0
+                 "--no-gif", "--no-png", "--overwrite", "--no-report"]) == 0
     timestamp = pq.read_table(broken).column(TIMESTAMP)[0].as_py()
     folder = tmp_path / "gt"
     camera_box(folder / f"{TINY_SEGMENT}.parquet", [{SEGMENT: TINY_SEGMENT, TIMESTAMP: timestamp}])

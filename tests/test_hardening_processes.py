@@ -23,12 +23,16 @@ from detect.model.formats import SIDECAR
 from detect.sinks.layout import RunLock, SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 @pytest.fixture
 def segment_out(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--max-frames", "2"]) == 0
+                 "--max-frames", "2", "--no-eval", "--no-report"]) == 0  # the GIFs are what these tests read
     return out
 
 
@@ -57,7 +61,7 @@ def test_a_second_run_on_one_out_says_it_is_busy_and_leaves_the_records(tiny_v2_
     # shards keep their own run files, so the shards of one run go side by side
     with RunLock(out, "run-shard-0-of-2.json"):
         assert main(["run", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                     "--shard", "1/2"]) == 0
+                     "--shard", "1/2", "--no-eval", "--no-report"]) == 0
 
 
 def test_a_lock_that_cannot_be_made_is_one_error_and_no_traceback_later(tmp_path, monkeypatch):
@@ -85,7 +89,7 @@ def test_escape_sequences_from_files_are_printed_visibly(tiny_v2_path, stub_dyna
 def test_a_partial_class_map_says_which_detected_classes_it_leaves_out(real_frame_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report"]) == 0  # evaluated below, with the map
     (tmp_path / "map.json").write_text('{"person": "PEDESTRIAN"}')
     assert main(["eval", str(out), "--quiet", "--class-map", str(tmp_path / "map.json")]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
@@ -97,7 +101,8 @@ def test_detect_gif_keeps_the_caption_of_a_renamed_segment(stub_dynamic_dir, tmp
     name = "seg.with.dots"
     source = write_camera_image_parquet(tmp_path / "in.parquet", frames(name, jpeg(), jpeg()))
     out = tmp_path / "out"
-    assert main(["segment", str(source), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet"]) == 0
+    assert main(["segment", str(source), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
+                 "--no-report"]) == 0
     directory = out / segment_dir_name(name)
     assert directory.name.startswith("renamed-")
     written = (directory / "mosaic.gif").read_bytes()

@@ -19,6 +19,10 @@ from detect.cli import main
 from detect.core.signals import Terminated
 from detect.waymo.schema import SEGMENT, TIMESTAMP
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()

@@ -24,8 +24,9 @@ def stub_with_defaults(stub_dynamic_dir, tmp_path) -> Path:
 
 
 def manifest_after(tiny_v2_path, model, out, *flags) -> dict:
+    """The manifest of a `detect segment` run: its pictures, evaluation and report are not needed here."""
     assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(out), "--quiet", "--no-gif",
-                 "--no-png", *flags]) == 0
+                 "--no-png", "--no-eval", "--no-report", *flags]) == 0
     return json.loads((out / TINY_SEGMENT / "manifest.json").read_text())
 
 
@@ -110,7 +111,7 @@ def test_classes_the_model_cannot_output_are_one_line(stub_dynamic_dir, tiny_v2_
         f"`detect model {model}` lists them)\n")
     assert not (tmp_path / "o").exists()
     assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"), "--quiet",
-                 "--classes", "person"]) == 0
+                 "--classes", "person", "--no-eval", "--no-report"]) == 0
 
 
 @pytest.mark.parametrize(("any_size", "input_size", "refused"), [

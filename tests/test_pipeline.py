@@ -17,10 +17,14 @@ from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 
 CAMERAS = ["FRONT", "FRONT_LEFT", "FRONT_RIGHT", "SIDE_LEFT", "SIDE_RIGHT"]
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
 
 
 def run(*args, model):
-    """`detect segment` without its closing evaluation and report (their tests: test_eval.py, test_report*.py)."""
+    """`detect segment ARGS --model MODEL --quiet` without evaluation and report: these tests are about the
+    pipeline's own files (the follow-ups have their tests, and cost most of a stub-model run)."""
     return main(["segment", *map(str, args), "--model", str(model), "--quiet", "--no-eval", "--no-report"])
 
 
@@ -72,8 +76,7 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
 
 def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "v1", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
-    assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", "--no-eval", "--no-report",
-               model=stub_dynamic_dir) == 0
+    assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
     assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
     assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [
         ".detect", "detections.parquet", "manifest.json"]
@@ -96,7 +99,8 @@ def test_a_corrupt_jpeg_is_skipped_and_reported(real_camera_frames, stub_dynamic
     broken = frames[3]
     frames[3] = type(broken)(broken.segment_context_name, broken.frame_timestamp_micros, broken.camera_name, broken.jpeg[:2000])
     path = write_camera_image_parquet(tmp_path / "seg.parquet", frames)
-    code = main(["segment", str(path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
+    code = main(["segment", str(path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out"), "--no-eval",
+                 "--no-report"])
     assert code == 1
     seg = tmp_path / "out" / "seg"
     manifest = json.loads((seg / "manifest.json").read_text())

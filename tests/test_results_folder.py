@@ -24,6 +24,10 @@ from detect.sinks.results_folder import (
     read_results_json,
 )
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 
 @pytest.fixture
 def run(stub_dynamic_dir, tiny_v2_path, tmp_path):

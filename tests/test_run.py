@@ -10,6 +10,10 @@ from conftest import REAL_SEGMENT, TINY_SEGMENT
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
 
+# Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
+# writes or refuses, not about loading.
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
 BROKEN_ERROR = ("not a readable Parquet file (Parquet magic bytes not found in footer. "
                 "Either the file is corrupted or this is not a parquet file.)")
 

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -41,10 +40,11 @@ from detect.tools.bench_predict import (
     steady_lines,
     steady_state,
 )
+from detect.tools.bench_rows import ImagesPerSecond, MemoryRuns, ModelRates, RuntimeRates, Startup
 from detect.tools.bench_runs import SHARED_FRAME, decoded_inputs, detector_alone, make_segments, pipeline
 from detect.tools.bench_runtimes import RUNTIMES, compare_runtimes, runtime_lines
-from detect.tools.bench_scaling import as_json, scaling, scaling_lines
-from detect.tools.bench_sizes import size_cost, size_lines
+from detect.tools.bench_scaling import scaling, scaling_lines
+from detect.tools.bench_sizes import SizeCost, size_cost, size_lines
 from detect.tools.bench_targets import verdict
 from detect.tools.bench_tiles import tile_lines, tile_rates
 from detect.waymo.readers import iter_frames
@@ -152,15 +152,15 @@ def main(argv: list[str] | None = None) -> int:
         coco_rates = rates(args, segments, args.coco_model, blog=False, runtimes=runtimes)
         for line in model_lines(coco_rates):
             print(line)
-        coco_rates["tiles"] = tile_rates(args.coco_model, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
-                                         args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
-        for line in tile_lines(coco_rates["tiles"]):
+        coco_tiles = tile_rates(args.coco_model, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
+                                args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
+        for line in tile_lines(coco_tiles):
             print(line)
         sizes = size_cost(args.coco_model)
-        coco_rates["input_size"] = dataclasses.asdict(sizes) | {"ratio": sizes.ratio}
         for line in size_lines(sizes):
             print(line)
-        (args.out / "bench_coco.json").write_text(json.dumps(coco_rates, indent=2))
+        coco_json = coco_rates.to_json() | {"tiles": coco_tiles.to_json(), "input_size": sizes_json(sizes)}
+        (args.out / "bench_coco.json").write_text(json.dumps(coco_json, indent=2))
         return 0
     stages = scaling(args.frame, SCALING_REPEATS)
     for line in scaling_lines(stages):
@@ -175,36 +175,45 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model = ensure_model(args.models)
     segments = make_segments(args.frame, args.out, [args.images] + ([] if args.skip_rss else [args.big_images]))
-    # bench.json's JSON (a dev tool's nested results, printed and saved)
-    results: dict[str, Any] = {} if args.only_rss else {"bench_model": rates(args, segments, model, runtimes=runtimes)}
-    results["scaling"] = as_json(stages)
+    models: dict[str, ModelRates] = {} if args.only_rss else {"bench_model": rates(args, segments, model, runtimes=runtimes)}
+    # bench.json, in the order it has always had: each record's JSON, by the name the report reads it under.
+    results: dict[str, object] = {name: r.to_json() for name, r in models.items()}
+    results["scaling"] = [dataclasses.asdict(r) for r in stages]
     results["steady"] = [dataclasses.asdict(r) for r in steady]
     results["main_process_ms"] = main_ms
     person = args.person_model
     if not args.only_rss and person is not None and person.exists():
         # A light model: here the outputs, not the model, bound the rate on a CPU.
-        results["person_model"] = rates(args, segments, person, blog=False, runtimes=runtimes)
+        models["person_model"] = rates(args, segments, person, blog=False, runtimes=runtimes)
+        results["person_model"] = models["person_model"].to_json()
     coco = args.coco_model
+    tiles: list[str] = []
     if not args.only_rss and coco is not None and coco.exists():
         # The offline default: full frames letterboxed inside the model, class-aware NMS after it.
-        results["coco_model"] = rates(args, segments, coco, blog=False, runtimes=runtimes)
-        results["tiles"] = tile_rates(coco, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
-                                      args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
-        results["input_size"] = size_cost(coco)
-    if not args.skip_rss:
-        results |= memory(args, segments, model)
-    tiles = tile_lines(results["tiles"]) if "tiles" in results else []
-    if "input_size" in results:
-        tiles += size_lines(results["input_size"])
-        results["input_size"] = dataclasses.asdict(results["input_size"]) | {"ratio": results["input_size"].ratio}
-    for line in [*report_lines(results), *tiles, *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES), *predicted]:
+        models["coco_model"] = rates(args, segments, coco, blog=False, runtimes=runtimes)
+        results["coco_model"] = models["coco_model"].to_json()
+        coco_tiles = tile_rates(coco, make_segments(args.frame, args.out, [TILE_IMAGES])[TILE_IMAGES],
+                                args.out / "tiles", repeats=args.repeats, batch_size=args.batch_size)
+        sizes = size_cost(coco)
+        results["tiles"], results["input_size"] = coco_tiles.to_json(), sizes_json(sizes)
+        tiles = [*tile_lines(coco_tiles), *size_lines(sizes)]
+    rss = None if args.skip_rss else memory(args, segments, model)
+    if rss is not None:
+        results |= rss.to_json()
+    for line in [*report_lines(models, rss), *tiles, *scaling_lines(stages), *steady_lines(steady, STEADY_IMAGES),
+                 *predicted]:
         print(line)
     (args.out / "bench.json").write_text(json.dumps(results, indent=2))
     return 0
 
 
+def sizes_json(sizes: SizeCost) -> dict[str, object]:
+    """bench.json's "input_size": the record and its ratio."""
+    return dataclasses.asdict(sizes) | {"ratio": sizes.ratio}
+
+
 def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog: bool = True,
-          runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Any]:  # bench.json's JSON
+          runtimes: tuple[str, ...] = RUNTIMES) -> ModelRates:
     """Per runtime: detector alone, the pipeline without and with outputs (all interleaved); the blog loop."""
 
     imports = args.import_seconds
@@ -241,17 +250,14 @@ def rates(args: argparse.Namespace, segments: dict[int, Path], model: Path, blog
     common = {"model": facts[runtimes[0]].description, "input_size": chosen.input_size, "nms_iou": chosen.nms_iou,
               "images": args.images, "cores": os.cpu_count() or 1, "imports": imports, "decode_cpu": decode_cpu,
               "blog_rate": blog_rate}
-    # bench.json's JSON (a dev tool's nested results, printed and saved)
-    by_runtime: dict[str, Any] = {runtime: summary(runs[runtime], detectors[runtime], loads[runtime], runtime, **common)
-                                  for runtime in runtimes}
-    if len(runtimes) > 1:
-        by_runtime["comparison"] = compare_runtimes(runs, runtimes)
-    return by_runtime
+    by_runtime = {runtime: summary(runs[runtime], detectors[runtime], loads[runtime], runtime, **common)
+                  for runtime in runtimes}
+    return ModelRates(by_runtime, compare_runtimes(runs, runtimes) if len(runtimes) > 1 else None)
 
 
 def summary(runs: dict[str, list], detector: Detector, load: float, runtime: str, *, model: str, input_size: str,
             nms_iou: float | None, images: int, cores: int, imports: float, decode_cpu: float,
-            blog_rate: float | None) -> dict[str, Any]:  # bench.json's JSON
+            blog_rate: float | None) -> RuntimeRates:
     """One runtime's rates, efficiencies (paired per repeat) and CPU by stage."""
     alone = statistics.median(r[0] for r in runs["alone"])
     off = statistics.median(r[0] for r in runs["off"])
@@ -271,23 +277,23 @@ def summary(runs: dict[str, list], detector: Detector, load: float, runtime: str
         "GIF (downscale, quantize, encode)": 1000 * stages.get("animation_prepare", 0) / images,
         "GIF + mosaic append (consumer thread, wall)": 1000 * stages.get("animation_append", 0) / images,
     }
-    return {
-        "model": model, "runtime": runtime, "input_size": input_size, "nms_iou": nms_iou,
-        "batch_size": detector.batch_size, "images": images, "cores": cores,
-        "startup_s": {"imports": round(imports, 2), "model_load_and_warmup": round(load, 2)},
-        "images_per_s": {"detector_alone": alone, "pipeline_no_outputs": off,
-                         "pipeline_png_only": statistics.median(r[0] for r in runs["png"]),
-                         "pipeline_default": default, "blog_loop": blog_rate},
-        "efficiency_no_outputs": paired["off"], "efficiency_default": paired["default"],
-        "efficiency_png_only": paired["png"],
-        "efficiency_of_medians": {"no_outputs": off / alone, "default": default / alone},
-        "efficiency_bound": efficiency_bounds(alone, cpu, cores),
-        "speedup_vs_blog": default / blog_rate if blog_rate else None,
-        "cpu_ms_per_image": per_stage,
-        "pipeline_cpu_ms_per_image": {"no_outputs": 1000 * cpu["off"], "png_only": 1000 * cpu["png"],
-                                       "default": 1000 * cpu["default"]},
-        "raw_runs": {k: [list(r[:2]) for r in v] for k, v in runs.items()},
-    }
+    return RuntimeRates(
+        model=model, runtime=runtime, input_size=input_size, nms_iou=nms_iou,
+        batch_size=detector.batch_size, images=images, cores=cores,
+        startup_s=Startup(imports=round(imports, 2), model_load_and_warmup=round(load, 2)),
+        images_per_s=ImagesPerSecond(detector_alone=alone, pipeline_no_outputs=off,
+                                     pipeline_png_only=statistics.median(r[0] for r in runs["png"]),
+                                     pipeline_default=default, blog_loop=blog_rate),
+        efficiency_no_outputs=paired["off"], efficiency_default=paired["default"],
+        efficiency_png_only=paired["png"],
+        efficiency_of_medians={"no_outputs": off / alone, "default": default / alone},
+        efficiency_bound=efficiency_bounds(alone, cpu, cores),
+        speedup_vs_blog=default / blog_rate if blog_rate else None,
+        cpu_ms_per_image=per_stage,
+        pipeline_cpu_ms_per_image={"no_outputs": 1000 * cpu["off"], "png_only": 1000 * cpu["png"],
+                                   "default": 1000 * cpu["default"]},
+        raw_runs={k: [list(r[:2]) for r in v] for k, v in runs.items()},
+    )
 
 
 def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], cores: int) -> dict[str, float]:
@@ -302,62 +308,57 @@ def efficiency_bounds(alone_rate: float, cpu_s_per_image: dict[str, float], core
             for mode, c in cpu_s_per_image.items() if mode != "alone"} | {"model_cores": model_cores}
 
 
-def report_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
+def report_lines(models: dict[str, ModelRates], rss: MemoryRuns | None) -> list[str]:
     lines = []
     for name in ("bench_model", "person_model", "coco_model"):
-        if name in r:
-            lines += model_lines(r[name])
-    if "peak_rss_mb" in r:
-        rss = r["peak_rss_mb"]
-        sizes = [k for k in rss if k != "ratio"]
-        lines.append(f"peak RSS, default outputs: {sizes[0]} images {rss[sizes[0]]:.0f} MB, {sizes[1]} images "
-                     f"{rss[sizes[1]]:.0f} MB, ratio {rss['ratio']:.2f} "
-                     + verdict(rss["ratio"], TARGETS["rss_ratio"], above=False))
-    if "reader_peak_rss_mb" in r:
-        rr = r["reader_peak_rss_mb"]
-        lines.append(f"v2 reader alone on {rr['file']} ({rr['file_mb']:.0f} MB, {rr['row_groups']} row group): "
-                     f"peak RSS {rr['peak_rss_mb']:.0f} MB " + verdict(rr["peak_rss_mb"], 600, above=False))
+        if name in models:
+            lines += model_lines(models[name])
+    if rss is not None:
+        lines.append(f"peak RSS, default outputs: {rss.images} images {rss.small_mb:.0f} MB, {rss.big_images} images "
+                     f"{rss.big_mb:.0f} MB, ratio {rss.ratio:.2f} " + verdict(rss.ratio, TARGETS["rss_ratio"], above=False))
+        rr = rss.reader
+        lines.append(f"v2 reader alone on {rr.file} ({rr.file_mb:.0f} MB, {rr.row_groups} row group): "
+                     f"peak RSS {rr.peak_rss_mb:.0f} MB " + verdict(rr.peak_rss_mb, 600, above=False))
     return lines
 
 
-def model_lines(by_runtime: dict[str, Any]) -> list[str]:  # bench.json's JSON
+def model_lines(rates: ModelRates) -> list[str]:
     """One model's block: each runtime's rates, then the runtimes against each other."""
     lines = []
     for runtime in RUNTIMES:
-        if runtime in by_runtime:
-            lines += rate_lines(by_runtime[runtime])
-    return lines + runtime_lines(by_runtime)
+        if runtime in rates.by_runtime:
+            lines += rate_lines(rates.by_runtime[runtime])
+    return lines + runtime_lines(rates)
 
 
-def rate_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
-    ips = r["images_per_s"]
-    b = r["efficiency_bound"]
+def rate_lines(r: RuntimeRates) -> list[str]:
+    ips = r.images_per_s
+    b = r.efficiency_bound
     lines = [
         "",
-        f"detect benchmark: {r['images']} images, {r['model']}, {r.get('runtime', 'tensorflow')}, batch {r['batch_size']}, "
-        f"input {r.get('input_size', '320')}",
-        f"start-up (not in the rates): imports {r['startup_s']['imports']} s, model load + warm-up "
-        f"{r['startup_s']['model_load_and_warmup']} s",
-        f"  detector alone          {ips['detector_alone']:7.2f} images/s",
-        f"  pipeline, no outputs    {ips['pipeline_no_outputs']:7.2f} images/s   efficiency {r['efficiency_no_outputs']:.2f} "
-        + verdict(r["efficiency_no_outputs"], TARGETS["efficiency_no_outputs"]),
-        f"  pipeline, PNG only      {ips['pipeline_png_only']:7.2f} images/s   efficiency {r['efficiency_png_only']:.2f}",
-        f"  pipeline, PNG+GIF+mosaic{ips['pipeline_default']:7.2f} images/s   efficiency {r['efficiency_default']:.2f}, "
-        f"{r['efficiency_default'] / b['default']:.2f} of the bound "
-        + verdict(r["efficiency_default"] / b["default"], TARGETS["default_share_of_bound"]),
-        *([f"  blog loop (20 images)   {ips['blog_loop']:7.2f} images/s   speed-up {r['speedup_vs_blog']:.1f}x "
-           + verdict(r["speedup_vs_blog"], TARGETS["speedup_vs_blog"])] if ips["blog_loop"] else []),
+        f"detect benchmark: {r.images} images, {r.model}, {r.runtime}, batch {r.batch_size}, input {r.input_size}",
+        f"start-up (not in the rates): imports {r.startup_s.imports} s, model load + warm-up "
+        f"{r.startup_s.model_load_and_warmup} s",
+        f"  detector alone          {ips.detector_alone:7.2f} images/s",
+        f"  pipeline, no outputs    {ips.pipeline_no_outputs:7.2f} images/s   efficiency {r.efficiency_no_outputs:.2f} "
+        + verdict(r.efficiency_no_outputs, TARGETS["efficiency_no_outputs"]),
+        f"  pipeline, PNG only      {ips.pipeline_png_only:7.2f} images/s   efficiency {r.efficiency_png_only:.2f}",
+        f"  pipeline, PNG+GIF+mosaic{ips.pipeline_default:7.2f} images/s   efficiency {r.efficiency_default:.2f}, "
+        f"{r.efficiency_default / b['default']:.2f} of the bound "
+        + verdict(r.efficiency_default / b["default"], TARGETS["default_share_of_bound"]),
+        *([f"  blog loop (20 images)   {ips.blog_loop:7.2f} images/s   speed-up {r.speedup_vs_blog:.1f}x "
+           + verdict(r.speedup_vs_blog, TARGETS["speedup_vs_blog"])] if ips.blog_loop and r.speedup_vs_blog is not None else []),
         "  efficiency: median over repeats of (pipeline run / the same repeat's detector run); per repeat,"
         "\n  detector / no outputs / PNG only / default images/s: "
         + "; ".join(" / ".join(f"{run[0]:.2f}" for run in repeat) for repeat in
-                    zip(*(r["raw_runs"][k] for k in ("alone", "off", "png", "default")), strict=True)),
-        f"  best possible here (the model alone keeps {b['model_cores']:.2f} of {r['cores']} cores busy; "
+                    zip(*(r.raw_runs[k] for k in ("alone", "off", "png", "default")), strict=True)),
+        f"  best possible here (the model alone keeps {b['model_cores']:.2f} of {r.cores} cores busy; "
         "efficiency <= cores / model cores x model CPU / pipeline CPU):"
         f"\n  no outputs {b['off']:.2f}, PNG only {b['png']:.2f}, default {b['default']:.2f}",
         "CPU ms per image by stage:",
     ]
-    lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r["cpu_ms_per_image"].items()]
-    pc = r["pipeline_cpu_ms_per_image"]
+    lines += [f"  {name:<42} {ms:7.1f}" for name, ms in r.cpu_ms_per_image.items()]
+    pc = r.pipeline_cpu_ms_per_image
     lines.append(f"  {'whole process, no outputs / PNG only / default':<42} {pc['no_outputs']:7.1f} / "
                  f"{pc['png_only']:.1f} / {pc['default']:.1f}")
     return lines

@@ -7,9 +7,10 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
+
+from detect.tools.bench_rows import MemoryRuns, ReaderPeak
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,14 +58,11 @@ def _row_groups(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_row_groups
 
 
-def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> dict[str, Any]:  # bench.json's JSON
+def memory(args: argparse.Namespace, segments: dict[int, Path], model: Path) -> MemoryRuns:
     """Peak RSS of fresh processes: the pipeline on a small and a 5x larger segment, the reader."""
     small = peak_rss_mb(segments[args.images], model, args.out / "rss")
     big = peak_rss_mb(segments[args.big_images], model, args.out / "rss")
     big_file = segments[args.big_images]
-    return {
-        "peak_rss_mb": {str(args.images): small, str(args.big_images): big, "ratio": big / small},
-        "reader_peak_rss_mb": {"file": big_file.name, "file_mb": big_file.stat().st_size / 1e6,
-                               "row_groups": _row_groups(big_file),
-                               "peak_rss_mb": reader_peak_rss_mb(big_file, args.out / "rss")},
-    }
+    reader = ReaderPeak(file=big_file.name, file_mb=big_file.stat().st_size / 1e6, row_groups=_row_groups(big_file),
+                        peak_rss_mb=reader_peak_rss_mb(big_file, args.out / "rss"))
+    return MemoryRuns(images=args.images, small_mb=small, big_images=args.big_images, big_mb=big, reader=reader)

@@ -277,7 +277,3 @@ def scaling_lines(rows: list[StageScaling]) -> list[str]:
     verdict = "met" if worst.ratio >= TARGET_RATIO else "MISSED"
     lines.append(f"  lowest ratio {worst.ratio:.2f} ({worst.stage}) (target >= {TARGET_RATIO:g} for every stage: {verdict})")
     return lines
-
-
-def as_json(rows: list[StageScaling]) -> list[dict[str, Any]]:  # bench.json's JSON
-    return [dataclasses.asdict(r) for r in rows]

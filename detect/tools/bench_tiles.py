@@ -12,19 +12,19 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 from detect.engine.loading import choose_settings, model_facts
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import parse_input_size
 from detect.model.tiles import TileSpec, tile_layout
+from detect.tools.bench_rows import TileImagesPerSecond, TileRates, TileRunsPerRepeat
 from detect.tools.bench_runs import SHARED_FRAME, make_segments, pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeats: int = 3,
-               batch_size: int | None = None) -> dict[str, Any]:  # bench.json's JSON
+               batch_size: int | None = None) -> TileRates:
     """Untiled and tiled pipeline rates (no outputs), each repeat one of each, back to back."""
     chosen = choose_settings(model)
     input_size = parse_input_size(chosen.input_size)
@@ -38,17 +38,17 @@ def tile_rates(model: Path, segment: Path, out: Path, *, tile: int = 512, repeat
         tiled.append(pipeline(detector, facts, segment, out / "tiled", tile=spec, **common)[0])
         print(f"  tiles repeat {repeat + 1}/{repeats}: untiled {plain[-1]:.2f}, tiled {tiled[-1]:.2f} images/s", flush=True)
     ratios = [p / t for p, t in zip(plain, tiled, strict=True)]
-    return {"model": facts.description, "tile": spec.to_json(), "tiles_per_1920x1280": len(tile_layout(1920, 1280, spec)),
-            "tiles_per_1920x886": len(tile_layout(1920, 886, spec)),
-            "images_per_s": {"untiled": statistics.median(plain), "tiled": statistics.median(tiled)},
-            "slowdown": statistics.median(ratios), "raw": {"untiled": plain, "tiled": tiled}}
+    return TileRates(model=facts.description, tile=spec.to_json(), tiles_per_1920x1280=len(tile_layout(1920, 1280, spec)),
+                     tiles_per_1920x886=len(tile_layout(1920, 886, spec)),
+                     images_per_s=TileImagesPerSecond(untiled=statistics.median(plain), tiled=statistics.median(tiled)),
+                     slowdown=statistics.median(ratios), raw=TileRunsPerRepeat(untiled=plain, tiled=tiled))
 
 
-def tile_lines(r: dict[str, Any]) -> list[str]:  # bench.json's JSON
-    ips = r["images_per_s"]
-    return ["", f"--tile {r['tile']['size']} ({r['model']}; {r['tiles_per_1920x1280']} tiles + the whole image on a "
-            f"1920x1280 frame, {r['tiles_per_1920x886']} on 1920x886), pipeline without outputs:",
-            f"  untiled {ips['untiled']:.2f} images/s, tiled {ips['tiled']:.2f} images/s: {r['slowdown']:.1f}x slower "
+def tile_lines(r: TileRates) -> list[str]:
+    ips = r.images_per_s
+    return ["", f"--tile {r.tile['size']} ({r.model}; {r.tiles_per_1920x1280} tiles + the whole image on a "
+            f"1920x1280 frame, {r.tiles_per_1920x886} on 1920x886), pipeline without outputs:",
+            f"  untiled {ips.untiled:.2f} images/s, tiled {ips.tiled:.2f} images/s: {r.slowdown:.1f}x slower "
             f"(median over repeats of each repeat's ratio)"]
 
 
