@@ -67,6 +67,7 @@ class Tracks:
 
 def save(record: SequenceData | Tracks, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    # np.savez's keyword arguments: field name -> array
     fields: dict[str, Any] = {f.name: np.asarray(getattr(record, f.name)) for f in dataclasses.fields(record)}
     np.savez(path, **fields)
 
