@@ -86,16 +86,17 @@ def load_each_model_once(monkeypatch):
     (`LocalEngine`): the command's path is unchanged, but TensorFlow's load, the warm-up and the
     checksum (~0.1 s of a stub-model run) are not repeated. For tests about what a run writes or
     refuses, not about loading (a model edited in place is loaded again: its files are in the key)."""
+    import detect.engine.loading
     import detect.engine.runner
-    from detect.engine.loading import load_model, model_path
+    from detect.engine.loading import model_path
 
     def once(spec, *args, **kwargs):
         path = model_path(spec).resolve()
         files = sorted((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*") if f.is_file()) \
             if path.is_dir() else [(str(path), path.stat().st_size, path.stat().st_mtime_ns)] if path.exists() else []
-        key = (spec, str(path), tuple(files))
+        key = (spec, os.environ.get("DETECT_RUNTIME"), str(path), tuple(files))  # the runtime "auto" resolves to
         if key not in _LOADED:
-            _LOADED[key] = load_model(spec, *args, **kwargs)
+            _LOADED[key] = detect.engine.loading.load_model(spec, *args, **kwargs)
         return _LOADED[key]
 
     monkeypatch.setattr(detect.engine.runner, "load_model", once)

@@ -153,3 +153,26 @@ def test_shards_together_cover_every_segment_exactly_once(inputs, real_camera_fr
 def test_shard_parse_errors(shard, message, inputs, tmp_path, capsys):
     assert main(["run", str(inputs), "--out", str(tmp_path / "out"), f"--shard={shard}"]) == 2
     assert capsys.readouterr().err.strip() == f"detect: error: {message}"
+
+
+def test_load_each_model_once_loads_a_spec_once_and_again_when_its_files_change(stub_dynamic_dir, tiny_v2_path, tmp_path,
+                                                                                  monkeypatch):
+    """The conftest fixture this file uses: a second run with the same model and flags reuses the loaded
+    model; a model whose files changed is loaded again."""
+    import shutil
+
+    import detect.engine.loading
+    from detect.model.formats import SIDECAR
+
+    model = shutil.copytree(stub_dynamic_dir, tmp_path / "model")  # a path no other test has loaded
+    loads = []
+    real = detect.engine.loading.load_model
+    monkeypatch.setattr(detect.engine.loading, "load_model", lambda spec, *a, **k: loads.append(spec) or real(spec, *a, **k))
+    flags = ["--model", str(model), "--quiet", "--no-gif", "--no-png", "--no-eval", "--no-report"]
+    assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path / "a"), *flags]) == 0
+    assert main(["run", str(tiny_v2_path), "--out", str(tmp_path / "b"), *flags]) == 0
+    assert len(loads) == 1
+    sidecar = model / SIDECAR
+    sidecar.write_text(sidecar.read_text() + " ")  # same content, other size: loaded again
+    assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path / "c"), *flags]) == 0
+    assert len(loads) == 2
