@@ -1,5 +1,6 @@
 """Reading a segment's results folder back: its manifest as a typed record, and which images the run
-processed. The one reader eval, export, report and compare share (the writers are beside it).
+processed. The one reader eval, export, report, compare and gif share (the writers are beside it;
+eval.json and run files are read back by `eval_record` and `run_record` through `read_results_json`).
 
 A results folder is shared and may be edited: every value is checked here, once. What a reader
 cannot use reads as "not recorded" (the drawing threshold falls back to `DEFAULT_THRESHOLD`, the
