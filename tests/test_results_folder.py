@@ -19,6 +19,7 @@ from detect.sinks.rebuild import recorded_name
 from detect.sinks.results_folder import (
     DEFAULT_THRESHOLD,
     Manifest,
+    finished_frames,
     processed_images,
     read_manifest,
     read_results_json,
@@ -115,3 +116,17 @@ def test_a_settings_file_that_is_a_fifo_or_a_link_is_refused_not_waited_on_or_fo
     os.mkfifo(settings)  # a plain read would wait for a writer forever
     with pytest.raises(OutputError, match=rf"^{settings} is unreadable \({settings} is a FIFO; "):
         journal.load_settings(tmp_path)
+
+
+def test_a_journal_that_is_a_fifo_or_a_link_is_no_journal_and_the_frames_stand_in(run, tmp_path):
+    done = set(journal.load(run, TINY_SEGMENT)[0])
+    assert set(finished_frames(run, TINY_SEGMENT)) == done
+    path = journal.journal_path(run)
+    path.rename(tmp_path / "journal.jsonl")
+    path.symlink_to(tmp_path / "journal.jsonl")  # a link could pull in another run's journal
+    with pytest.raises(InputError, match="is a symbolic link"):
+        journal.load(run, TINY_SEGMENT)
+    assert finished_frames(run, TINY_SEGMENT) == {} and processed_images(run, TINY_SEGMENT) == done
+    path.unlink()
+    os.mkfifo(path)  # a plain open() would wait for a writer forever
+    assert finished_frames(run, TINY_SEGMENT) == {} and load_segment(run).images == done

@@ -14,11 +14,10 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.names import printable
-from detect.core.records import FrameKey, FrameResult, Labels
-from detect.sinks import journal
+from detect.core.records import FrameKey, Labels
 from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.sinks.results_folder import Manifest, processed_images, read_manifest
+from detect.sinks.results_folder import Manifest, finished_frames, processed_images, read_manifest
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
@@ -112,7 +111,7 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     else:
         labels = written
         dropped += manifest.labels_dropped
-    sizes = {k: (r.width, r.height) for k, r in _journal(directory, name).items()
+    sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
              if check_size(r.width, r.height, MAX_SIDE**2) is None}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
                           notes)
@@ -198,9 +197,3 @@ def _track_ids(path: Path, rows: np.ndarray) -> np.ndarray | None:
     return ids[rows]
 
 
-def _journal(directory: Path, name: str) -> Mapping[FrameKey, FrameResult]:
-    """The run's finished images as its journal records them ({} without a readable one)."""
-    try:
-        return journal.load(directory, name)[0]
-    except (OSError, ValueError, ArithmeticError):
-        return {}

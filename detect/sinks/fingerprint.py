@@ -20,7 +20,6 @@ import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.table import DETECTIONS_FILE
@@ -45,7 +44,7 @@ class Fingerprint:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, value: Any) -> Fingerprint | None:
+    def from_json(cls, value: object) -> Fingerprint | None:
         """A fingerprint from an eval.json (shared input: anything else is None)."""
         if not isinstance(value, dict):
             return None

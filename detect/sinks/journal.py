@@ -8,6 +8,7 @@ line names a frame whose outputs are complete. A kill mid-line leaves a torn las
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from detect.core.atomic import atomic_write_bytes
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError, first_line
-from detect.core.files import JSON_LIMIT, UnreadableFileError, read_regular
+from detect.core.files import JSON_LIMIT, UnreadableFileError, open_regular, read_regular
 from detect.core.records import Detections, FrameKey, FrameResult
 
 STATE_DIR = ".detect"
@@ -60,13 +61,14 @@ def decode(line: str, segment: str) -> FrameResult:
 
 
 def load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
-    """Finished frames by key, and the byte length of the intact part of the file."""
+    """Finished frames by key, and the byte length of the intact part of the file. A journal that
+    is a link, a FIFO or a folder raises `UnreadableFileError` (never followed or waited on)."""
     path = journal_path(segment_dir)
     results: dict[FrameKey, FrameResult] = {}
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return results, 0
     intact = 0
-    with path.open("rb") as handle:
+    with os.fdopen(open_regular(path, follow_links=False), "rb") as handle:
         for raw in handle:
             if not raw.endswith(b"\n"):
                 break

@@ -1,5 +1,6 @@
 """Reading a segment's results folder back: its manifest as a typed record, and which images the run
-processed. The one reader eval, export, report and compare share (the writers are beside it).
+processed. The one reader eval, export, report, compare and gif share (the writers are beside it;
+eval.json and run files are read back by `eval_record` and `run_record` through `read_results_json`).
 
 A results folder is shared and may be edited: every value is checked here, once. What a reader
 cannot use reads as "not recorded" (the drawing threshold falls back to `DEFAULT_THRESHOLD`, the
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from detect.core.errors import InputError, first_line
 from detect.core.files import UnreadableFileError, read_json_object
-from detect.core.records import FrameKey
+from detect.core.records import FrameKey, FrameResult
 from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.frames import list_frames
@@ -116,14 +117,20 @@ def read_results_json(path: Path) -> Mapping[str, object] | None:
         return None
 
 
+def finished_frames(directory: Path, segment: str) -> Mapping[FrameKey, FrameResult]:
+    """The frames the run's journal records as finished, by key; {} without a journal that can be
+    read (none, a link or a FIFO in its place, or one edited past reading)."""
+    try:
+        return journal.load(directory, segment)[0]
+    except (OSError, ValueError, ArithmeticError, UnreadableFileError):
+        return {}
+
+
 def processed_images(directory: Path, segment: str, *also: Iterable[FrameKey]) -> frozenset[FrameKey]:
     """Every image the run finished. Its journal knows them all, those without boxes too; without a
     journal (a folder copied without `.detect/`, or one that cannot be read), the frames on disk and
     the images in `also` (the detections table's, the labels') stand in."""
-    try:
-        done, _ = journal.load(directory, segment)
-    except (OSError, ValueError, ArithmeticError):  # a hand-edited journal is not trusted either
-        done = {}
+    done = finished_frames(directory, segment)
     if done:
         return frozenset(done)
     images = {FrameKey(segment, f.frame_timestamp_micros, f.camera_name) for f in list_frames(directory)}
