@@ -59,7 +59,7 @@ test: $(STAMP) coco-model
 	$(PY) -m pytest -q --durations=5 -m signals
 	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
 
-# Units and crafted inputs in under a minute: what to run between edits.
+# Units and crafted inputs (no real model, no Ray, no signals): what to run between edits.
 test-fast: $(STAMP)
 	$(PYTEST) -m "$(FAST)"
 	@echo "make test-fast: $$(( $$(date +%s) - $(START) )) s"
