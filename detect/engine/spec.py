@@ -190,7 +190,8 @@ class ResumeModel:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """Which detector, and how to load it. `path` None means the default model (`engine.loading.DEFAULT_MODEL_HELP` says which)."""
+    """Which detector, and how to load it. `path` None means the default model
+    (`engine.loading.DEFAULT_MODEL_HELP` says which)."""
 
     path: Path | None = None
     threshold: float = 0.5  # boxes drawn on the frames
