@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
@@ -24,9 +24,54 @@ from detect.model.classmap import ClassMap
 IMAGES_DIR = "images"
 
 
-# COCO's own JSON format (an image, an annotation, a category, a result; the dataset), built here to
-# be handed to faster-coco-eval / pycocotools, which index it by key: a library's format, not ours.
-CocoJson = dict[str, Any]
+# COCO's JSON format, as faster-coco-eval / pycocotools take it and `detect export` writes it.
+class CocoImage(TypedDict):
+    id: int
+    file_name: str
+    width: NotRequired[int]  # when the run recorded the image's size
+    height: NotRequired[int]
+    segment_context_name: str
+    frame_timestamp_micros: int
+    camera_name: int
+    input_path: NotRequired[str]  # the segment file the run read
+
+
+class CocoAnnotation(TypedDict):
+    id: int
+    image_id: int
+    category_id: int  # the Waymo type
+    bbox: list[float]  # x, y, width, height
+    area: float
+    iscrowd: int  # LEVEL_2 labels at LEVEL_1: ignored, neither found nor missed
+    difficulty: int
+    object_id: str
+
+
+class CocoCategory(TypedDict):
+    id: int
+    name: str
+    supercategory: str
+
+
+class CocoDetection(TypedDict):
+    image_id: int
+    category_id: int
+    bbox: list[float]
+    score: float
+    model_class_id: int
+
+
+class CocoInfo(TypedDict):
+    description: str
+    level: str
+    evaluated_category_ids: NotRequired[list[int]]
+
+
+class CocoDataset(TypedDict):
+    info: CocoInfo
+    images: list[CocoImage]
+    annotations: list[CocoAnnotation]
+    categories: list[CocoCategory]
 
 def image_id(key: FrameKey) -> int:
     """A stable COCO image id from Waymo's key (48 bits: exact in JSON and in JavaScript)."""
@@ -34,10 +79,10 @@ def image_id(key: FrameKey) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:6], "big")
 
 
-def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> CocoJson:
+def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> CocoDataset:
     """The labels as a COCO `instances` dict (every processed image, labeled or not)."""
-    images: list[CocoJson] = []
-    annotations: list[CocoJson] = []
+    images: list[CocoImage] = []
+    annotations: list[CocoAnnotation] = []
     for segment in segments:
         for key in sorted(segment.images, key=lambda k: k.order):
             images.append(image_entry(key, segment))
@@ -57,10 +102,10 @@ def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: in
             "images": images, "annotations": annotations, "categories": categories(types)}
 
 
-def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[CocoJson]:
+def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[CocoDetection]:
     """The detections as a COCO results list in Waymo types (see `ClassMap.to_waymo`: unmapped
     classes dropped, a person riding a bicycle one CYCLIST box)."""
-    out = []
+    out: list[CocoDetection] = []
     for segment in segments:
         rows = segment.detections
         by_image = {key: index for key, index in rows_by_image(rows.keys).items() if key in segment.images}
@@ -76,7 +121,7 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
     return out
 
 
-def categories(types: list[int]) -> list[CocoJson]:
+def categories(types: list[int]) -> list[CocoCategory]:
     return [{"id": t, "name": WaymoType(t).name, "supercategory": "waymo"} for t in types]
 
 
@@ -85,14 +130,19 @@ def label_types(segments: Iterable[SegmentResults]) -> list[int]:
     return sorted({int(t) for segment in segments for labels in segment.labels.values() for t in labels.types})
 
 
-def image_entry(key: FrameKey, segment: SegmentResults) -> CocoJson:
+def image_entry(key: FrameKey, segment: SegmentResults) -> CocoImage:
     """A COCO image: its id, the source frame's path (see `image_file_name`), its size when the run
     recorded it, Waymo's key, and the segment file it comes from."""
     size = segment.sizes.get(key)
-    return {"id": image_id(key), "file_name": image_file_name(key),
-            **({"width": size[0], "height": size[1]} if size else {}),
-            "segment_context_name": key.segment_context_name, "frame_timestamp_micros": key.frame_timestamp_micros,
-            "camera_name": int(key.camera_name), **({"input_path": segment.input_path} if segment.input_path else {})}
+    entry = CocoImage(id=image_id(key), file_name=image_file_name(key), segment_context_name=key.segment_context_name,
+                      frame_timestamp_micros=key.frame_timestamp_micros, camera_name=int(key.camera_name))
+    if size:
+        entry = CocoImage(id=entry["id"], file_name=entry["file_name"], width=size[0], height=size[1],
+                          segment_context_name=entry["segment_context_name"],
+                          frame_timestamp_micros=entry["frame_timestamp_micros"], camera_name=entry["camera_name"])
+    if segment.input_path:
+        entry["input_path"] = segment.input_path
+    return entry
 
 
 def image_file_name(key: FrameKey) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,6 @@ from detect.core.cameras import CameraName
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL, Protocol
 from detect.core.records import LEVEL_1, LEVEL_2, WaymoType
 from detect.evaluate import coco
-from detect.evaluate.coco import CocoJson
 from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
@@ -183,7 +183,7 @@ def _prf(hits: int, misses: int, labels: int) -> tuple[float | None, float | Non
     return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
 
 
-def _curves(result: CocoJson | None, recalls: list[float], types: list[int],
+def _curves(result: dict[str, Any] | None, recalls: list[float], types: list[int],  # COCOeval's `eval` dict
             protocol: Protocol) -> dict[str, dict[str, list[float]]]:
     if result is None:
         return {}

@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from faster_coco_eval import COCO, COCOeval_faster
 
 from detect.core.cameras import CameraName
-from detect.evaluate.coco import CocoJson
+from detect.evaluate.coco import CocoDataset, CocoDetection
 
 AREA_RANGES = 4  # COCO's all, small, medium, large
 MAX_DETECTIONS = 100  # per image, as COCO's AP and AR100 count them
@@ -102,7 +103,7 @@ class Pool:
             if ann["score"] >= threshold and ann["category_id"] in index:
                 self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), DETECTIONS] += 1
 
-    def accumulate(self, camera: CameraName | None = None) -> CocoJson | None:
+    def accumulate(self, camera: CameraName | None = None) -> dict[str, Any] | None:  # COCOeval's `eval` dict
         """COCO's accumulation over the pool (or one camera's images): `precision` [T, R, K, A, 1]
         and `recall` [T, K, A, 1], -1 where there is nothing to measure; None for an empty pool."""
         if self._iou_thresholds is None or self._recall_thresholds is None:
@@ -182,7 +183,7 @@ _RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.
                     ("ignored", np.uint16)])
 
 
-def evaluate_chunk(gt: CocoJson, dts: list[CocoJson], types: Sequence[int]) -> tuple[COCOeval_faster, COCO, COCO]:
+def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int]) -> tuple[COCOeval_faster, COCO, COCO]:
     """One chunk matched by the library: its run (per-image results kept) and its COCO objects,
     whose detections carry the library's match flags at IoU 0.5 (`tp`, `gt_id`, `iou`)."""
     with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
