@@ -337,7 +337,7 @@ def test_crowded_images_give_the_libraries_ap_in_eval_and_in_compare(tmp_path):
     run = tmp_path / "run"
     for n in range(2):
         name = f"{n + 1:019d}_0000_000_0000_000"
-        make_results(run / name, 6, 700, 40, seed=10 + n, segment=name)  # ~230 boxes per type and image
+        make_results(run / name, 3, 700, 40, seed=10 + n, segment=name)  # ~230 boxes per type and image
     assert main(["eval", str(run), "--quiet"]) == 0
     ours = {r["name"]: r for r in json.loads((run / "eval.json").read_text())["levels"]["LEVEL_2"]}
     assert main(["export", "coco", str(run), "--out", str(tmp_path / "coco"), "--quiet"]) == 0

@@ -181,7 +181,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-(10**400), 10**400)
                     max_leaves=8)
 
 
-@settings(max_examples=examples(2 / 15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 20 examples in CI: each builds a whole report (matplotlib's charts, ~0.5 s); the page-level
+# escaping of every value is also held by the cheaper property tests above.
+@settings(max_examples=examples(1 / 15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(manifest_values=st.dictionaries(st.sampled_from(["status", "counts", "timings", "settings", "model", "input",
                                                         "failures", "versions", "segment_context_name", "engine"]),
                                        JSON, max_size=6),
