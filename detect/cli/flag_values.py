@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 # Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
 # 1920x1280 frames are 1.9 GB; 64 drawing threads keep a 64-core box busy.
@@ -14,14 +15,23 @@ MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH = 16, 7680
 # Bootstrap resamples: 1,000 took 0.08 s per type for 120 frames with 2,000 boxes on one core, so
 # 100,000 is minutes at most for a run; 10^8 was hours and 10^12 asked numpy for 7.28 TiB.
 MAX_BOOTSTRAP = 100_000
+N = TypeVar("N", int, float)
 AUTO_GT = "auto"  # `--gt` without a path: the labels beside the input
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = _int(text)
+    return _bounded(_int, low, high, f"{low:,}", f"{high:,}")
+
+
+def bounded_float(low: float, high: float) -> Callable[[str], float]:
+    return _bounded(_float, low, high, f"{low:g}", f"{high:g}")
+
+
+def _bounded(number: Callable[[str], N], low: N, high: N, low_text: str, high_text: str) -> Callable[[str], N]:
+    def parse(text: str) -> N:
+        value = number(text)
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be between {low_text} and {high_text}, got {text}")
         return value
 
     parse.__name__ = "number"  # argparse names the type in its messages
@@ -54,17 +64,6 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
-
-
-def bounded_float(low: float, high: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        value = _float(text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, got {text}")
-        return value
-
-    parse.__name__ = "number"  # argparse names the type in its messages
-    return parse
 
 
 def _float(text: str) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TextIO
 
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
@@ -29,36 +30,32 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     exported = export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map, images=args.images)
-    for note in exported.notes:
-        print(f"detect: note: {note}", file=err)
-    for path in exported.written:
-        print(path, file=out)
+    _print(exported.notes, exported.written, out, err)
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     reports = build_reports(args.results)
-    for note in reports.notes:
-        print(f"detect: note: {note}", file=err)
-    for path in reports.written:
-        print(path, file=out)
+    _print(reports.notes, reports.written, out, err)
     return EXIT_OK
 
 
 def cmd_gif(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rebuilt = rebuild_all(args.results, width=args.width, fps=args.fps, mp4=args.mp4)
-    for note in rebuilt.notes:
-        print(f"detect: note: {note}", file=err)
-    for path in rebuilt.written:
-        print(path, file=out)
+    _print(rebuilt.notes, rebuilt.written, out, err)
     return EXIT_FRAMES_FAILED if rebuilt.notes else EXIT_OK
 
 
 def cmd_track(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tracked = retrack_all(args.results, load_class_map(args.class_map), threshold=args.threshold,
                           lost_seconds=args.lost_seconds)
-    for note in tracked.notes:
-        print(f"detect: note: {note}", file=err)
-    for line in tracked.lines:
-        print(line, file=out)
+    _print(tracked.notes, tracked.lines, out, err)
     return EXIT_FRAMES_FAILED if tracked.failed else EXIT_OK
+
+
+def _print(notes: Sequence[str], lines: Sequence[object], out: TextIO, err: TextIO) -> None:
+    """What a command over results left out (stderr, one note each), then what it wrote (stdout)."""
+    for note in notes:
+        print(f"detect: note: {note}", file=err)
+    for line in lines:
+        print(line, file=out)

@@ -134,12 +134,10 @@ def image_entry(key: FrameKey, segment: SegmentResults) -> CocoImage:
     """A COCO image: its id, the source frame's path (see `image_file_name`), its size when the run
     recorded it, Waymo's key, and the segment file it comes from."""
     size = segment.sizes.get(key)
-    entry = CocoImage(id=image_id(key), file_name=image_file_name(key), segment_context_name=key.segment_context_name,
-                      frame_timestamp_micros=key.frame_timestamp_micros, camera_name=int(key.camera_name))
-    if size:
-        entry = CocoImage(id=entry["id"], file_name=entry["file_name"], width=size[0], height=size[1],
-                          segment_context_name=entry["segment_context_name"],
-                          frame_timestamp_micros=entry["frame_timestamp_micros"], camera_name=entry["camera_name"])
+    sized = {"width": size[0], "height": size[1]} if size else {}  # keys in the order the JSON has always had
+    entry = CocoImage(id=image_id(key), file_name=image_file_name(key), **sized,  # type: ignore[typeddict-item]
+                      segment_context_name=key.segment_context_name, frame_timestamp_micros=key.frame_timestamp_micros,
+                      camera_name=int(key.camera_name))
     if segment.input_path:
         entry["input_path"] = segment.input_path
     return entry

@@ -159,7 +159,8 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
 def _read_detections(path: Path) -> DetectionRows:
     columns = [SEGMENT, TIMESTAMP, CAMERA, "class_id", "score", "xmin", "ymin", "xmax", "ymax"]
     try:
-        table = pq.read_table(path, columns=columns)
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=columns + [c for c in ("track_id",) if c in names])
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
     try:
@@ -179,17 +180,15 @@ def _read_detections(path: Path) -> DetectionRows:
     keys = [FrameKey(str(segments[i]), int(timestamps[i]), CameraName(int(numbers[CAMERA][i]))) for i in rows]
     xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
     return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy,
-                         _track_ids(path, rows))
+                         _track_ids(table, rows))
 
 
-def _track_ids(path: Path, rows: np.ndarray) -> np.ndarray | None:
+def _track_ids(table: pa.Table, rows: np.ndarray) -> np.ndarray | None:
     """The kept rows' track ids (-1 for null or unusable values); None when the table has no such column."""
-    try:
-        column = pq.read_table(path, columns=["track_id"]).column("track_id")
-    except (pa.ArrowException, KeyError, ValueError, OSError):
+    if "track_id" not in table.column_names:
         return None
     try:
-        values = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        values = table.column("track_id").cast(pa.int64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowException, ValueError):
         return None
     ids = np.asarray(values, np.float64)  # nulls come back as NaN
