@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +25,11 @@ from detect.core.records import Detections, Labels, WaymoType
 from detect.evaluate.thresholds import suggest
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.model.classmap import default_class_map
+from detect.render.crop import close_up
 from detect.render.draw import DrawStyle
 from detect.render.verdicts import COLORS, draw_errors, judge
 from detect.report import gallery
+from detect.sinks.fingerprint import fingerprint
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -127,7 +130,7 @@ def test_the_galleries_pick_the_highest_false_alarms_and_the_largest_misses():
     chosen = gallery.select(matches_frame(rows), threshold=0.5, per_type=2)["VEHICLE"]
     assert [e.score for e in chosen[gallery.FALSE_ALARM]] == [0.8, 0.6]  # 0.9 is a hit, 0.3 below the threshold
     assert [e.what for e in chosen[gallery.MISSED]] == ["v80", "v40"]  # v80: matched only at 0.3, below the threshold
-    assert chosen[gallery.FALSE_ALARM][0].caption() == "FA car 0.80, FRONT 1"
+    assert chosen[gallery.FALSE_ALARM][0].caption() == "FA car 0.80, FRONT 1; nearest label VEHICLE IoU 0.25"
     assert chosen[gallery.MISSED][0].caption() == "missed VEHICLE 80x80 px, FRONT 1; found at 0.300, below the threshold"
     assert gallery.outcomes(matches_frame(rows), 0.5)["VEHICLE"] == gallery.Outcome(hits=1, false_alarms=3, missed=3,
                                                                                      labels=4)
@@ -225,3 +228,41 @@ def test_the_pictures_show_what_matches_parquet_says(one_step):
 def test_an_unknown_unscored_mode_is_refused_by_name():
     with pytest.raises(UsageError, match="^unscored must be one of boxes, chips, none, got 'thin'$"):
         DrawStyle(unscored="thin")
+
+
+def crop_of(directory: Path, name: str) -> np.ndarray:
+    with Image.open(directory / "report" / name) as image:
+        return np.asarray(image.convert("RGB"), np.int16)
+
+
+def test_the_real_runs_close_ups_come_from_the_camera_image(one_step, real_frame_path):
+    directory, _ = one_step
+    recorded = json.loads((directory / "manifest.json").read_text())["input"]
+    assert recorded["fingerprint"]["sha256"] == fingerprint(real_frame_path).sha256  # type: ignore[union-attr]
+    matches = gallery.read_matches(directory, REAL_SEGMENT)
+    assert matches is not None
+    example = gallery.select(matches, json.loads((directory / "eval.json").read_text())["threshold"])["VEHICLE"][
+        gallery.FALSE_ALARM][0]
+    assert example.key is not None
+    read = gallery.source_images(directory, {"VEHICLE": {gallery.FALSE_ALARM: [example]}})
+    assert read.problem is None
+    raw = read.images[example.key]
+    expected = np.asarray(close_up(raw, *gallery.outlines(example)), np.int16)
+    assert np.abs(crop_of(directory, "error_vehicle_fa_0.jpg") - expected).mean() < 3  # JPEG's loss only
+    page = (directory / "report.html").read_text()
+    assert f"<figcaption>{example.caption()}</figcaption>" in page and "Close-ups from the camera image" in page
+
+
+def test_without_the_source_file_the_close_ups_come_from_the_drawn_frames_and_say_so(one_step, tmp_path):
+    directory = tmp_path / REAL_SEGMENT
+    shutil.copytree(one_step[0], directory)
+    data = json.loads((directory / "manifest.json").read_text())
+    data["input"]["path"] = str(tmp_path / "gone.tfrecord")
+    (directory / "manifest.json").write_text(json.dumps(data))
+    before = crop_of(directory, "error_vehicle_fa_0.jpg")
+    assert main(["report", str(directory)], stdout=io.StringIO()) == 0
+    page = (directory / "report.html").read_text()
+    assert (f"<p><strong>{tmp_path / 'gone.tfrecord'}: the source file is gone: these close-ups are cut from the "
+            f"drawn frames.</strong></p>") in page
+    after = crop_of(directory, "error_vehicle_fa_0.jpg")
+    assert np.abs(after - before).mean() > 3  # the drawn frame's other boxes and chips are in it now

@@ -12,8 +12,12 @@ from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.sinks.eval_record import EvalRecord
 from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.sinks.source_images import SourceImages
 
 SIZES = ("small", "medium", "large")
+CROPS = ("Close-ups from the camera image, only the object in question drawn: a false alarm dashed vermillion, "
+         "a missed label dotted yellow; in white the detection that matched it below the threshold, else the box "
+         "that overlaps it most. Each links to its drawn frame.")
 LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed vermillion, their label starting "
           "with FA; <b>missed labels</b> dotted yellow; classes no Waymo type covers thin grey.")
 
@@ -49,7 +53,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
     if matches is not None and assets is not None and report.threshold is not None:
-        parts.append(_galleries(gallery.select(matches, report.threshold), directory, assets, notes))
+        chosen = gallery.select(matches, report.threshold)
+        parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen), notes))
     return "".join(parts)
 
 
@@ -113,7 +118,7 @@ def _thresholds(report: EvalRecord, directory: Path) -> str:
 
 
 def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path,
-               notes: list[str] | None = None) -> str:
+               sources: SourceImages, notes: list[str] | None = None) -> str:
     out = []
     for name, kinds in chosen.items():
         for kind, examples in kinds.items():
@@ -121,14 +126,21 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
                 continue
             prefix = f"{gallery.PREFIX}{name.lower()}_{'fa' if kind == gallery.FALSE_ALARM else 'miss'}"
             figures = []
-            for example, crop, frame in gallery.crops(examples, directory, assets, prefix, notes):
+            for example, crop, frame in gallery.crops(examples, directory, assets, prefix, sources, notes):
                 caption = safe.text(example.caption())
-                picture = (Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if crop and frame
-                           else Markup("<p class='muted'>(no frame written)</p>"))
+                picture = (Markup("<p class='muted'>(no picture)</p>") if not crop
+                           else Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if frame
+                           else img(crop, caption))
                 figures.append(f"<figure>{picture}<figcaption>{caption}</figcaption></figure>")
             heading = "highest-scoring false alarms" if kind == gallery.FALSE_ALARM else "largest missed labels"
             out.append(f"<h3>{safe.text(name)}: {heading}</h3><div class='grid crops'>{''.join(figures)}</div>")
-    return "".join(out)
+    if not out:
+        return ""
+    fallback = f"{sources.problem}: these close-ups are cut from the drawn frames" if sources.problem else None
+    if fallback and notes is not None and fallback not in notes:
+        notes.append(fallback)
+    return (f"<p class='muted'>{CROPS}</p>" + (f"<p><strong>{safe.text(fallback)}.</strong></p>" if fallback else "")
+            + "".join(out))
 
 
 def _type_order(name: str, rows: Mapping[str, object]) -> int:

@@ -1,6 +1,8 @@
 """Error galleries: per Waymo type, the highest-scoring false alarms and the largest missed labels
 at the drawing threshold, from `matches.parquet` (the matching the pictures are drawn with), as
-crops of the annotated frames."""
+close-ups cut from the camera images (re-read from the segment file, `detect.sinks.source_images`;
+from the drawn frames when that file is gone or changed), with only the object in question drawn
+and its partner: the detection that matched it below the threshold, else the nearest box."""
 
 from __future__ import annotations
 
@@ -12,23 +14,44 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from PIL import Image
 
 from detect.core.atomic import atomic_path
+from detect.core.boxes import box_iou
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
-from detect.core.errors import first_line
+from detect.core.errors import InputError, first_line
 from detect.core.files import UnreadableFileError
+from detect.core.records import FrameKey
+from detect.judge import FALSE_ALARM as JUDGED_FALSE_ALARM
+from detect.judge import MISSED as JUDGED_MISSED
 from detect.model.coco_classes import label_for
+from detect.render.crop import PARTNER as PARTNER_COLOR
+from detect.render.crop import PARTNER_WIDTH, Outline, close_up
+from detect.render.verdicts import COLORS, LINES
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
+from detect.sinks.results_folder import read_manifest
+from detect.sinks.source_images import SourceImages, read_source_images
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 FALSE_ALARM, MISSED = "false alarm", "missed label"
 PER_TYPE = 6
 PREFIX = "error_"  # the crops' file names
-CROP_SIZE = 200  # pixels, the longer side
+NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner would only confuse the crop
+CAMERA_NAMES = frozenset(c.name for c in CameraName)
+CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
 COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "kind", "type_name", "score", "iou", "matched", OBJECT_ID, "xmin", "ymin", "xmax",
            "ymax", "class_id")
+
+
+@dataclasses.dataclass(frozen=True)
+class Partner:
+    """The box drawn beside an example: the detection that matched a label below the threshold, else
+    the box of the other kind that overlaps it most."""
+
+    xyxy: tuple[float, float, float, float]
+    what: str  # "car 0.32" for a detection, "VEHICLE" for a label
+    iou: float
+    matched: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,15 +66,30 @@ class Example:
     score: float | None  # a false alarm's; a missed label's best detection, below the threshold
     iou: float | None
     what: str  # the model's class for a false alarm, the object id for a missed label
+    segment: str = ""
+    partner: Partner | None = None
+
+    @property
+    def key(self) -> FrameKey | None:
+        """The image it is in (None for a camera the table names by an unknown number)."""
+        return FrameKey(self.segment, self.timestamp, CameraName[self.camera]) if self.camera in CAMERA_NAMES else None
 
     def caption(self) -> str:
         where = f"{self.camera} {self.timestamp}"
+        partner = self.partner
         if self.kind == FALSE_ALARM:
-            return f"FA {self.what} {self.score:.2f}, {where}"
-        overlap = f" (IoU {self.iou:.2f})" if self.iou is not None else ""
-        below = f"; found at {self.score:.3f}{overlap}, below the threshold" if self.score is not None else ""
+            near = (f"; nearest label {partner.what} IoU {partner.iou:.2f}" if partner is not None
+                    else f"; no label near it (IoU under {NEAR_IOU})")
+            return f"FA {self.what} {self.score:.2f}, {where}{near}"
         width, height = self.xyxy[2] - self.xyxy[0], self.xyxy[3] - self.xyxy[1]
-        return f"missed {self.type_name} {width:.0f}x{height:.0f} px, {where}{below}"
+        if self.score is not None:
+            overlap = f" (IoU {self.iou:.2f})" if self.iou is not None else ""
+            near = f"; found at {self.score:.3f}{overlap}, below the threshold"
+        elif partner is not None:
+            near = f"; nearest box {partner.what} IoU {partner.iou:.2f}"
+        else:
+            near = f"; no box near it (IoU under {NEAR_IOU})"
+        return f"missed {self.type_name} {width:.0f}x{height:.0f} px, {where}{near}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +132,7 @@ def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
 
 def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) -> dict[str, dict[str, list[Example]]]:
     """Per type: its `per_type` highest-scoring false alarms and largest missed labels (ties: in
-    time order)."""
+    time order), each with its partner box (`Partner`)."""
     chosen: dict[str, dict[str, list[Example]]] = {}
     ordered = matches.sort_values([TIMESTAMP, CAMERA], kind="stable")
     for name in sorted(set(ordered["type_name"])):
@@ -105,38 +143,62 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
         missed = labels[~(labels["matched"] & (labels["score"] >= threshold))]
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
         missed = missed.assign(area=area).sort_values("area", ascending=False, kind="stable")[:per_type]
-        chosen[name] = {FALSE_ALARM: [_example(FALSE_ALARM, r) for r in false_alarms.to_dict("records")],
-                        MISSED: [_example(MISSED, r) for r in missed.to_dict("records")]}
+        chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
+                               for e in (_example(kind, r) for r in found.to_dict("records"))]
+                        for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
 
 
-def crops(examples: list[Example], directory: Path, assets: Path, prefix: str,
+def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]]) -> SourceImages:
+    """The camera images the examples are in, re-read from the segment file (one pass); the
+    problem that kept them from being read, if any (the crops then come from the drawn frames)."""
+    keys = {e.key for kinds in chosen.values() for examples in kinds.values() for e in examples}
+    wanted = {k for k in keys if k is not None}
+    if not wanted:
+        return SourceImages({})
+    try:
+        manifest = read_manifest(directory)
+    except InputError as err:
+        return SourceImages({}, first_line(err))
+    return read_source_images(manifest, wanted)
+
+
+def crops(examples: list[Example], directory: Path, assets: Path, prefix: str, sources: SourceImages | None = None,
           notes: list[str] | None = None) -> list[tuple[Example, str | None, str | None]]:
-    """Each example with its crop (written to `assets`) and its frame, as paths relative to
-    `directory`; None for both when the run wrote no frame for it, or one that cannot be read
-    (a line in `notes` names it)."""
+    """Each example with its close-up (written to `assets`) and its drawn frame, as paths relative to
+    `directory`. The close-up is cut from the camera image in `sources`, else from the drawn frame;
+    None when there is neither (the frame: when the run wrote none, or one that cannot be read, a
+    line in `notes` naming it)."""
     frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(directory)}
+    images = sources.images if sources is not None else {}
     out: list[tuple[Example, str | None, str | None]] = []
     for n, example in enumerate(examples):
         frame = frames.get((example.camera, example.timestamp))
-        if frame is None:
-            out.append((example, None, None))
-            continue
-        try:
-            opened = read_frame(frame)
-        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: shown as having none
-            if notes is not None:
-                note_picture(notes, err)
+        picture = images.get(example.key) if example.key is not None else None
+        if frame is not None and picture is None:
+            try:
+                picture = read_frame(frame)
+            except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: shown as having none
+                if notes is not None:
+                    note_picture(notes, err)
+                frame = None
+        if picture is None:
             out.append((example, None, None))
             continue
         target = assets / f"{prefix}_{n}.jpg"
-        crop = opened.crop(crop_box(example.xyxy, opened.width, opened.height))
-        scale = CROP_SIZE / max(crop.width, crop.height)
-        crop = crop.resize((max(1, round(crop.width * scale)), max(1, round(crop.height * scale))), Image.Resampling.LANCZOS)
         with atomic_path(target) as tmp:
-            crop.save(tmp, "JPEG", quality=85)
-        out.append((example, target.relative_to(directory).as_posix(), frame.relative_to(directory).as_posix()))
+            close_up(picture, *outlines(example)).save(tmp, "JPEG", quality=90)
+        out.append((example, target.relative_to(directory).as_posix(),
+                    frame.relative_to(directory).as_posix() if frame is not None else None))
     return out
+
+
+def outlines(example: Example) -> tuple[Outline, Outline | None]:
+    """The example drawn as the frames draw its state (dashed vermillion, dotted yellow), its partner thin white."""
+    state = JUDGED_FALSE_ALARM if example.kind == FALSE_ALARM else JUDGED_MISSED
+    partner = example.partner
+    return (Outline(example.xyxy, COLORS[state], LINES[state]),
+            None if partner is None else Outline(partner.xyxy, PARTNER_COLOR, "solid", PARTNER_WIDTH))
 
 
 def note_picture(notes: list[str], err: Exception) -> None:
@@ -153,17 +215,6 @@ def clear(assets: Path) -> None:
             old.unlink()
 
 
-def crop_box(xyxy: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:
-    """The box with room around it (half its size each side, at least 40 px), squared up where it
-    fits, inside the image."""
-    x0, y0, x1, y1 = xyxy
-    side = max(x1 - x0, y1 - y0) * 2.0 + 80
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    left, top = int(np.clip(cx - side / 2, 0, max(0, width - 1))), int(np.clip(cy - side / 2, 0, max(0, height - 1)))
-    right, bottom = int(np.clip(cx + side / 2, left + 1, width)), int(np.clip(cy + side / 2, top + 1, height))
-    return left, top, right, bottom
-
-
 def _example(kind: str, row: Mapping[str, object]) -> Example:
     """A matches.parquet row (its schema: numbers where numbers go; NaN or null where none) as an example."""
     score, iou, camera = _number(row.get("score")), _number(row.get("iou")), int(_number(row[CAMERA]) or 0)
@@ -175,7 +226,47 @@ def _example(kind: str, row: Mapping[str, object]) -> Example:
                    CameraName(camera).name if camera in CAMERA_NUMBERS else str(camera),
                    int(_number(row[TIMESTAMP]) or 0), (x0, y0, x1, y1),
                    score if score is not None and _present(score) else None,
-                   iou if iou is not None and _present(iou) else None, what)
+                   iou if iou is not None and _present(iou) else None, what, str(row.get(SEGMENT) or ""))
+
+
+def _partner(example: Example, matches: pd.DataFrame, threshold: float) -> Partner | None:
+    """A missed label's detection below the threshold, else the box of the other kind in the same
+    image that overlaps the example most (detections: those drawn, at or above the threshold)."""
+    camera = CAMERA_NUMBERS_BY_NAME.get(example.camera)
+    image = matches[(matches[TIMESTAMP] == example.timestamp) & (matches[CAMERA] == camera)
+                    & (matches[SEGMENT] == example.segment)]
+    if example.kind == MISSED:
+        others = image[image["kind"] == "detection"]
+        if example.score is not None:  # the label was matched, below the threshold: by that detection
+            same = others[others["matched"] & (others[OBJECT_ID] == example.what)]
+            if len(same):
+                row = same.iloc[0]
+                return Partner(_box(row), _detection_name(row), float(example.iou or 0.0), True)
+        others = others[others["score"] >= threshold]
+    else:
+        others = image[image["kind"] == "label"]
+    if not len(others):
+        return None
+    ious = box_iou(np.array([example.xyxy], np.float64), others[["xmin", "ymin", "xmax", "ymax"]].to_numpy(np.float64))[0]
+    best = int(np.argmax(ious))
+    if ious[best] < NEAR_IOU:
+        return None
+    row = others.iloc[best]
+    found = _number(row.get("score"))
+    taken = " (found by another box)" if bool(row["matched"]) and found is not None and found >= threshold else ""
+    what = _detection_name(row) if example.kind == MISSED else f"{row['type_name']}{taken}"
+    return Partner(_box(row), what, float(ious[best]), False)
+
+
+def _detection_name(row: pd.Series) -> str:
+    class_id = _number(row.get("class_id"))
+    name = label_for(int(class_id)) if class_id is not None and _present(class_id) else str(row["type_name"])
+    return f"{name} {float(row['score']):.2f}"
+
+
+def _box(row: pd.Series) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (_number(row[c]) or 0.0 for c in ("xmin", "ymin", "xmax", "ymax"))
+    return x0, y0, x1, y1
 
 
 def _number(value: object) -> float | None:
