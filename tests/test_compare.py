@@ -17,7 +17,7 @@ from test_report import CHROMIUM, phone_page
 
 from detect.cli import main
 from detect.compare.sides import load_side, pair
-from detect.compare.stats import Disagreement, Records, average_precision, collect
+from detect.compare.stats import Disagreement, Mark, Records, average_precision, collect
 from detect.model.classmap import default_class_map
 
 PED = 2  # Waymo's PEDESTRIAN
@@ -164,7 +164,8 @@ def test_collect_names_what_it_counts(tmp_path):
     agreement = collected.agreement[PED]
     assert (agreement.pairs, agreement.only_a, agreement.only_b) == (2, 2, 0)
     assert len(agreement.scores) == 2 and np.array(agreement.scores).ravel().tolist() == pytest.approx([0.9] * 4, abs=1e-6)
-    assert collected.disagreement == [Disagreement(1, key, "labeled objects found by one side only")
+    assert collected.disagreement == [Disagreement(1, key, "labeled objects found by one side only",
+                                                   (Mark(BOX, "A", "PEDESTRIAN"),))  # the pedestrian only A found
                                       for key in pairing.common[1::2]]
 
 
@@ -179,6 +180,6 @@ def test_what_differs_between_the_sides_leaves_out_where_and_how_fast():
     from detect.compare.comparison import Comparison
     from detect.core.matching import COCO_PROTOCOL
 
-    comparison = Comparison(one, other, 5, 1, (), None, COCO_PROTOCOL, 0, 0, (), {}, (1.0, 2.0))
+    comparison = Comparison(one, other, ("a", "b"), 5, 1, (), None, COCO_PROTOCOL, 0, 0, (), {}, (1.0, 2.0))
     assert comparison.differs == ["threshold", "tiles"]
     assert comparison.to_json()["differs"] == ["threshold", "tiles"] and comparison.to_json()["a"] == one.to_json()

@@ -262,7 +262,7 @@ def test_without_the_source_file_the_close_ups_come_from_the_drawn_frames_and_sa
     before = crop_of(directory, "error_vehicle_fa_0.jpg")
     assert main(["report", str(directory)], stdout=io.StringIO()) == 0
     page = (directory / "report.html").read_text()
-    assert (f"<p><strong>{tmp_path / 'gone.tfrecord'}: the source file is gone: these close-ups are cut from the "
-            f"drawn frames.</strong></p>") in page
+    assert (f"<p><strong>{tmp_path / 'gone.tfrecord'}: the source file is gone: 20 close-up(s) cut from the "
+            f"drawn frames instead.</strong></p>") in page
     after = crop_of(directory, "error_vehicle_fa_0.jpg")
     assert np.abs(after - before).mean() > 3  # the drawn frame's other boxes and chips are in it now

@@ -93,6 +93,7 @@ def hostile_frames(tmp_path):
 @pytest.mark.timeout(30)
 def test_links_fifos_truncated_and_huge_frames_are_left_out_of_compares_pictures_with_a_note(tmp_path, hostile_frames):
     from detect.compare.pictures import animations, gallery
+    from detect.compare.stats import Disagreement
 
     out = tmp_path / "out"
     out.mkdir()
@@ -108,7 +109,7 @@ def test_links_fifos_truncated_and_huge_frames_are_left_out_of_compares_pictures
     assert "truncated.png does not decode" in notes[2]
     assert "huge.png: image is 20000x20000 (400,000,000 pixels), over the limit" in notes[3]
     notes.clear()
-    shown = gallery(keys, hostile_frames, hostile_frames, ("A", "B"), out, notes)
+    shown = gallery([Disagreement(1, k, "boxes") for k in keys], hostile_frames, hostile_frames, ("A", "B"), out, notes)
     assert list(shown) == keys[:1] and len(notes) == 4
 
 

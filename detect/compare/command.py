@@ -19,10 +19,12 @@ from detect.compare.comparison import (
     AgreementRow,
     Comparison,
     GalleryEntry,
+    SideFacts,
     TypeComparison,
 )
+from detect.compare.naming import side_names
 from detect.compare.sides import Pairing, Side, load_side, pair
-from detect.compare.stats import Collected, average_precision, bootstrap_difference, collect
+from detect.compare.stats import Collected, Mark, average_precision, bootstrap_difference, collect
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, Protocol
@@ -54,21 +56,25 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     types = _types(a, b, pairing, collected, replicates, seed)
     comparison = _comparison(a, b, pairing, collected, types, protocol, replicates, seed)
     target = real_folder(Path(out))
-    names = (_short(f"A: {comparison.a.model}"), _short(f"B: {comparison.b.model}"))
+    names = (f"A: {comparison.names[0]}", f"B: {comparison.names[1]}")
     frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
     frames_b = pictures.frame_files({n: s.directory for n, s in b.segments.items()})
     notes = [*a.notes, *b.notes, *pairing.left_out_lines()]
     if not frames_a or not frames_b:
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
-    animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes)
-    shown = pictures.gallery([d.key for d in collected.disagreement], frames_a, frames_b, names, target, notes)
-    gallery = tuple(GalleryEntry(k, p.name, str(frames_a[k]), str(frames_b[k]),
-                                 next(d.count for d in collected.disagreement if d.key == k)) for k, p in shown.items())
+    marks = {d.key: d.marks for d in collected.disagreement}
+    animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes, marks)
+    drawn = [d for d in collected.disagreement if d.key in frames_a and d.key in frames_b]
+    chosen = {d.key: d for d in pictures.spread(drawn)}
+    shown = pictures.gallery(list(chosen.values()), frames_a, frames_b, names, target, notes)
+    gallery = tuple(GalleryEntry(k, p.name, str(frames_a[k]), str(frames_b[k]), chosen[k].count,
+                                 _found_by(chosen[k].marks, "A"), _found_by(chosen[k].marks, "B"))
+                    for k, p in shown.items())
     comparison = dataclasses.replace(comparison, animations=tuple(p.name for p in animations), gallery=gallery,
                                      notes=tuple(notes))
     data = atomic_write_bytes(target / COMPARE_FILE,
                               (json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n").encode())
-    html = page.write(target / PAGE_FILE, comparison, [k for k in shown], collected.disagreement, shown)
+    html = page.write(target / PAGE_FILE, comparison, list(shown), list(chosen.values()), shown)
     return Result(comparison, summary_lines(comparison, types) + [f"page: {html}"], [data, html, *animations,
                                                                                       *shown.values()], notes)
 
@@ -105,7 +111,9 @@ def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types:
     agreement = {WaymoType(waymo_type).name: AgreementRow(agree.pairs, agree.only_a, agree.only_b,
                                                           _correlation(agree.scores))
                  for waymo_type, agree in collected.agreement.items()}
-    return Comparison(a=a.facts(), b=b.facts(), images=len(pairing.common), frames=collected.frames,
+    facts_a, facts_b = a.facts(), b.facts()
+    return Comparison(a=facts_a, b=facts_b, names=side_names(facts_a, facts_b), images=len(pairing.common),
+                      frames=collected.frames,
                       left_out=tuple(pairing.left_out_lines()), labels=pairing.labels_from, protocol=protocol,
                       replicates=replicates, seed=seed, types=tuple(types), agreement=agreement,
                       boxes_per_image=(float(collected.drawn["A"].mean()), float(collected.drawn["B"].mean())))
@@ -113,7 +121,7 @@ def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types:
 
 def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[str]:
     a, b = comparison.a, comparison.b
-    lines = [f"A: {a.model} ({a.results})", f"B: {b.model} ({b.results})",
+    lines = [_side_line("A", comparison.names[0], a), _side_line("B", comparison.names[1], b),
              f"{comparison.images} common images ({comparison.frames} frames); "
              f"differs: {', '.join(comparison.differs) or 'nothing recorded'}"]
     if comparison.labels:
@@ -155,6 +163,11 @@ def _ap(value: float | None, outputs: bool) -> str:
     return "not output" if not outputs else _fmt(value)
 
 
-def _short(name: str, limit: int = 52) -> str:
-    """A side's name as it fits above a 480-px picture."""
-    return name if len(name) <= limit else name[: limit - 3] + "..."
+def _side_line(label: str, name: str, facts: SideFacts) -> str:
+    """"A: tiles 512; CenterNet MobileNetV3 (results/tiled)": the side's name, its model, its folder."""
+    model = "" if facts.model is None or name.startswith(facts.model) else f"; {facts.model}"
+    return f"{label}: {name}{model} ({facts.results})"
+
+
+def _found_by(marks: tuple[Mark, ...], side: str) -> int:
+    return sum(1 for m in marks if m.found_by == side)

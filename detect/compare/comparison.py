@@ -88,12 +88,15 @@ class GalleryEntry:
     frame_a: str
     frame_b: str
     disagreement: int
+    only_a: int = 0  # of the objects marked: found by A only
+    only_b: int = 0
 
     def to_json(self) -> dict[str, object]:
         key = self.image
         return {"image": {"segment": key.segment_context_name, "timestamp": key.frame_timestamp_micros,
                           "camera": key.camera_name.name},
-                "file": self.file, "frame_a": self.frame_a, "frame_b": self.frame_b, "disagreement": self.disagreement}
+                "file": self.file, "frame_a": self.frame_a, "frame_b": self.frame_b, "disagreement": self.disagreement,
+                "only_a": self.only_a, "only_b": self.only_b}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +105,7 @@ class Comparison:
 
     a: SideFacts
     b: SideFacts
+    names: tuple[str, str]  # what sets each side apart (`naming.side_names`): the page and pictures call them so
     images: int  # common images
     frames: int  # common timestamps
     left_out: tuple[str, ...]
@@ -124,6 +128,7 @@ class Comparison:
     def to_json(self) -> dict[str, object]:
         return {
             "a": self.a.to_json(), "b": self.b.to_json(), "differs": self.differs,
+            "names": {"A": self.names[0], "B": self.names[1]},
             "images": self.images, "frames": self.frames, "left_out": list(self.left_out), "labels": self.labels,
             "protocol": {"name": self.protocol.name, "title": self.protocol.describe(), "ap_name": self.protocol.ap_name},
             "bootstrap": {"replicates": self.replicates, "seed": self.seed, "unit": BOOTSTRAP_UNIT,

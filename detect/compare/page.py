@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from detect.compare.comparison import BOOTSTRAP_UNIT, MIN_FRAMES, Comparison
+from detect.compare.naming import title
+from detect.compare.pictures import APART_MICROS, PER_CAMERA
 from detect.compare.stats import Disagreement
 from detect.core.records import FrameKey
 from detect.report import safe
@@ -26,7 +28,8 @@ figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { 
 def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreement: list[Disagreement],
           files: dict[FrameKey, Path]) -> Path:
     a, b = comparison.a, comparison.b
-    sections = [f"<h1>{safe.text(a.model)} vs {safe.text(b.model)}</h1>",
+    heading = title(a, b, comparison.names)
+    sections = [f"<h1>{safe.text(heading)}</h1>",
                 f"<p>{_n(comparison.images, 'image')} in common ({_n(comparison.frames, 'frame')}). "
                 f"{safe.text(' '.join(comparison.left_out))}</p>",
                 _facts(a.to_json(), b.to_json(), comparison.differs)]
@@ -40,17 +43,28 @@ def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreemen
                         f"{' (hits, false alarms and misses against the same labels)' if comparison.labels else ''}"
                         f".</p>{figures}")
     if shown:
-        why = {d.key: (d.count, d.what) for d in disagreement}
+        why = {d.key: d for d in disagreement}
         figures = "".join(
             f"<figure><a href='{safe.href(files[k].name)}'>{img(files[k].name, 'A | B')}</a><figcaption>"
             f"{safe.text(k.camera_name.name)} {k.frame_timestamp_micros} ({safe.text(k.segment_context_name)}): "
-            f"{why[k][0]} {safe.text(why[k][1])}</figcaption></figure>" for k in shown)
-        sections.append(f"<h2>Where they disagree most</h2>{figures}")
+            f"{safe.text(disagreement_caption(why[k], comparison.names))}</figcaption></figure>" for k in shown)
+        ringed = ("the labeled objects one side found and the other missed" if comparison.labels
+                  else "the boxes without a partner on the other side")
+        sections.append(f"<h2>Where they disagree most</h2><p class='muted'>Ringed in magenta on both sides: {ringed}"
+                        f", tagged with the side that found them. At most {PER_CAMERA} pictures of a camera, "
+                        f"{APART_MICROS / 1e6:g} s apart or more.</p>{figures}")
     notes = comparison.notes
     if notes:
         sections.append("<h2>Notes</h2><ul>" + "".join(f"<li>{safe.text(n)}</li>" for n in notes) + "</ul>")
     sections.append(f"<p class='muted'>Every number: <a href='{safe.href('compare.json')}'>compare.json</a>.</p>")
-    return write_page(path, f"detect compare: {a.model} vs {b.model}", sections, STYLE)
+    return write_page(path, f"detect compare: {heading}", sections, STYLE)
+
+
+def disagreement_caption(item: Disagreement, names: tuple[str, str]) -> str:
+    """"2 labeled objects found by one side only: 2 by A (tiles 512), 0 by B (no tiles)"."""
+    by_a = sum(1 for m in item.marks if m.found_by == "A")
+    by_b = sum(1 for m in item.marks if m.found_by == "B")
+    return f"{item.count} {item.what}: {by_a} by A ({names[0]}), {by_b} by B ({names[1]})"
 
 
 def _facts(a: dict[str, object], b: dict[str, object], differs: list[str]) -> str:

@@ -1,14 +1,20 @@
 """A comparison's pictures: for each camera an A | B animation of the same frames, and the frames
 where the two disagree most, side by side. Made from the annotated frames each run wrote (with
-labels, both runs drew the same hits/false-alarms/misses overlay), downscaled to `SIDE_WIDTH`."""
+labels, both runs drew the same hits/false-alarms/misses overlay), downscaled to `SIDE_WIDTH`.
+
+The objects found by one side only (`stats.Mark`) are ringed in magenta on both halves, tagged
+"only A" or "only B": the difference is what a reader looks for, and the frames' own colors say
+hit, false alarm or miss. The gallery is spread over cameras and time (`spread`), so it does not
+show six consecutive frames of one camera."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from detect.compare.stats import Disagreement, Mark
 from detect.core.atomic import atomic_path
 from detect.core.cameras import CameraName
 from detect.core.errors import first_line
@@ -23,6 +29,11 @@ SIDE_WIDTH = 480  # each side of an A | B picture: the pair is 960 wide, readabl
 MAX_ANIMATION_FRAMES = 120  # per camera, spread over the segment: a 1,000-image run stays a few MB
 GALLERY = 8
 BAR = 26  # pixels: the strip naming each side
+PER_CAMERA = 2  # gallery pictures of one camera of one segment, at most
+APART_MICROS = 2_000_000  # and at least this far apart in time (20 frames at 10 Hz)
+MARK: tuple[int, int, int] = (255, 0, 255)  # magenta: no state of the frames' drawing uses it
+MARK_PAD, MARK_WIDTH = 3, 2  # pixels on the downscaled side: the ring sits just outside the frame's own box
+Marks = Mapping[FrameKey, Sequence[Mark]]
 
 
 def frame_files(segment_dirs: Mapping[str, Path]) -> dict[FrameKey, Path]:
@@ -34,24 +45,58 @@ def frame_files(segment_dirs: Mapping[str, Path]) -> dict[FrameKey, Path]:
     return out
 
 
-def side_by_side(a: Path, b: Path, names: tuple[str, str]) -> Image.Image:
-    """A's frame left, B's right, each `SIDE_WIDTH` wide under a strip with its name;
-    `UnreadableFileError` when either frame is not a regular, decodable picture of a sane size."""
-    left = downscale_to_width(read_frame(a), SIDE_WIDTH)
-    right = downscale_to_width(read_frame(b), SIDE_WIDTH)
-    height = max(left.height, right.height)
+def side_by_side(a: Path, b: Path, names: tuple[str, str], marks: Sequence[Mark] = ()) -> Image.Image:
+    """A's frame left, B's right, each `SIDE_WIDTH` wide under a strip with its name, the objects
+    one side found ringed on both; `UnreadableFileError` when either frame is not a regular,
+    decodable picture of a sane size."""
+    halves = []
+    for path in (a, b):
+        frame = read_frame(path)
+        small = downscale_to_width(frame, SIDE_WIDTH)
+        halves.append((small, small.width / frame.width))
+    height = max(half.height for half, _ in halves)
     canvas = Image.new("RGB", (2 * SIDE_WIDTH + 4, height + BAR), (24, 24, 24))
-    canvas.paste(left, (0, BAR))
-    canvas.paste(right, (SIDE_WIDTH + 4, BAR))
     draw = ImageDraw.Draw(canvas)
     face = font(15)
-    for x, name in ((6, names[0]), (SIDE_WIDTH + 10, names[1])):
-        draw.text((x, 4), name, font=face, fill=(255, 255, 255))
+    for (half, scale), x, name in zip(halves, (0, SIDE_WIDTH + 4), names, strict=True):
+        canvas.paste(half, (x, BAR))
+        draw.text((x + 6, 4), name, font=face, fill=(255, 255, 255))
+        _ring(draw, marks, scale, (x, BAR), half.size)
     return canvas
 
 
+def _ring(draw: ImageDraw.ImageDraw, marks: Sequence[Mark], scale: float, origin: tuple[int, int],
+          size: tuple[int, int]) -> None:
+    """Each mark as a magenta ring just outside its box, tagged with the side that found it (above
+    the ring, else below; a tag that would cover another is left out: the ring says enough)."""
+    face = font(12)
+    tags: list[tuple[float, float, float, float]] = []
+    for mark in marks:
+        x0, y0, x1, y1 = (v * scale for v in mark.xyxy)
+        box = (max(0.0, x0 - MARK_PAD) + origin[0], max(0.0, y0 - MARK_PAD) + origin[1],
+               min(size[0] - 1.0, x1 + MARK_PAD) + origin[0], min(size[1] - 1.0, y1 + MARK_PAD) + origin[1])
+        if box[2] <= box[0] or box[3] <= box[1]:
+            continue
+        draw.rectangle(box, outline=MARK, width=MARK_WIDTH)
+        text = f"only {mark.found_by}"
+        left, top, right, bottom = draw.textbbox((0, 0), text, font=face)
+        width, height = right - left + 4, bottom - top + 3
+        for y in (box[1] - height - 1, box[3] + 1):
+            tag = (box[0], y, box[0] + width, y + height)
+            inside = y >= origin[1] and y + height <= origin[1] + size[1]
+            if inside and not any(_overlaps(tag, other) for other in tags):
+                tags.append(tag)
+                draw.rectangle(tag, fill=MARK)
+                draw.text((tag[0] + 2 - left, tag[1] + 1 - top), text, font=face, fill=(255, 255, 255))
+                break
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def animations(common: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
-               names: tuple[str, str], out: Path, notes: list[str]) -> list[Path]:
+               names: tuple[str, str], out: Path, notes: list[str], marks: Marks | None = None) -> list[Path]:
     """One A | B animation per segment and camera both sides wrote frames for (at most
     `MAX_ANIMATION_FRAMES`, evenly spread), timed by the frames' timestamps: `compare_<CAMERA>.gif`
     for a one-segment run, `compare_<segment>_<CAMERA>.gif` otherwise.
@@ -75,7 +120,7 @@ def animations(common: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b:
             size: tuple[int, int] | None = None
             with GifWriter(path) as gif:
                 for key in keys:
-                    picture = _pair_or_note(key, frames_a, frames_b, names, notes)
+                    picture = _pair_or_note(key, frames_a, frames_b, names, notes, (marks or {}).get(key, ()))
                     if picture is None:
                         continue
                     size = size or picture.size
@@ -88,9 +133,9 @@ def animations(common: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b:
 
 
 def _pair_or_note(key: FrameKey, frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
-                  names: tuple[str, str], notes: list[str]) -> Image.Image | None:
+                  names: tuple[str, str], notes: list[str], marks: Sequence[Mark] = ()) -> Image.Image | None:
     try:
-        return side_by_side(frames_a[key], frames_b[key], names)
+        return side_by_side(frames_a[key], frames_b[key], names, marks)
     except UnreadableFileError as err:
         notes.append(f"frame {key} left out of the pictures: {first_line(err)}")
         return None
@@ -105,17 +150,35 @@ def _fit(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
     return canvas
 
 
-def gallery(images: list[FrameKey], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
-            names: tuple[str, str], out: Path, notes: list[str]) -> dict[FrameKey, Path]:
-    """The first `GALLERY` images both sides drew, side by side, as JPEGs in `out` (an unreadable
-    frame is left out with a line in `notes`)."""
-    written: dict[FrameKey, Path] = {}
-    for key in images:
-        if len(written) == GALLERY:
+def spread(disagreement: Sequence[Disagreement], limit: int = GALLERY, per_camera: int = PER_CAMERA,
+           apart: int = APART_MICROS) -> list[Disagreement]:
+    """The images to show, most disagreement first, at most `per_camera` of each camera of a
+    segment and those `apart` microseconds apart at least: a gallery of cameras and moments, not
+    of one camera's consecutive frames. Pure."""
+    chosen: list[Disagreement] = []
+    for item in disagreement:
+        if len(chosen) == limit:
             break
+        key = item.key
+        same = [c.key for c in chosen if (c.key.segment_context_name, c.key.camera_name)
+                == (key.segment_context_name, key.camera_name)]
+        if len(same) >= per_camera or any(abs(k.frame_timestamp_micros - key.frame_timestamp_micros) < apart
+                                          for k in same):
+            continue
+        chosen.append(item)
+    return chosen
+
+
+def gallery(images: Sequence[Disagreement], frames_a: dict[FrameKey, Path], frames_b: dict[FrameKey, Path],
+            names: tuple[str, str], out: Path, notes: list[str]) -> dict[FrameKey, Path]:
+    """The images (`spread` first) both sides drew, side by side with their marks, as JPEGs in
+    `out` (an unreadable frame is left out with a line in `notes`)."""
+    written: dict[FrameKey, Path] = {}
+    for item in images:
+        key = item.key
         if key not in frames_a or key not in frames_b:
             continue
-        picture = _pair_or_note(key, frames_a, frames_b, names, notes)
+        picture = _pair_or_note(key, frames_a, frames_b, names, notes, item.marks)
         if picture is None:
             continue
         path = out / f"disagree_{len(written)}.jpg"

@@ -21,7 +21,7 @@ import numpy as np
 from detect.compare.sides import Side
 from detect.core.frame_rows import rows_by_image
 from detect.core.matching import COCO_PROTOCOL, Protocol, match_image
-from detect.core.records import FrameKey, Labels
+from detect.core.records import FrameKey, Labels, WaymoType
 from detect.evaluate.coco import image_id
 from detect.evaluate.pooled import precision_at_recalls
 from detect.evaluate.results import SegmentResults
@@ -83,15 +83,28 @@ class Agreement:
     only_a: int = 0
     only_b: int = 0
     scores: tuple[tuple[float, float], ...] = ()
+    alone: tuple[Mark, ...] = ()  # of one image: the boxes without a partner (not added up over images)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """An object one side found and the other did not: a label one side hit, or (without labels) a
+    box without a partner on the other side; pixel xyxy of the image."""
+
+    xyxy: tuple[float, float, float, float]
+    found_by: str  # "A" or "B"
+    type_name: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Disagreement:
-    """One image where the two sides differ: by how many objects (or boxes), and what they are."""
+    """One image where the two sides differ: by how many objects (or boxes), what they are, and
+    which (`marks`, drawn on the A | B pictures)."""
 
     count: int
     key: FrameKey
     what: str
+    marks: tuple[Mark, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -152,19 +165,20 @@ def collect(a: Side, b: Side, common: list[FrameKey], labels: dict[FrameKey, Lab
         if labels:
             for t in label_types:
                 frame_labels[t][frame] += int(np.count_nonzero(image_labels.types == t))
-        one_only = 0
+        marks: list[Mark] = []
         for t in both_types:
             of_type = np.flatnonzero(image_labels.types == t)
             for g in of_type:
                 found[t].append((bool(hit_labels["A"][g]), bool(hit_labels["B"][g])))
-            one_only += int(np.count_nonzero(hit_labels["A"][of_type] != hit_labels["B"][of_type]))
+                if hit_labels["A"][g] != hit_labels["B"][g]:
+                    marks.append(Mark(_box(image_labels.xyxy[g]), "A" if hit_labels["A"][g] else "B", WaymoType(t).name))
             agree = _agree(kept["A"], kept["B"], t)
             agreement[t].add(agree)
             if not labels:
-                one_only += agree.only_a + agree.only_b
-        if one_only:
+                marks.extend(agree.alone)
+        if marks:
             what = "labeled objects found by one side only" if labels else "boxes without a partner on the other side"
-            disagreement.append(Disagreement(one_only, key, what))
+            disagreement.append(Disagreement(len(marks), key, what, tuple(marks)))
     disagreement.sort(key=lambda item: (-item.count, item.key.order))
     records = {s: {t: Records.build(recs[s][t], frame_labels.get(t, np.zeros(len(frame_of)))) for t in recs[s]}
                for s in sides} if labels else {"A": {}, "B": {}}
@@ -196,12 +210,22 @@ def _agree(a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np
     """A's and B's boxes of one type matched to each other (B's in score order take A's, IoU 0.5)."""
     in_a, in_b = a[2] == waymo_type, b[2] == waymo_type
     a_boxes, b_boxes = a[0][in_a], b[0][in_b]
+    name = WaymoType(waymo_type).name
     if not len(a_boxes) or not len(b_boxes):
-        return Agreement(0, len(a_boxes), len(b_boxes))
+        alone = (*(Mark(_box(x), "A", name) for x in a_boxes), *(Mark(_box(x), "B", name) for x in b_boxes))
+        return Agreement(0, len(a_boxes), len(b_boxes), alone=alone)
     agree = Protocol("agreement", "agreement", "-", {}, AGREEMENT_IOU)
     m = match_image(b_boxes, b[1][in_b], np.full(len(b_boxes), waymo_type), a_boxes, np.full(len(a_boxes), waymo_type), agree)
     pairs = tuple((float(a[1][in_a][g]), float(b[1][in_b][j])) for j, g in enumerate(m.label_of) if g >= 0)
-    return Agreement(len(pairs), len(a_boxes) - len(pairs), len(b_boxes) - len(pairs), pairs)
+    paired_a = {int(g) for g in m.label_of if g >= 0}
+    alone = (*(Mark(_box(a_boxes[g]), "A", name) for g in range(len(a_boxes)) if g not in paired_a),
+             *(Mark(_box(b_boxes[j]), "B", name) for j, g in enumerate(m.label_of) if g < 0))
+    return Agreement(len(pairs), len(a_boxes) - len(pairs), len(b_boxes) - len(pairs), pairs, alone)
+
+
+def _box(values: np.ndarray) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (float(v) for v in values)
+    return x0, y0, x1, y1
 
 
 def _index(segments: dict[str, SegmentResults]) -> dict[str, dict[FrameKey, np.ndarray]]:

@@ -120,6 +120,7 @@ def _thresholds(report: EvalRecord, directory: Path) -> str:
 def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path,
                sources: SourceImages, notes: list[str] | None = None) -> str:
     out = []
+    drawn = 0  # close-ups cut from the drawn frames
     for name, kinds in chosen.items():
         for kind, examples in kinds.items():
             if not examples:
@@ -127,6 +128,7 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
             prefix = f"{gallery.PREFIX}{name.lower()}_{'fa' if kind == gallery.FALSE_ALARM else 'miss'}"
             figures = []
             for example, crop, frame in gallery.crops(examples, directory, assets, prefix, sources, notes):
+                drawn += bool(crop) and example.key not in sources.images
                 caption = safe.text(example.caption())
                 picture = (Markup("<p class='muted'>(no picture)</p>") if not crop
                            else Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if frame
@@ -136,7 +138,8 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
             out.append(f"<h3>{safe.text(name)}: {heading}</h3><div class='grid crops'>{''.join(figures)}</div>")
     if not out:
         return ""
-    fallback = f"{sources.problem}: these close-ups are cut from the drawn frames" if sources.problem else None
+    fallback = (f"{sources.problem}: {drawn} close-up(s) cut from the drawn frames instead" if sources.problem and drawn
+                else None)
     if fallback and notes is not None and fallback not in notes:
         notes.append(fallback)
     return (f"<p class='muted'>{CROPS}</p>" + (f"<p><strong>{safe.text(fallback)}.</strong></p>" if fallback else "")
