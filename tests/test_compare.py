@@ -139,6 +139,10 @@ def test_the_coco_model_against_the_person_model_on_the_real_frame(two_models):
                                                                   "SIDE_RIGHT")]
     page = (two_models / "cmp" / "compare.html").read_text()
     assert "not output" in page and "Where they disagree most" in page
+    assert report["names"] == {"A": "CenterNet MobileNetV3", "B": "SSDLite MobileNet v2, persons only (test)"}  # models
+    close_ups = [f for entry in report["gallery"] for f in entry["close_ups"]]
+    assert close_ups and all((two_models / "cmp" / f).is_file() for f in close_ups)
+    assert not any("drawn frames" in n for n in report["notes"])  # cut from the camera images
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")

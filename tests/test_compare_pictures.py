@@ -11,6 +11,7 @@ from PIL import Image
 from test_compare import BOX, ELSEWHERE, FRAMES, compare, folder
 from test_eval import PERSON, dets, key, labels, results_dir
 
+from detect.compare.close_ups import CloseUp, write_close_ups
 from detect.compare.comparison import SideFacts
 from detect.compare.naming import side_names, title
 from detect.compare.page import disagreement_caption
@@ -19,6 +20,7 @@ from detect.compare.sides import load_side, pair
 from detect.compare.stats import Disagreement, Mark, collect
 from detect.core.cameras import CameraName
 from detect.model.classmap import default_class_map
+from detect.render.crop import Outline, close_up
 
 CENTERNET = SideFacts("/runs/plain", "CenterNet MobileNetV3", "CenterNet MobileNetV3 COCO", "ab12", "80 COCO classes",
                       "fit:960x640", 0.3, 0.05, None, "none", "openvino 2026.4.1", 7.1, 120.0)
@@ -114,3 +116,25 @@ def test_compare_names_the_sides_and_spreads_its_gallery(tmp_path):
     assert (report["gallery"][0]["only_a"], report["gallery"][0]["only_b"]) == (1, 0)
     page = (tmp_path / "out" / "compare.html").read_text()
     assert "<h1>a vs b</h1>" in page and "1 by A (a), 0 by B (b)</figcaption>" in page
+
+
+def test_without_source_files_the_close_ups_come_from_as_drawn_frames_and_say_so(tmp_path):
+    class_map = default_class_map()
+    sides = []
+    for name, found in (("a", [True]), ("b", [False])):
+        directory = folder(tmp_path, name, found)
+        frame(next(directory.iterdir()) / "frames" / "FRONT" / f"{key(0).frame_timestamp_micros}.png")
+        sides.append(load_side(name.upper(), directory, class_map, None))
+    a, b = sides
+    pairing = pair(a, b)
+    (item,) = collect(a, b, pairing.common, dict(pairing.labels), class_map).disagreement
+    frames_a = {key(0): next(next(a.root.iterdir()).rglob("*.png"))}
+    notes: list[str] = []
+    written = write_close_ups([item], a, b, frames_a, ("no tiles", "tiles 512"), tmp_path, notes)
+    assert written == {key(0): [CloseUp("disagree_0_0.jpg", "only A (no tiles): PEDESTRIAN 100x200 px")]}
+    segment = key(0).segment_context_name
+    assert notes == [f"A: {next(a.root.iterdir())}: the manifest records no source file; B: {next(b.root.iterdir())}: "
+                     f"the manifest records no source file: close-ups of segment {segment} cut from A's drawn frames"]
+    expected = np.asarray(close_up(Image.open(frames_a[key(0)]).convert("RGB"), Outline(BOX, MARK)), np.int16)
+    picture = np.asarray(Image.open(tmp_path / "disagree_0_0.jpg").convert("RGB"), np.int16)
+    assert np.abs(picture - expected).mean() < 3  # JPEG's loss only

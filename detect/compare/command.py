@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from detect.compare import page, pictures
+from detect.compare.close_ups import write_close_ups
 from detect.compare.comparison import (
     MIN_FRAMES,
     AgreementRow,
@@ -67,16 +68,19 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     drawn = [d for d in collected.disagreement if d.key in frames_a and d.key in frames_b]
     chosen = {d.key: d for d in pictures.spread(drawn)}
     shown = pictures.gallery(list(chosen.values()), frames_a, frames_b, names, target, notes)
+    ups = write_close_ups([chosen[k] for k in shown], a, b, frames_a, comparison.names, target, notes)
     gallery = tuple(GalleryEntry(k, p.name, str(frames_a[k]), str(frames_b[k]), chosen[k].count,
-                                 _found_by(chosen[k].marks, "A"), _found_by(chosen[k].marks, "B"))
+                                 _found_by(chosen[k].marks, "A"), _found_by(chosen[k].marks, "B"),
+                                 tuple(c.file for c in ups.get(k, ())))
                     for k, p in shown.items())
     comparison = dataclasses.replace(comparison, animations=tuple(p.name for p in animations), gallery=gallery,
                                      notes=tuple(notes))
     data = atomic_write_bytes(target / COMPARE_FILE,
                               (json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n").encode())
-    html = page.write(target / PAGE_FILE, comparison, list(shown), list(chosen.values()), shown)
-    return Result(comparison, summary_lines(comparison, types) + [f"page: {html}"], [data, html, *animations,
-                                                                                      *shown.values()], notes)
+    html = page.write(target / PAGE_FILE, comparison, list(shown), list(chosen.values()), shown, ups)
+    close_up_files = [target / c.file for found in ups.values() for c in found]
+    return Result(comparison, summary_lines(comparison, types) + [f"page: {html}"],
+                  [data, html, *animations, *shown.values(), *close_up_files], notes)
 
 
 def _types(a: Side, b: Side, pairing: Pairing, collected: Collected, replicates: int, seed: int) -> list[TypeComparison]:

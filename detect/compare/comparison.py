@@ -90,13 +90,14 @@ class GalleryEntry:
     disagreement: int
     only_a: int = 0  # of the objects marked: found by A only
     only_b: int = 0
+    close_ups: tuple[str, ...] = ()  # files: the marked objects cut from the camera image
 
     def to_json(self) -> dict[str, object]:
         key = self.image
         return {"image": {"segment": key.segment_context_name, "timestamp": key.frame_timestamp_micros,
                           "camera": key.camera_name.name},
                 "file": self.file, "frame_a": self.frame_a, "frame_b": self.frame_b, "disagreement": self.disagreement,
-                "only_a": self.only_a, "only_b": self.only_b}
+                "only_a": self.only_a, "only_b": self.only_b, "close_ups": list(self.close_ups)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """What to call the two sides of a comparison: by what differs between them, not by what they share.
 
-Two runs of one model are "tiles 512" and "no tiles", not "CenterNet MobileNetV3" twice. The
-settings that change what a model finds come first (input size, tiles, threshold, score floor,
-NMS), then the model, then what ran it; when none of these differ, the results folders' names.
+Two runs of one model are "tiles 512" and "no tiles", not "CenterNet MobileNetV3" twice: the
+settings that change what a model finds (input size, tiles, threshold, score floor, NMS), then
+what ran it; when none of these differ, the results folders' names. Two models are named by
+their names (by their weights' hashes when the names are the same).
 """
 
 from __future__ import annotations
@@ -36,20 +37,21 @@ MODEL = ("model", "description", "sha256", "classes")
 
 
 def side_names(a: SideFacts, b: SideFacts) -> tuple[str, str]:
-    """A's and B's names (without the "A: " prefix), each naming what sets it apart."""
+    """A's and B's names (without the "A: " prefix), each naming what sets it apart. Two models are
+    named by the models alone: their own input sizes and thresholds come with them (the facts
+    table shows each setting, those that differ in bold)."""
     fa, fb = a.to_json(), b.to_json()
+    if any(fa.get(k) != fb.get(k) for k in MODEL):
+        model_a, model_b = _model(fa), _model(fb)
+        if model_a == model_b:  # the same name, other weights
+            model_a, model_b = f"{model_a} {fa.get('sha256') or '?'}", f"{model_b} {fb.get('sha256') or '?'}"
+        return _short(model_a), _short(model_b)
     parts_a: list[str] = []
     parts_b: list[str] = []
     for key, say in SETTINGS:
         if fa.get(key) != fb.get(key):
             parts_a.append(say(fa.get(key)))
             parts_b.append(say(fb.get(key)))
-    if any(fa.get(k) != fb.get(k) for k in MODEL):
-        model_a, model_b = _model(fa), _model(fb)
-        if model_a == model_b:  # the same name, other weights
-            model_a, model_b = f"{model_a} {fa.get('sha256') or '?'}", f"{model_b} {fb.get('sha256') or '?'}"
-        parts_a.insert(0, model_a)
-        parts_b.insert(0, model_b)
     if fa.get("runtime") != fb.get("runtime"):
         parts_a.append(str(fa.get("runtime") or "runtime not recorded"))
         parts_b.append(str(fb.get("runtime") or "runtime not recorded"))

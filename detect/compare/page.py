@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from detect.compare.close_ups import CloseUp
 from detect.compare.comparison import BOOTSTRAP_UNIT, MIN_FRAMES, Comparison
 from detect.compare.naming import title
 from detect.compare.pictures import APART_MICROS, PER_CAMERA
@@ -22,11 +24,13 @@ th:first-child, td:first-child { text-align: left; } th { background: #f5f5f5; }
 .facts td, .facts th { text-align: left; overflow-wrap: anywhere; } \
 .facts td:first-child { overflow-wrap: normal; } .better { font-weight: 600; }
 figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { max-width: 100%; }
+.close-ups { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(240px, 100%), 1fr)); gap: 8px 16px; \
+margin-bottom: 24px; }
 """
 
 
 def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreement: list[Disagreement],
-          files: dict[FrameKey, Path]) -> Path:
+          files: dict[FrameKey, Path], close_ups: Mapping[FrameKey, list[CloseUp]] | None = None) -> Path:
     a, b = comparison.a, comparison.b
     heading = title(a, b, comparison.names)
     sections = [f"<h1>{safe.text(heading)}</h1>",
@@ -47,17 +51,27 @@ def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreemen
         figures = "".join(
             f"<figure><a href='{safe.href(files[k].name)}'>{img(files[k].name, 'A | B')}</a><figcaption>"
             f"{safe.text(k.camera_name.name)} {k.frame_timestamp_micros} ({safe.text(k.segment_context_name)}): "
-            f"{safe.text(disagreement_caption(why[k], comparison.names))}</figcaption></figure>" for k in shown)
+            f"{safe.text(disagreement_caption(why[k], comparison.names))}</figcaption></figure>"
+            + _close_ups((close_ups or {}).get(k, [])) for k in shown)
         ringed = ("the labeled objects one side found and the other missed" if comparison.labels
                   else "the boxes without a partner on the other side")
         sections.append(f"<h2>Where they disagree most</h2><p class='muted'>Ringed in magenta on both sides: {ringed}"
-                        f", tagged with the side that found them. At most {PER_CAMERA} pictures of a camera, "
+                        f", tagged with the side that found them; below each, the largest of them cut from the camera image. "
+                        f"At most {PER_CAMERA} pictures of a camera, "
                         f"{APART_MICROS / 1e6:g} s apart or more.</p>{figures}")
     notes = comparison.notes
     if notes:
         sections.append("<h2>Notes</h2><ul>" + "".join(f"<li>{safe.text(n)}</li>" for n in notes) + "</ul>")
     sections.append(f"<p class='muted'>Every number: <a href='{safe.href('compare.json')}'>compare.json</a>.</p>")
     return write_page(path, f"detect compare: {heading}", sections, STYLE)
+
+
+def _close_ups(found: list[CloseUp]) -> str:
+    if not found:
+        return ""
+    figures = "".join(f"<figure>{img(c.file, c.caption)}<figcaption>{safe.text(c.caption)}</figcaption></figure>"
+                      for c in found)
+    return f"<div class='close-ups'>{figures}</div>"
 
 
 def disagreement_caption(item: Disagreement, names: tuple[str, str]) -> str:

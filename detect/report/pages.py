@@ -45,7 +45,7 @@ th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td 
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(360px, 100%), 1fr)); gap: 12px; }
 .grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; } img, video { max-width: 100%; }
 .status-failed, .status-done_with_failures, .status-complete_with_failures { color: #b00020; font-weight: 600; }
-h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: repeat(auto-fill, minmax(min(200px, 100%), 1fr)); }
+h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: repeat(auto-fill, minmax(min(240px, 100%), 1fr)); }
 """
 
 SORT_SCRIPT = """
