@@ -136,3 +136,13 @@ def test_a_source_file_gone_changed_or_not_recorded_is_one_line(real_frame_path,
     source.unlink()
     assert source_problem(recorded) == f"{source}: the source file is gone"
     assert source_problem(manifest(tmp_path, None)) == f"{tmp_path}: the manifest records no source file"
+
+
+def test_a_v2_parquet_source_gives_back_the_images_asked_for_in_one_pass(tiny_v2_path, tmp_path):
+    segment = "tiny_synthetic_0000000000000000_000_000_000_000"
+    frames = list(iter_frames(str(tiny_v2_path)))
+    wanted = {frames[1].key, frames[-1].key}  # a span of timestamps, two cameras
+    read = read_source_images(manifest(tmp_path, tiny_v2_path, name=segment), wanted)
+    assert read.problem is None and set(read.images) == wanted
+    last = Image.open(io.BytesIO(frames[-1].jpeg)).convert("RGB")
+    assert np.array_equal(np.asarray(read.images[frames[-1].key]), np.asarray(last))
