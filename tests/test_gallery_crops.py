@@ -121,7 +121,7 @@ def test_the_source_images_are_read_back_checked_by_their_fingerprint(real_frame
     absent = FrameKey(REAL_SEGMENT, TIMESTAMP + 1, CameraName.FRONT)
     assert read_source_images(manifest(tmp_path, source), {FRONT, absent}).problem == (
         f"{source}: holds no image for 1 of 2 picture(s)")
-    other = read_source_images(manifest(tmp_path, source, name="elsewhere"), {FrameKey("elsewhere", 1, CameraName.FRONT)})
+    other = read_source_images(manifest(tmp_path, source, name="elsewhere"), {FrameKey("elsewhere", TIMESTAMP, CameraName.FRONT)})
     assert other.problem == f"{source}: holds segment {REAL_SEGMENT}, not elsewhere" and not other.images
 
 
@@ -146,3 +146,18 @@ def test_a_v2_parquet_source_gives_back_the_images_asked_for_in_one_pass(tiny_v2
     assert read.problem is None and set(read.images) == wanted
     last = Image.open(io.BytesIO(frames[-1].jpeg)).convert("RGB")
     assert np.array_equal(np.asarray(read.images[frames[-1].key]), np.asarray(last))
+
+
+def test_a_v1_source_is_read_once_for_all_the_images_of_a_segment(real_frame_path, tmp_path, monkeypatch):
+    from detect.waymo import tfrecord
+
+    passes: list[str] = []
+    frames = tfrecord._frames
+
+    def counted(source):  # type: ignore[no-untyped-def]
+        passes.append(source.uri)
+        return frames(source)
+
+    monkeypatch.setattr(tfrecord, "_frames", counted)
+    read = read_source_images(manifest(tmp_path, real_frame_path), {FRONT, SIDE_LEFT})
+    assert set(read.images) == {FRONT, SIDE_LEFT} and passes == [str(real_frame_path)]  # no key pass before it

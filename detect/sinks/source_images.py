@@ -5,8 +5,8 @@ The file is checked first: it must still be there and, when the manifest records
 (`input.fingerprint`: size, mtime_ns, SHA-256; `detect.sinks.fingerprint`), hold the same bytes.
 A file that is gone, changed, unreadable or of another segment is not an error: the caller gets
 the images it could read and one line saying why the rest are missing, and falls back to the
-drawn frames. The file is read once, in one streaming pass over the wanted cameras and time span,
-and only the wanted images are decoded.
+drawn frames. The file is read once, in one streaming pass that stops after the last wanted image
+(`detect.waymo.readers.read_images`), and only the wanted images are decoded.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from detect.core.records import FrameKey
 from detect.sinks.fingerprint import Fingerprint, fingerprint
 from detect.sinks.results_folder import Manifest
 from detect.waymo.images import check_size, jpeg_size
-from detect.waymo.readers import iter_frames, read_keys
-from detect.waymo.selection import FrameFilter
+from detect.waymo.readers import read_images
 from detect.waymo.sources import SegmentSource
 
 FINGERPRINT = "fingerprint"  # the key under the manifest's `input` section
@@ -76,19 +75,13 @@ def read_source_images(manifest: Manifest, wanted: Collection[FrameKey]) -> Sour
     path = str(manifest.input_path)
     found: dict[FrameKey, Image.Image] = {}
     try:
-        keys = read_keys(path)
-        if keys.segment_context_name != segment:
-            return SourceImages({}, f"{printable(path, 200)}: holds segment {printable(keys.segment_context_name, 64)}, "
-                                    f"not {printable(segment, 64)}")
-        times = [k.frame_timestamp_micros for k in wanted]
-        span = FrameFilter(cameras=tuple(sorted({k.camera_name for k in wanted})),
-                           min_timestamp=min(times), max_timestamp=max(times))
-        for frame in iter_frames(path, span, keys):
+        for frame in read_images(path, {(k.frame_timestamp_micros, k.camera_name) for k in wanted}):
+            if frame.segment_context_name != segment:
+                return SourceImages({}, f"{printable(path, 200)}: holds segment "
+                                        f"{printable(frame.segment_context_name, 64)}, not {printable(segment, 64)}")
             image = _decoded(frame.jpeg) if frame.key in wanted else None
             if image is not None:
                 found[frame.key] = image
-                if len(found) == len(wanted):
-                    break
     except (InputError, OSError, ValueError) as err:
         return SourceImages(found, f"{printable(path, 200)}: cannot read the source images ({first_line(err)})")
     missing = len(wanted) - len(found)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import pyarrow.fs as pafs
 
+from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import CameraFrame
@@ -69,6 +70,23 @@ def iter_frames(
     source = keys.source if keys is not None else as_source(path_or_source)
     reader = parquet if source.format == "v2" else tfrecord
     return reader.iter_frames(source, frame_filter, keys.reader_keys if keys is not None else None)
+
+
+def read_images(path_or_source: str | SegmentSource, wanted: Collection[tuple[int, CameraName]]) -> Iterator[CameraFrame]:
+    """The `wanted` (timestamp, camera) images of a segment file, in one pass: a v1 file is read
+    once up to the last of them (no key pass), a v2 file's row groups between the first and the
+    last. For a few images to draw (the report's close-ups), not for processing; images the file
+    does not hold are not yielded."""
+    source = as_source(path_or_source)
+    keys = {(int(t), int(c)) for t, c in wanted}
+    if not keys:
+        return iter(())
+    if source.format == "v1":
+        return tfrecord.iter_wanted(source, keys)
+    times = [t for t, _ in keys]
+    span = FrameFilter(cameras=tuple(sorted({CameraName(c) for _, c in keys})), min_timestamp=min(times),
+                       max_timestamp=max(times))
+    return (f for f in parquet.iter_frames(source, span) if (f.frame_timestamp_micros, int(f.camera_name)) in keys)
 
 
 def _camera_box_sibling(source: SegmentSource) -> str | None:

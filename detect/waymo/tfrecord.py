@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -123,6 +123,23 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
 
     for camera_frames in in_order(record_order, scan, REORDER_CAPACITY):
         yield from camera_frames
+
+
+def iter_wanted(source: SegmentSource, wanted: Collection[tuple[int, int]]) -> Iterator[CameraFrame]:
+    """The wanted (timestamp, camera number) images in file order, in one pass without the key pass
+    (`iter_frames` makes one first) that stops after the last: a few images for pictures."""
+    left = set(wanted)
+    if not left:
+        return
+    for record_number, frame in _frames(source):
+        for image in frame.images:
+            key = (int(frame.timestamp_micros), int(image.name))
+            if key in left:
+                left.discard(key)
+                yield CameraFrame(segment_name(frame, source, record_number), frame.timestamp_micros, image.name,
+                                  image.image)
+        if not left:
+            return
 
 
 def _frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
