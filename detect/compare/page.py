@@ -24,7 +24,7 @@ th:first-child, td:first-child { text-align: left; } th { background: #f5f5f5; }
 .facts td, .facts th { text-align: left; overflow-wrap: anywhere; } \
 .facts td:first-child { overflow-wrap: normal; } .better { font-weight: 600; }
 figure { margin: 0 0 16px; } figcaption { font-size: 13px; color: #555; } img { max-width: 100%; }
-.close-ups { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(240px, 100%), 1fr)); gap: 8px 16px; \
+.close-ups { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(170px, 100%), 1fr)); gap: 8px 16px; \
 margin-bottom: 24px; }
 """
 
