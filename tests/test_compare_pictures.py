@@ -138,3 +138,16 @@ def test_without_source_files_the_close_ups_come_from_as_drawn_frames_and_say_so
     expected = np.asarray(close_up(Image.open(frames_a[key(0)]).convert("RGB"), Outline(BOX, MARK)), np.int16)
     picture = np.asarray(Image.open(tmp_path / "disagree_0_0.jpg").convert("RGB"), np.int16)
     assert np.abs(picture - expected).mean() < 3  # JPEG's loss only
+
+
+def test_an_unreadable_drawn_frame_is_left_out_of_the_close_ups_with_a_note(tmp_path):
+    class_map = default_class_map()
+    a = load_side("A", folder(tmp_path, "a", [True]), class_map, None)
+    b = load_side("B", folder(tmp_path, "b", [False]), class_map, None)
+    pairing = pair(a, b)
+    (item,) = collect(a, b, pairing.common, dict(pairing.labels), class_map).disagreement
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 10)
+    notes: list[str] = []
+    assert write_close_ups([item], a, b, {key(0): broken}, ("a", "b"), tmp_path, notes) == {}
+    assert notes[-1].startswith(f"frame {key(0)} left out of the close-ups: {broken}")

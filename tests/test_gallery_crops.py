@@ -161,3 +161,11 @@ def test_a_v1_source_is_read_once_for_all_the_images_of_a_segment(real_frame_pat
     monkeypatch.setattr(tfrecord, "_frames", counted)
     read = read_source_images(manifest(tmp_path, real_frame_path), {FRONT, SIDE_LEFT})
     assert set(read.images) == {FRONT, SIDE_LEFT} and passes == [str(real_frame_path)]  # no key pass before it
+
+
+def test_a_source_file_that_cannot_be_read_is_one_line_naming_it(real_frame_path, tmp_path):
+    source = tmp_path / "segment.tfrecord"
+    source.write_bytes(real_frame_path.read_bytes()[:5000])  # truncated before the run: its fingerprint is this
+    read = read_source_images(manifest(tmp_path, source), {FRONT})
+    assert read.images == {} and read.problem is not None
+    assert read.problem.startswith(f"{source}: cannot read the source images (") and "\n" not in read.problem
