@@ -152,13 +152,13 @@ def test_a_v1_source_is_read_once_for_all_the_images_of_a_segment(real_frame_pat
     from detect.waymo import tfrecord
 
     passes: list[str] = []
-    frames = tfrecord._frames
+    frames = tfrecord._local_frames
 
     def counted(source):  # type: ignore[no-untyped-def]
         passes.append(source.uri)
         return frames(source)
 
-    monkeypatch.setattr(tfrecord, "_frames", counted)
+    monkeypatch.setattr(tfrecord, "_local_frames", counted)
     read = read_source_images(manifest(tmp_path, real_frame_path), {FRONT, SIDE_LEFT})
     assert set(read.images) == {FRONT, SIDE_LEFT} and passes == [str(real_frame_path)]  # no key pass before it
 
@@ -169,3 +169,12 @@ def test_a_source_file_that_cannot_be_read_is_one_line_naming_it(real_frame_path
     read = read_source_images(manifest(tmp_path, source), {FRONT})
     assert read.images == {} and read.problem is not None
     assert read.problem.startswith(f"{source}: cannot read the source images (") and "\n" not in read.problem
+
+
+def test_a_local_tfrecord_read_without_tensorflow_names_a_record_that_is_not_a_frame(tmp_path):
+    source = tmp_path / "segment.tfrecord"
+    garbage = b"\xff" * 10
+    source.write_bytes(len(garbage).to_bytes(8, "little") + b"\0" * 4 + garbage + b"\0" * 4)
+    read = read_source_images(manifest(tmp_path, source), {FRONT})
+    assert read.problem is not None and read.problem.startswith(
+        f"{source}: cannot read the source images ({source}: record 0 is not a Waymo Frame proto (")

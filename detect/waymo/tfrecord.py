@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -18,6 +19,9 @@ from detect.waymo.sources import SegmentSource
 
 # Frames (records) held back while restoring timestamp order in an unsorted file.
 REORDER_CAPACITY = 16
+# A Waymo v1 frame (five camera JPEGs, lidar range images) is a few MB; a record claiming more than
+# this is a corrupt length, not a frame to read into memory.
+MAX_RECORD = 256 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,11 +131,12 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
 
 def iter_wanted(source: SegmentSource, wanted: Collection[tuple[int, int]]) -> Iterator[CameraFrame]:
     """The wanted (timestamp, camera number) images in file order, in one pass without the key pass
-    (`iter_frames` makes one first) that stops after the last: a few images for pictures."""
+    (`iter_frames` makes one first) that stops after the last: a few images for pictures. A local
+    file is read without TensorFlow (`_local_frames`): importing it would take longer than the read."""
     left = set(wanted)
     if not left:
         return
-    for record_number, frame in _frames(source):
+    for record_number, frame in (_local_frames(source) if source.is_local else _frames(source)):
         for image in frame.images:
             key = (int(frame.timestamp_micros), int(image.name))
             if key in left:
@@ -140,6 +145,32 @@ def iter_wanted(source: SegmentSource, wanted: Collection[tuple[int, int]]) -> I
                                   image.image)
         if not left:
             return
+
+
+def _local_frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
+    """(record number, parsed Frame) of a local TFRecord read directly, without TensorFlow. A record
+    is an 8-byte little-endian length, its 4-byte CRC, the data and the data's CRC; the CRCs are not
+    checked (the callers read back a file a run read whole, checked by its fingerprint first), but a
+    record cut short, or a length no Waymo frame has, is an InputError, as the proto that does not parse."""
+    dataset_pb2 = waymo_protos(source.uri)
+    try:
+        with open(source.path, "rb") as handle:
+            record_number = 0
+            while header := handle.read(12):
+                (length,) = struct.unpack("<Q", header[:8]) if len(header) == 12 else (-1,)
+                if not 0 <= length <= MAX_RECORD:
+                    raise InputError(f"{source.uri}: truncated or corrupt TFRecord at record {record_number}")
+                data = handle.read(length)
+                if len(data) < length or len(handle.read(4)) < 4:
+                    raise InputError(f"{source.uri}: truncated or corrupt TFRecord at record {record_number}")
+                try:
+                    frame = dataset_pb2.Frame.FromString(data)
+                except DecodeError as err:
+                    raise InputError(f"{source.uri}: record {record_number} is not a Waymo Frame proto ({err})") from err
+                yield record_number, frame
+                record_number += 1
+    except OSError as err:
+        raise InputError(f"{source.uri}: cannot read TFRecord ({err.strerror or err})") from err
 
 
 def _frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
