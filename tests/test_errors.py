@@ -29,7 +29,6 @@ from detect.render.crop import close_up
 from detect.render.draw import DrawStyle
 from detect.render.verdicts import COLORS, draw_errors, judge
 from detect.report import gallery
-from detect.sinks.fingerprint import fingerprint
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -235,10 +234,8 @@ def crop_of(directory: Path, name: str) -> np.ndarray:
         return np.asarray(image.convert("RGB"), np.int16)
 
 
-def test_the_real_runs_close_ups_come_from_the_camera_image(one_step, real_frame_path):
+def test_the_real_runs_close_ups_come_from_the_camera_image(one_step):
     directory, _ = one_step
-    recorded = json.loads((directory / "manifest.json").read_text())["input"]
-    assert recorded["fingerprint"]["sha256"] == fingerprint(real_frame_path).sha256  # type: ignore[union-attr]
     matches = gallery.read_matches(directory, REAL_SEGMENT)
     assert matches is not None
     example = gallery.select(matches, json.loads((directory / "eval.json").read_text())["threshold"])["VEHICLE"][

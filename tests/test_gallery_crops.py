@@ -20,9 +20,8 @@ from detect.core.records import FrameKey
 from detect.render.crop import CROP_SIDE, MIN_WINDOW, PAD, PARTNER, Outline, close_up, crop_window, cut
 from detect.render.verdicts import COLORS
 from detect.report import gallery
-from detect.sinks.fingerprint import fingerprint
 from detect.sinks.results_folder import Manifest
-from detect.sinks.source_images import read_source_images, source_problem
+from detect.sinks.source_images import read_source_images, sampled_fingerprint, source_problem
 from detect.waymo.readers import iter_frames
 from detect.waymo.schema import OBJECT_ID
 
@@ -101,9 +100,8 @@ def test_each_example_has_its_partner_and_its_caption_says_what_it_is():
 
 
 def manifest(directory: Path, path: Path | None, recorded: Path | None = None, name: str = REAL_SEGMENT) -> Manifest:
-    found = fingerprint(recorded or path) if path is not None else None
-    data = {"segment_context_name": name,
-            "input": {"path": None if path is None else str(path), "fingerprint": found.to_json() if found else None}}
+    found = sampled_fingerprint(recorded or path) if path is not None else None
+    data = {"segment_context_name": name, "input": {"path": None if path is None else str(path), "fingerprint": found}}
     return Manifest.from_json(data, directory)
 
 
@@ -129,8 +127,9 @@ def test_a_source_file_gone_changed_or_not_recorded_is_one_line(real_frame_path,
     source = tmp_path / "segment.tfrecord"
     shutil.copyfile(real_frame_path, source)
     recorded = manifest(tmp_path, source)
-    with source.open("ab") as handle:
-        handle.write(b"\0")
+    data = bytearray(source.read_bytes())
+    data[-1] ^= 1  # the same size, another last byte
+    source.write_bytes(bytes(data))
     assert source_problem(recorded) == f"{source}: the source file changed since the run (its fingerprint differs)"
     assert read_source_images(recorded, {FRONT}).images == {}
     source.unlink()

@@ -43,7 +43,6 @@ from detect.sinks.manifest import (
     write_manifest,
 )
 from detect.sinks.results_folder import Manifest, read_manifest
-from detect.sinks.source_images import FINGERPRINT, input_fingerprint
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
 from detect.sinks.tracks import track_table, tracking_record
 from detect.waymo.camera_labels import SegmentLabels
@@ -285,7 +284,6 @@ class SegmentLifecycle:
             "status": report.status,
             "segment_context_name": report.segment_context_name,
             "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
-                      FINGERPRINT: input_fingerprint(source),
                       "ground_truth": self.keys.labels if self.labels is None else self.labels.origin,
                       "labels": None if self.labels is None else
                       sum(len(self.labels.get(k)) for k in self.results),

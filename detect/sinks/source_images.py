@@ -2,7 +2,8 @@
 (`input.path`), for pictures that must not show the run's drawing (the report's crops).
 
 The file is checked first: it must still be there and, when the manifest records its fingerprint
-(`input.fingerprint`: size, mtime_ns, SHA-256; `detect.sinks.fingerprint`), hold the same bytes.
+(`input.fingerprint`: its size and `sampled_sha256`, a SHA-256 of the size and the file's first and
+last MiB, as `detect redraw`'s `detect.waymo.source_check` records and checks it), the same one.
 A file that is gone, changed, unreadable or of another segment is not an error: the caller gets
 the images it could read and one line saying why the rest are missing, and falls back to the
 drawn frames. The file is read once, in one streaming pass that stops after the last wanted image
@@ -12,6 +13,7 @@ drawn frames. The file is read once, in one streaming pass that stops after the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -21,13 +23,12 @@ from PIL import Image
 from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey
-from detect.sinks.fingerprint import Fingerprint, fingerprint
 from detect.sinks.results_folder import Manifest
 from detect.waymo.images import check_size, jpeg_size
 from detect.waymo.readers import read_images
-from detect.waymo.sources import SegmentSource
 
 FINGERPRINT = "fingerprint"  # the key under the manifest's `input` section
+SAMPLE = 1 << 20  # bytes hashed at each end of the file
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -38,12 +39,21 @@ class SourceImages:
     problem: str | None = None
 
 
-def input_fingerprint(source: SegmentSource) -> dict[str, object] | None:
-    """What a manifest records under `input.fingerprint` for a local segment file (None for a
-    remote one: hashing it would read it twice). Taken when the run finishes: the file was just
-    read, so hashing it costs about a second per GB from the page cache."""
-    found = fingerprint(Path(source.path)) if source.is_local else None
-    return None if found is None else found.to_json()
+def sampled_fingerprint(path: Path) -> dict[str, object] | None:
+    """A local file's `input.fingerprint` (None when it cannot be read): its size, and a SHA-256 of
+    the size and its first and last MiB (the header and, for Parquet, the footer that indexes every
+    row group), so checking it costs the same for any file."""
+    try:
+        size = path.stat().st_size
+        digest = hashlib.sha256(str(size).encode())
+        with path.open("rb") as handle:
+            digest.update(handle.read(min(SAMPLE, size)))
+            if size > SAMPLE:
+                handle.seek(max(SAMPLE, size - SAMPLE))
+                digest.update(handle.read())
+    except OSError:
+        return None
+    return {"size": size, "sampled_sha256": digest.hexdigest()}
 
 
 def source_problem(manifest: Manifest) -> str | None:
@@ -56,9 +66,9 @@ def source_problem(manifest: Manifest) -> str | None:
     local = Path(path.removeprefix("file://"))
     if not local.is_file():
         return f"{printable(path, 200)}: the source file is gone"
-    section = manifest.section("input")
-    recorded = Fingerprint.from_json(section.get(FINGERPRINT))
-    if recorded is not None and not recorded.same_content(fingerprint(local, recorded)):
+    recorded = manifest.section("input").get(FINGERPRINT)
+    if isinstance(recorded, Mapping) and set(recorded) >= {"size", "sampled_sha256"} \
+            and sampled_fingerprint(local) != {k: recorded[k] for k in ("size", "sampled_sha256")}:
         return f"{printable(path, 200)}: the source file changed since the run (its fingerprint differs)"
     return None
 
