@@ -100,7 +100,10 @@ def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost
                             **({} if lost_seconds is None else {"lost_seconds": lost_seconds}))
     path = directory / DETECTIONS_FILE
     table = _read_table(path)
-    ids = track_table(table, class_map, params)
+    try:
+        ids = track_table(table, class_map, params)
+    except ValueError as err:  # an edited table: a camera Waymo does not have, a negative class id
+        raise InputError(f"{path}: {err}") from None
     write_table(path, table, lambda _: ids)
     data = dict(manifest.data)
     data["tracking"] = tracking_record(params, ids)
