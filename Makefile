@@ -10,10 +10,11 @@ START  := $(shell date +%s)
 # The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
 FAST   := not slow and not ray and not signals
 # pytest-xdist workers, a test file to each (module fixtures stay shared): on 2 cores, two workers
-# overlap one test's waiting (process start-up, Ray, imports) with another's computing.
+# overlap one test's waiting (process start-up, Ray, imports) with another's computing; files in the
+# order tests/conftest.py gives them (the longest first), not xdist's (the most tests first).
 # JOBS=0 runs in this process (a debugger, or one test).
 JOBS   ?= 2
-PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile --no-loadscope-reorder)
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
@@ -53,10 +54,7 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PYTEST) -m "not signals"  # --durations=10: the slowest ten, so a CI log shows where the minutes go
-	# Killed and signalled runs after, in one process: every run's start sweeps the shared memory that
-	# dead runs left, so a run in another worker could remove what a test expects a kill to leave.
-	$(PY) -m pytest -q --durations=5 -m signals
+	$(PYTEST)  # --durations=10: the slowest ten, so a CI log shows where the minutes go
 	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
 
 # Units and crafted inputs (no real model, no Ray, no signals): what to run between edits.

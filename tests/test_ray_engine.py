@@ -237,20 +237,6 @@ def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, r
         assert m["model"]["runtime"]["name"] == "openvino"
 
 
-@pytest.mark.ray
-def test_a_quiet_ray_run_prints_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path):
-    """Not Ray's token-authentication warning, its actor-restart advice, nor a deprecation warning."""
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "detect.cli", "run", str(tiny_v2_path), "--engine", "ray", "--quiet",
-                           "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-
-
 def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path, stub_dynamic_dir, tmp_path):
     """--tile with both engines: the same merged boxes, the same frames (96x64 images, 64-px tiles)."""
     outs = {engine: tmp_path / engine for engine in ("local", "ray")}
