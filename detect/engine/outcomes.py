@@ -34,6 +34,7 @@ class SegmentReport:
     already_complete: bool = False
     invalid_boxes: int = 0  # model rows dropped as invalid (NaN, zero area, ...), over every image
     drawn: int | None = None  # boxes at or above the drawing threshold (the rest are in the table for eval)
+    notes: tuple[str, ...] = ()  # lines for the user (e.g. frames drawn without track ids)
 
     @property
     def images_per_second(self) -> float:
