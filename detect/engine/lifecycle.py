@@ -327,6 +327,7 @@ class SegmentLifecycle:
                 "images_resumed": report.images_resumed,
                 "images_failed": len(report.failures),
                 "detections": report.detections,
+                "drawn": report.drawn,  # at or above the drawing threshold: what the frames, pages and summary count
                 "detections_by_label": label_counts(self.results.values()),
                 "invalid_boxes": sum(r.detections.invalid for r in self.results.values()),
             },

@@ -19,10 +19,10 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
-                       assets: Path | None = None, notes: list[str] | None = None) -> str:
+                       assets: Path | None = None, notes: list[str] | None = None, heading: bool = True) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
-    cannot read is a line in `notes`)."""
+    cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
     protocol = report.section("protocol")
     library = report.section("library")
     threshold = safe.number(report.data.get("threshold"), 2)
@@ -31,7 +31,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     title = protocol.get("title") or "COCO"
     ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
     stale = evaluation_notice(report, directory)
-    parts = [f"<h2>Against Waymo's labels</h2>{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
+    title = "<h2>Against Waymo's labels</h2>" if heading else ""
+    parts = [f"{title}{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
              f"<p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
