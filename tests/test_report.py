@@ -223,7 +223,7 @@ def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
                 assert sizes and all(width > 0 for _, width in sizes), sizes
             # One frame: stills only, nothing with player controls over a picture.
             assert page.evaluate("document.querySelectorAll('video').length") == 0
-            assert "./mosaic.gif" in [src for src, _ in sizes]
+            assert "./FRONT.gif" in [src for src, _ in sizes]  # each camera once; the mosaic would repeat them
         finally:
             browser.close()
 
@@ -310,3 +310,27 @@ def test_the_headline_comes_first_and_the_counts_agree_between_pages(run_dir):
     page = Page(run_dir / "index.html")
     row = page.cells[page.cells.index(REAL_SEGMENT):][:5]
     assert row[3] == str(drawn) and row[4] == "0.5"
+
+
+@pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_at_1280_px_the_verdict_and_the_segments_are_in_the_first_900_px(run_dir):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((run_dir / REAL_SEGMENT / "report.html").as_uri())
+            # The bottom of the verdict table (every type's AP50) and of the segments table, in page pixels.
+            bottom = "(selector) => document.querySelector(selector).getBoundingClientRect().bottom + window.scrollY"
+            assert page.locator("table.verdict td").count() >= 7  # at least one type with labels
+            assert page.evaluate(bottom, "table.verdict") <= 900
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            page.goto((run_dir / "index.html").as_uri())
+            assert page.evaluate(bottom, "#segments + p + table") <= 900
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            # The segments table is not wider than the page: AP50 is on screen without scrolling it.
+            assert page.evaluate("(() => { const t = document.querySelector('#segments + p + table'); "
+                                 "return t.scrollWidth <= t.clientWidth; })()")
+        finally:
+            browser.close()

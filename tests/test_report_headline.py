@@ -3,6 +3,7 @@ each picture shown once."""
 
 from __future__ import annotations
 
+from detect.report.charts import stages_figure
 from detect.report.gallery import Outcome
 from detect.report.headline import contents, headline, threshold_text, tracking_line, verdicts
 from detect.report.pictures import Group, Picture, once
@@ -66,3 +67,9 @@ def test_a_picture_whose_images_were_shown_is_left_out_and_so_is_an_empty_group(
     # An animation shows time, which no still does: it stays beside the stills of its frames.
     animation = Group("All cameras", (Picture("a", frozenset({"animation mosaic"})),))
     assert [g.title for g in once([animation, cameras, thumbs])] == ["All cameras", "Each camera"]
+
+
+def test_the_time_chart_names_steps_in_words():
+    figure = stages_figure({"animation_close": 7.96, "decode_wait": 171.8, "detect": 436.4, "new_stage": 1.0})
+    names = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert names == ["new stage", "finishing GIF/MP4", "waiting for images", "detector"]  # fastest at the bottom

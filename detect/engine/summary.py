@@ -73,10 +73,11 @@ def format_table(outcomes: Sequence[SegmentOutcome], seconds: float) -> list[str
     """`detect run`'s table: one row per input, then the totals."""
     names = [printable(o.segment_context_name) if o.segment_context_name else Path(o.path).name for o in outcomes]
     width = max([len(n) for n in names] + [7])
-    lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'detections':>10} {'img/s':>7}"]
+    lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'drawn':>10} {'img/s':>7}"]
     for o, name in zip(outcomes, names, strict=True):
         rate = f"{o.images / o.seconds:.1f}" if o.seconds > 0 and o.images else "-"
-        lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {o.detections:>10} {rate:>7}")
+        drawn = "-" if o.drawn is None else o.drawn  # the boxes the frames and pages show, at the threshold
+        lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {drawn:>10} {rate:>7}")
         if o.error and o.status != Status.DONE:
             lines.append(f"{'':<{width}}  {o.error}")
     images = sum(o.images for o in outcomes)

@@ -47,6 +47,7 @@ h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: r
 @media (max-width: 600px) { body { padding: 0 10px; } th, td { padding: 4px 5px; }
   .headline table.verdict { font-size: 12.5px; } .headline table.verdict :is(th, td) { padding: 3px 3px; }
   .headline th { white-space: normal; } }
+.grid.cameras { grid-template-columns: repeat(auto-fill, minmax(min(520px, 100%), 1fr)); }
 h2[id] { scroll-margin-top: 8px; } .wide figure { margin: 0; } img { height: auto; }
 """
 

@@ -67,7 +67,8 @@ def picture_groups(data: SegmentData, assets: Path, assets_name: str) -> list[Gr
     animation, each camera's, and stills of the busiest frames."""
     frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(data.directory)}
     mosaic = Group("All cameras", tuple(p for p in [_animation(data, MOSAIC, frames)] if p), "wide")
-    cameras = Group("Each camera", tuple(p for p in (_animation(data, c.name, frames) for c in CAR_ORDER) if p))
+    cameras = Group("Each camera", tuple(p for p in (_animation(data, c.name, frames) for c in CAR_ORDER) if p),
+                    "grid cameras")
     first = once((cameras, mosaic) if len(data.timestamps) == 1 else (mosaic, cameras))
     shown = {image for group in first for picture in group.pictures for image in picture.shows}
     thumbs = Group("Frames with the most boxes", tuple(_thumbnails(data, assets, assets_name, shown)))
