@@ -167,6 +167,10 @@ def test_the_run_table_is_exact():
         "           already complete",
         "3 segments: 1 done, 0 with failed frames, 1 skipped, 1 failed; 10 images in 4.0 s (2.5 images/s)",
     ]
+    assert format_table(outcomes[:1], 4.0)[-1] == "1 segment: 1 done, 0 with failed frames, 0 skipped, 0 failed; " \
+        "10 images in 4.0 s (2.5 images/s)"
+    one = [dataclasses.replace(outcomes[0], images=1)]
+    assert format_table(one, 1.0)[-1].endswith("; 1 image in 1.0 s (1.0 images/s)")
 
 
 def test_the_journal_round_trips_a_result_exactly(tmp_path):

@@ -82,9 +82,10 @@ def format_table(outcomes: Sequence[SegmentOutcome], seconds: float) -> list[str
             lines.append(f"{'':<{width}}  {o.error}")
     images = sum(o.images for o in outcomes)
     counts = {s: sum(o.status == s for o in outcomes) for s in Status}
+    segments = f"{len(outcomes)} {_plural(len(outcomes), 'segment')}"
     lines.append(
-        f"{len(outcomes)} segments: {counts[Status.DONE]} done, {counts[Status.PARTIAL]} with failed frames, "
-        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {images} images in {seconds:.1f} s"
-        + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
+        f"{segments}: {counts[Status.DONE]} done, {counts[Status.PARTIAL]} with failed frames, "
+        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {images} {_plural(images, 'image')} "
+        f"in {seconds:.1f} s" + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
     )
     return lines

@@ -46,7 +46,7 @@ h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: r
 .toc { font-size: 14px; margin: 10px 0 0; padding: 6px 0; border-top: 1px solid #ddd; } .toc a { white-space: nowrap; }
 @media (max-width: 600px) { body { padding: 0 10px; } th, td { padding: 4px 5px; }
   .headline table.verdict { font-size: 12.5px; } .headline table.verdict :is(th, td) { padding: 3px 3px; }
-  .headline th { white-space: normal; } }
+  .headline th { white-space: normal; } table.sortable td:first-child { word-break: break-all; min-width: 8em; } }
 .grid.cameras { grid-template-columns: repeat(auto-fill, minmax(min(520px, 100%), 1fr)); }
 h2[id] { scroll-margin-top: 8px; } .wide figure { margin: 0; } img { height: auto; }
 """
