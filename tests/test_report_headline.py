@@ -4,6 +4,7 @@ each picture shown once."""
 from __future__ import annotations
 
 from detect.report.charts import stages_figure
+from detect.report.evaluation import evaluation_section
 from detect.report.gallery import Outcome
 from detect.report.headline import contents, headline, threshold_text, tracking_line, verdicts
 from detect.report.pictures import Group, Picture, once
@@ -73,3 +74,11 @@ def test_the_time_chart_names_steps_in_words():
     figure = stages_figure({"animation_close": 7.96, "decode_wait": 171.8, "detect": 436.4, "new_stage": 1.0})
     names = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     assert names == ["new stage", "finishing GIF/MP4", "waiting for images", "detector"]  # fastest at the bottom
+
+
+def test_the_evaluation_section_names_its_protocol_and_leaves_out_types_without_labels(tmp_path):
+    record = EvalRecord.from_json(EVAL | {"protocol": {"title": "COCO", "iou": {"VEHICLE": 0.5}}})
+    html = evaluation_section(record, tmp_path, heading=False)
+    assert "Matching: COCO protocol (IoU VEHICLE 0.5)" in html and "<h2>" not in html
+    assert "<td>VEHICLE</td><td>LEVEL_2</td>" in html and "<td>SIGN</td>" not in html  # no labels: no AP row
+    assert "<h2>Against Waymo's labels</h2>" in evaluation_section(record, tmp_path)  # a page of its own: its title

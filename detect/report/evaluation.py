@@ -31,8 +31,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     title = protocol.get("title") or "COCO"
     ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
     stale = evaluation_notice(report, directory)
-    title = "<h2>Against Waymo's labels</h2>" if heading else ""
-    parts = [f"{title}{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
+    top = "<h2>Against Waymo's labels</h2>" if heading else ""
+    parts = [f"{top}{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
              f"<p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
