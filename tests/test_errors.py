@@ -27,7 +27,7 @@ from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.crop import close_up
 from detect.render.draw import DrawStyle
-from detect.render.verdicts import COLORS, draw_errors, judge
+from detect.render.verdicts import COLORS, draw_errors, judge, paint_error_legend
 from detect.report import gallery
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
@@ -263,3 +263,13 @@ def test_without_the_source_file_the_close_ups_come_from_the_drawn_frames_and_sa
             f"drawn frames instead.</strong></p>") in page
     after = crop_of(directory, "error_vehicle_fa_0.jpg")
     assert np.abs(after - before).mean() > 3  # the drawn frame's other boxes and chips are in it now
+
+
+def test_the_legend_is_as_readable_as_the_chips_once_shrunk_for_the_gif():
+    # A 1920x1280 frame becomes a 640-wide GIF and mosaic tile: its legend's rows, a third as tall
+    # there, must still hold text of the chips' size (~11 px), not three quarters of it.
+    canvas = np.zeros((1280, 1920, 3), np.uint8)
+    paint_error_legend(canvas, [], ())
+    rows = np.flatnonzero(canvas[:, 960:].any(axis=(1, 2)))
+    assert rows[0] == 0 and (rows[-1] + 1) / 3 / 3 >= 15  # three entries, each >= 15 px high in the GIF (was 12.7)
+    assert not canvas[:, :960].any()  # still within half the width
