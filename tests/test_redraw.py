@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import TINY_SEGMENT
+from conftest import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
 
 from detect.cli import main
 from detect.sinks.layout import SegmentLock
@@ -150,3 +150,97 @@ def test_a_crashed_redraw_says_redrawing_and_a_second_one_finishes_it(runs, low,
     assert outputs(low) == outputs(runs[1])
     assert json.loads((low / "manifest.json").read_text())["status"] == "complete"
     assert "redraw" not in json.loads((low / ".detect" / "settings.json").read_text())
+
+
+def edit_manifest(seg, **changes) -> None:
+    manifest = json.loads((seg / "manifest.json").read_text())
+    for dotted, value in changes.items():
+        *path, last = dotted.split("__")
+        place = manifest
+        for part in path:
+            place = place[part]
+        place[last] = value
+    (seg / "manifest.json").write_text(json.dumps(manifest))
+
+
+def redraw_error(seg, capsys, *flags) -> str:
+    assert main(["redraw", str(seg), "--no-eval", "--no-report", "--quiet", *flags]) != 0
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_folder_detect_did_not_write_or_a_run_that_did_not_finish_is_refused(low, capsys):
+    edit_manifest(low, status="failed")
+    assert redraw_error(low, capsys) == (f"detect: error: {low}: the run did not finish (status failed); finish it "
+                                         f"with --resume before redrawing")
+    (low / ".detect" / "settings.json").unlink()
+    assert redraw_error(low, capsys) == (f"detect: error: {low}: not written by detect (no .detect/settings.json); "
+                                         f"nothing to redraw")
+
+
+def test_a_manifest_without_source_or_settings_and_a_folder_without_journal_are_refused(low, capsys):
+    edit_manifest(low, settings__draw="?")
+    assert redraw_error(low, capsys) == (f"detect: error: {low / 'manifest.json'}: records no drawing settings; "
+                                         f"cannot redraw")
+    edit_manifest(low, input__path=None)
+    assert redraw_error(low, capsys) == f"detect: error: {low / 'manifest.json'}: names no source file; cannot redraw"
+    edit_manifest(low, input__path=str(TINY_V2), settings__draw={"threshold": 0.2})
+    (low / ".detect" / "journal.jsonl").unlink()
+    assert redraw_error(low, capsys) == (f"detect: error: {low}: no journal of the frames the run finished "
+                                         f"(.detect/journal.jsonl); cannot redraw")
+
+
+def test_a_manifest_whose_settings_cannot_be_read_back_is_refused(low, capsys):
+    edit_manifest(low, settings__gif_width="wide")
+    assert redraw_error(low, capsys).startswith(f"detect: error: {low / 'manifest.json'}: its settings cannot be "
+                                                f"read back (")
+
+
+def test_a_source_that_is_now_a_folder_or_another_segment_is_refused(low, tmp_path, real_frame_path, capsys):
+    edit_manifest(low, input__path=str(tmp_path))
+    assert redraw_error(low, capsys) == (f"detect: error: {low}: cannot redraw: its source file {tmp_path} is no "
+                                         f"longer a file")
+    edit_manifest(low, input__path=str(real_frame_path), input__fingerprint=None)
+    assert redraw_error(low, capsys) == (f"detect: error: {low}: cannot redraw: its source file {real_frame_path} "
+                                         f"has changed since the run (it holds segment {REAL_SEGMENT})")
+
+
+def test_an_unfinished_redraw_is_named_when_a_resume_is_asked():
+    from pathlib import Path
+
+    from detect.engine.lifecycle import resume_refusal
+    seg = Path("out/seg")
+    assert resume_refusal(seg, {"draw_threshold": 0.6, "redraw": "unfinished"}, {"draw_threshold": 0.6}) == (
+        "out/seg: a redraw of it did not finish; `detect redraw out/seg` finishes it, or use --overwrite to run the "
+        "model again")
+    assert resume_refusal(seg, {"draw_threshold": 0.6, "draw": "auto"}, {"draw_threshold": 0.5, "draw": "errors"}) == (
+        "out/seg was drawn with other settings (draw 'auto' -> 'errors'; draw_threshold 0.6 -> 0.5); `detect redraw "
+        "out/seg --draw errors --threshold 0.5` redraws it without the model; use --overwrite to run the model again")
+
+
+def test_source_problems_read_as_the_end_of_a_sentence(tmp_path):
+    from detect.waymo.source_check import SourceFingerprint, source_problem, take_fingerprint
+    path = tmp_path / "seg.parquet"
+    path.write_bytes(b"x" * (3 << 20))
+    recorded = take_fingerprint(str(path))
+    assert recorded is not None and source_problem(str(path), recorded) is None
+    assert SourceFingerprint.from_json(recorded.to_json()) == recorded
+    assert SourceFingerprint.from_json({"size": True, "sampled_sha256": "0" * 64}) is None
+    middle = bytearray(path.read_bytes())
+    middle[3 << 19] = ord("y")  # the middle is not sampled: a check, not a proof
+    path.write_bytes(bytes(middle))
+    assert source_problem(str(path), recorded) is None
+    path.write_bytes(b"y" + bytes(middle[1:]))
+    assert source_problem(str(path), recorded) == "has changed since the run (same size, other bytes)"
+    assert source_problem(str(path), None) is None
+    assert source_problem("nosuch://bucket/seg.parquet", recorded) == "cannot be reached"
+
+
+def test_a_redraw_keeps_the_tracker_detect_track_set_unless_the_threshold_changes(low, capsys):
+    import pyarrow.parquet as pq
+
+    assert main(["track", str(low), "--threshold", "0.99"]) == 0
+    assert main(["redraw", str(low), "--no-eval", "--no-report", "--quiet"]) == 0
+    assert pq.read_table(low / "detections.parquet").column("track_id").null_count > 0
+    assert json.loads((low / "manifest.json").read_text())["tracking"]["params"]["high_score"] == 0.99
+    assert main(["redraw", str(low), "--threshold", "0.6", "--no-eval", "--no-report", "--quiet"]) == 0
+    assert json.loads((low / "manifest.json").read_text())["tracking"]["params"]["high_score"] == 0.6

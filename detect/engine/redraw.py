@@ -115,7 +115,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
     segment = manifest.segment_context_name
     results = finished_frames(directory, segment)
     if not results:
-        raise InputError(f"{directory}: no journal of the frames the run finished (.detect/journal); cannot redraw")
+        raise InputError(f"{directory}: no journal of the frames the run finished (.detect/journal.jsonl); cannot redraw")
     keys = read_keys(resolve_one(uri))
     if keys.segment_context_name != segment:
         raise InputError(f"{directory}: cannot redraw: its source file {uri} has changed since the run "
