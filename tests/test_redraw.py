@@ -56,7 +56,7 @@ def test_a_redraw_at_a_new_threshold_writes_what_a_fresh_run_at_it_writes(runs, 
     assert before.keys() == outputs(fresh).keys() and before != outputs(fresh)
     assert main(["redraw", str(low), "--threshold", "0.6"]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines()[0].startswith(f"{TINY_SEGMENT}: 15 image(s) redrawn at threshold 0.6 (frames, GIFs, MP4s")
+    assert out.splitlines()[0].startswith(f"{TINY_SEGMENT}: 15 images redrawn at 0.6 (frames, GIFs, MP4s, mosaic) in ")
     assert err.splitlines()[0] == f"detect: redrawing {low} ..."
     redrawn = outputs(low, plots=True)
     assert sorted(redrawn) == sorted(outputs(fresh, plots=True))
@@ -85,7 +85,7 @@ def test_a_run_folder_redraws_each_segment(runs, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(runs[0], run / TINY_SEGMENT)
     assert main(["redraw", str(run), "--threshold", "0.6", "--no-eval", "--no-report"]) == 0
-    assert capsys.readouterr().out.startswith(f"{TINY_SEGMENT}: 15 image(s) redrawn at threshold 0.6")
+    assert capsys.readouterr().out.startswith(f"{TINY_SEGMENT}: 15 images redrawn at 0.6 (")
     assert outputs(run / TINY_SEGMENT) == outputs(runs[1])
 
 

@@ -81,8 +81,9 @@ class Redrawn:
     seconds: float
 
     def line(self) -> str:
-        return (f"{printable(self.segment_context_name)}: {self.images} image(s) redrawn at threshold "
-                f"{self.threshold:g} ({', '.join(self.written) or 'table only'}) in {self.seconds:.1f} s")
+        images = f"{self.images} image{'' if self.images == 1 else 's'}"
+        return (f"{printable(self.segment_context_name)}: {images} redrawn at {self.threshold:g} "
+                f"({', '.join(self.written) or 'table only'}) in {self.seconds:.1f} s")
 
 
 def redraw_segment(directory: Path, request: RedrawRequest) -> Redrawn:
