@@ -236,11 +236,29 @@ def test_source_problems_read_as_the_end_of_a_sentence(tmp_path):
 
 
 def test_a_redraw_keeps_the_tracker_detect_track_set_unless_the_threshold_changes(low, capsys):
-    import pyarrow.parquet as pq
-
-    assert main(["track", str(low), "--threshold", "0.99"]) == 0
+    assert main(["track", str(low), "--threshold", "0.9", "--lost-seconds", "2"]) == 0
+    params = json.loads((low / "manifest.json").read_text())["tracking"]["params"]
+    assert params["high_score"] == 0.9 and params["lost_seconds"] == 2
     assert main(["redraw", str(low), "--no-eval", "--no-report", "--quiet"]) == 0
-    assert pq.read_table(low / "detections.parquet").column("track_id").null_count > 0
-    assert json.loads((low / "manifest.json").read_text())["tracking"]["params"]["high_score"] == 0.99
+    assert json.loads((low / "manifest.json").read_text())["tracking"]["params"] == params
     assert main(["redraw", str(low), "--threshold", "0.6", "--no-eval", "--no-report", "--quiet"]) == 0
-    assert json.loads((low / "manifest.json").read_text())["tracking"]["params"]["high_score"] == 0.6
+    params = json.loads((low / "manifest.json").read_text())["tracking"]["params"]
+    assert params["high_score"] == 0.6 and params["lost_seconds"] == 2  # the lost buffer kept
+
+
+def test_errors_asked_of_a_run_without_labels_are_refused(low, capsys):
+    edit_manifest(low, input__labels=None)
+    assert redraw_error(low, capsys, "--draw", "errors") == (f"detect: error: {low}: --draw errors asks for labels, "
+                                                             f"but the run had none; cannot redraw")
+
+
+def test_in_a_run_folder_a_segment_that_cannot_be_redrawn_is_left_out_with_a_note(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    for name in ("a", "b"):
+        shutil.copytree(runs[0], run / name)
+    with SegmentLock(run / "b"):
+        assert main(["redraw", str(run), "--threshold", "0.6", "--no-eval", "--no-report"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{TINY_SEGMENT}: 15 images redrawn at 0.6 (") and len(out.splitlines()) == 1
+    assert err.splitlines()[-1].startswith(f"detect: note: {run / 'b'} is being written by another detect process")
+    assert err.splitlines()[-1].endswith("; left out")

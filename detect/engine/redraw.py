@@ -125,6 +125,8 @@ def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
     class_map = _class_map(manifest, request.class_map)
     settings = _settings(recorded, manifest, request, class_map)
     labels = _labels(keys, source_info.get("ground_truth")) if source_info.get("labels") is not None else None
+    if settings.draw_labels and labels is None:
+        raise InputError(f"{directory}: --draw errors asks for labels, but the run had none; cannot redraw")
     job = SegmentJob.judged(settings, labels is not None, manifest.model.knows_classes)
     params = _tracker(settings, manifest, request.threshold is not None)
 
