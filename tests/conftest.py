@@ -50,7 +50,7 @@ TIMEOUTS = {"signals": 300, "ray": 600}
 # The files that take longest (Ray, the real models: tens of seconds each) go to the workers first.
 # pytest-xdist (`--dist loadfile --no-loadscope-reorder`, Makefile) hands out files in this order;
 # a long file handed out last keeps one worker busy while the other has nothing left to do.
-LONG_FILES = ("test_signals.py", "test_ray_engine.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
+LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
               "test_eval.py")
 
 

@@ -205,10 +205,10 @@ class SegmentLifecycle:
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
-                detections = finished.section("counts").get("detections")
+                detections, drawn = (finished.section("counts").get(k) for k in ("detections", "drawn"))
                 return SegmentReport(segment, prepared.path, COMPLETE, len(planned), 0, len(lifecycle.done), (),
                                      detections if isinstance(detections, int) else 0, clock() - started,
-                                     already_complete=True)
+                                     already_complete=True, drawn=drawn if isinstance(drawn, int) else None)
             if lifecycle.pending:
                 lifecycle._journal = journal.Journal(prepared.path, prepared.intact)
         except BaseException:
@@ -349,6 +349,7 @@ class SegmentLifecycle:
                 "images_resumed": report.images_resumed,
                 "images_failed": len(report.failures),
                 "detections": report.detections,
+                "drawn": report.drawn,  # at or above the drawing threshold: what the frames, pages and summary count
                 "detections_by_label": label_counts(self.results.values()),
                 "invalid_boxes": sum(r.detections.invalid for r in self.results.values()),
             },

@@ -199,8 +199,8 @@ def draw_detections(
 
 
 def legend_font_size(width: int, height: int) -> int:
-    """The text size of a frame's legend: three quarters of the chips'."""
-    return max(10, round(0.75 * scaled_font_size(width, height)))
+    """The text size of a frame's legends: the chips' (readable once the frame is shrunk for the GIF)."""
+    return scaled_font_size(width, height)
 
 
 def paint_track_legend(canvas: np.ndarray) -> None:

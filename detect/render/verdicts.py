@@ -135,7 +135,7 @@ def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int
         entries.append((None, f"not drawn: {', '.join(WaymoType(t).name for t in left_out)} labels (model has no such class)"))
     if tracked:
         entries.append((None, TRACK_LEGEND))
-    size = legend_font_size(width, height)
+    size = legend_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF and mosaic tiles
     while size > 8 and max(chip_width(text, size) + 2 * chip_height(size) for _, text in entries) > width // 2:
         size -= 1
     step = chip_height(size)
