@@ -89,14 +89,18 @@ def test_a_completed_segment_with_other_settings_is_refused_not_skipped(tiny_v2_
     code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))
     assert code == 1
     assert "already complete" not in out + err
-    assert f"{segment_dir} was written with other settings ({change}" in out + err
-    assert "); use --overwrite to start again" in out + err
+    if change.startswith("draw_threshold"):  # the drawing alone: `detect redraw` redraws it without the model
+        assert (f"{segment_dir} was drawn with other settings ({change}); `detect redraw {segment_dir} --threshold "
+                f"0.3` redraws it without the model; use --overwrite to run the model again") in out + err
+    else:
+        assert f"{segment_dir} was written with other settings ({change}" in out + err
+        assert "); use --overwrite to start again" in out + err
     assert "unexpected" not in err
     assert {p: p.read_bytes() for p in sorted(segment_dir.rglob("*")) if p.is_file()} == before  # nothing lost
     run_file = json.loads((tmp_path / "run.json").read_text())  # the record of what is on disk stays
     assert run_file["this_run"]["failed"] == 1
-    assert [(s["status"], s["note"].startswith(f"{segment_dir} was written with other settings"))
-            for s in run_file["segments"]] == [("done", True)]
+    refusal = f"{segment_dir} was {'drawn' if change.startswith('draw_threshold') else 'written'} with other settings"
+    assert [(s["status"], s["note"].startswith(refusal)) for s in run_file["segments"]] == [("done", True)]
     # Refused again on a rerun; redone with --overwrite; then the same settings skip it.
     assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))[0] == 1
     assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again, "--overwrite"))[0] == 0

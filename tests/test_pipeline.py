@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT, lower_priority
+from conftest import REAL_SEGMENT, ROOT, TINY_SEGMENT, lower_priority
 
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
@@ -133,8 +133,10 @@ def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path,
     assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     capsys.readouterr()
     assert run(tiny_v2_path, "--out", tmp_path, "--resume", "--threshold", "0.3", model=stub_dynamic_dir) == 2
-    assert ("was written with other settings (draw_threshold 0.5 -> 0.3); use --overwrite to start again"
-            in capsys.readouterr().err)
+    seg = tmp_path / TINY_SEGMENT
+    assert capsys.readouterr().err.strip() == (
+        f"detect: error: {seg} was drawn with other settings (draw_threshold 0.5 -> 0.3); `detect redraw {seg} "
+        f"--threshold 0.3` redraws it without the model; use --overwrite to run the model again")
 
 
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):

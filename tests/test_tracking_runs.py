@@ -76,8 +76,8 @@ def test_detect_track_gives_the_runs_ids_again_and_follows_its_threshold(tracked
     assert main(["track", str(tracked)]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"{TINY_SEGMENT}: ") and "track(s) over" in out
-    assert err.strip() == ("detect: note: frames, animations and pages drawn before show no track ids; tables and "
-                           "eval read the new ones")
+    assert err.strip() == (f"detect: note: frames and animations drawn before show the old track ids; `detect redraw "
+                           f"{tracked}` draws the new ones; tables and eval read them now")
     np.testing.assert_array_equal(ids_of(tracked)[1], before)
     assert main(["track", str(tracked), "--threshold", "0.99"]) == 0  # nothing scores that high: no track
     assert (ids_of(tracked)[1] == -1).all()

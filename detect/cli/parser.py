@@ -24,6 +24,7 @@ from detect.cli.flag_values import (
 )
 from detect.cli.info_and_model import cmd_info, cmd_model
 from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report, cmd_track
+from detect.cli.redraw import cmd_redraw
 from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import DEFAULT_MODEL_HELP, MODEL_ENV
@@ -160,6 +161,27 @@ def build_parser() -> argparse.ArgumentParser:
                        help="which classes track together (a Waymo type's classes share ids; default: COCO -> Waymo)")
     _common(track)
     track.set_defaults(handler=cmd_track)
+
+    redraw = commands.add_parser(
+        "redraw", help="frames, animations, table, eval and report again at a new threshold, without the model",
+        description="Redraw each finished segment under RESULTS from its source images and its recorded boxes "
+        "(every box down to the score floor): frames, GIFs, mosaic and MP4s as the run wrote them, the track ids "
+        "for the new threshold, then the evaluation and the report. Seconds, not the model's minutes; in each "
+        "segment's lock; the source file must be the one the run read.")
+    redraw.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    redraw.add_argument("--threshold", type=unit_float, metavar="SCORE",
+                        help="minimum score to draw a box (default: the run's)")
+    redraw.add_argument("--draw", choices=DRAW_MODES, help="what the frames show (default: as the run drew them)")
+    redraw.add_argument("--draw-unscored", choices=UNSCORED,
+                        help="classes with no Waymo type: thin boxes, chips or none (default: as the run drew them)")
+    redraw.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), metavar="N",
+                        help="workers drawing and encoding frames (default: as `detect segment`)")
+    redraw.add_argument("--no-eval", dest="evaluate", action="store_false", help="do not evaluate afterwards")
+    redraw.add_argument("--no-report", dest="report", action="store_false", help="do not rewrite the report")
+    redraw.add_argument("--quiet", action="store_true", help="no status lines, no summary")
+    _matching(redraw)
+    _common(redraw)
+    redraw.set_defaults(handler=cmd_redraw)
     return parser
 
 

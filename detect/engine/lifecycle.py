@@ -48,6 +48,7 @@ from detect.sinks.tracks import live_tracking_notes, track_table, tracking_recor
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
+from detect.waymo.source_check import take_fingerprint
 
 Clock = Callable[[], float]
 # (segment_dir, width=, mp4=, gif=, segment_context_name=) -> written paths; the Ray engine runs it remotely.
@@ -109,8 +110,7 @@ def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, 
         return {}, 0
     previous = journal.load_settings(segment_dir)
     if previous is not None and previous != resume_key:
-        changes = "; ".join(journal.differences(previous, resume_key))
-        raise UsageError(f"{segment_dir} was written with other settings ({changes}); use --overwrite to start again")
+        raise UsageError(resume_refusal(segment_dir, previous, resume_key))
     journal.save_settings(segment_dir, resume_key)
     for stale in list(layout.temp_files(segment_dir)):
         stale.unlink()  # half-written files of a run that was killed
@@ -121,6 +121,25 @@ def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, 
         done = {k: v for k, v in done.items()
                 if frame_path(segment_dir, k.camera_name, k.frame_timestamp_micros, settings.frame_format).exists()}
     return done, intact
+
+
+# Resume-key entries `detect redraw` changes without the model, and its flag for each.
+REDRAWABLE = {"draw_threshold": "--threshold", "draw_unscored": "--draw-unscored", "draw": "--draw", "errors": None}
+
+
+def resume_refusal(segment_dir: Path, previous: dict[str, object], wanted: dict[str, object]) -> str:
+    """Why a segment cannot be resumed with these settings, and what to do: `detect redraw` when
+    only the drawing differs (or a redraw was left unfinished), else --overwrite."""
+    changes = "; ".join(journal.differences({k: v for k, v in previous.items() if k != "redraw"}, wanted))
+    if previous.get("redraw") is not None:
+        return (f"{segment_dir}: a redraw of it did not finish; `detect redraw {segment_dir}` finishes it, "
+                f"or use --overwrite to run the model again")
+    changed = [k for k in set(previous) | set(wanted) if previous.get(k) != wanted.get(k)]
+    if not all(k in REDRAWABLE for k in changed):
+        return f"{segment_dir} was written with other settings ({changes}); use --overwrite to start again"
+    flags = " ".join(f"{REDRAWABLE[k]} {wanted[k]}" for k in sorted(changed) if REDRAWABLE[k] is not None)
+    return (f"{segment_dir} was drawn with other settings ({changes}); `detect redraw {segment_dir} {flags}` "
+            f"redraws it without the model; use --overwrite to run the model again")
 
 
 def finished_manifest(segment_dir: Path) -> Manifest | None:
@@ -160,6 +179,8 @@ class SegmentLifecycle:
         self._track_ids: np.ndarray | None = None  # the track ids `finish` wrote into the table
         self.live: LiveTracks | None = None  # ids given while the frames are drawn (`track_live`)
         self._notes: list[str] = []
+        # Taken when the segment opens (the file the run reads), so `detect redraw` can tell a changed one.
+        self._source_fingerprint = take_fingerprint(keys.source.uri)
 
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, job: SegmentJob, model_facts: ModelFacts, *,
@@ -299,6 +320,7 @@ class SegmentLifecycle:
             "status": report.status,
             "segment_context_name": report.segment_context_name,
             "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
+                      "fingerprint": None if self._source_fingerprint is None else self._source_fingerprint.to_json(),
                       "ground_truth": self.keys.labels if self.labels is None else self.labels.origin,
                       "labels": None if self.labels is None else
                       sum(len(self.labels.get(k)) for k in self.results),

@@ -20,7 +20,7 @@ from detect.core.errors import OutputError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
-from detect.engine.lifecycle import finished_manifest
+from detect.engine.lifecycle import finished_manifest, resume_refusal
 from detect.engine.loading import LoadedModel, expected_facts, load_model, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
@@ -200,9 +200,11 @@ def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object
         changes = [] if expected is None else changed_settings(segment_dir, expected(name))
     except OutputError as error:  # a corrupt settings file: refused, never skipped unchecked
         return SegmentOutcome(source.uri, name, Status.FAILED, error=str(error))
-    if changes:  # never skipped as done: the run folder would mix settings
-        return SegmentOutcome(source.uri, name, Status.FAILED, error=f"{segment_dir} was written with other settings "
-                                                                     f"({'; '.join(changes)}); use --overwrite to start again")
+    if changes and expected is not None:  # never skipped as done: the run folder would mix settings
+        wanted = expected(name)
+        recorded = journal.load_settings(segment_dir) or {}
+        refusal = resume_refusal(segment_dir, {k: recorded.get(k) for k in wanted}, wanted)
+        return SegmentOutcome(source.uri, name, Status.FAILED, error=refusal)
     if manifest.status == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.status == COMPLETE_WITH_FAILURES and not retry_failed:

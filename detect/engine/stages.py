@@ -21,6 +21,7 @@ from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult,
 from detect.engine.spec import SegmentJob
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections, paint_watermark
+from detect.render.trails import FrameTracks
 from detect.render.verdicts import draw_errors, judge
 from detect.sinks.animations import AnimationFrame, prepare_animation_frame
 from detect.sinks.frames import write_frame
@@ -115,11 +116,13 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     settings = job.settings
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
+    drawn_tracks = None if tracks is None else FrameTracks(tracks.track_ids, tracks.trails)
     if job.errors is not None and labels is not None:
-        draw_errors(frame, judge(detections, labels, job.errors, settings.style), line_width=settings.style.line_width)
+        draw_errors(frame, judge(detections, labels, job.errors, settings.style, drawn_tracks),
+                    line_width=settings.style.line_width)
         annotated = paint_watermark(frame, settings.style)
     else:
-        drawn = draw_detections(frame, detections, settings.style, in_place=True)  # the frame is ours
+        drawn = draw_detections(frame, detections, settings.style, in_place=True, tracks=drawn_tracks)  # ours
         assert isinstance(drawn, np.ndarray)
         annotated = drawn
     t1 = time.thread_time()

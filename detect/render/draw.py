@@ -11,6 +11,7 @@ from PIL import Image
 from detect.core.errors import UsageError
 from detect.core.records import Detections
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at, place_chips
+from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
 
 # A fixed, high-contrast palette (Tableau 20 reordered so neighbouring COCO ids differ strongly).
 # A class keeps its color across frames, cameras and runs: color = palette[class_id % len].
@@ -124,6 +125,11 @@ def _checked(image: object) -> np.ndarray:
 
 def select_detections(detections: Detections, style: DrawStyle) -> Detections:
     """The boxes `style` asks for: above threshold, in `classes`, at most `max_boxes`, best first."""
+    return detections.select(selected_rows(detections, style))
+
+
+def selected_rows(detections: Detections, style: DrawStyle) -> np.ndarray:
+    """The rows `select_detections` keeps, in its order."""
     keep = detections.scores >= style.threshold
     if style.classes is not None:
         keep &= np.isin(detections.class_ids, list(style.classes))
@@ -131,7 +137,7 @@ def select_detections(detections: Detections, style: DrawStyle) -> Detections:
     index = index[np.argsort(-detections.scores[index], kind="stable")]
     if style.max_boxes is not None:
         index = index[: style.max_boxes]
-    return detections.select(index)
+    return index
 
 
 def chip_text(label: str, class_id: int, score: float, style: DrawStyle, track_id: int | None = None) -> str | None:
@@ -146,11 +152,13 @@ def chip_text(label: str, class_id: int, score: float, style: DrawStyle, track_i
 
 def draw_detections(
     image: np.ndarray | Image.Image, detections: Detections, style: DrawStyle | None = None,
-    *, in_place: bool = False,
+    *, in_place: bool = False, tracks: FrameTracks | None = None,
 ) -> np.ndarray | Image.Image:
     """`detections` drawn on a copy of `image`, returned as the same kind of image (array in,
     array out; PIL in, PIL out). The input is left untouched, unless `in_place` asks to draw on
     `image` itself (a writable C-contiguous array the caller owns; saves a full-frame copy).
+    `tracks` (the segment is tracked): each box's id in its chip (`#17 car 0.83`), its trail
+    behind it in its class color, and a legend line that says so.
 
     Drawing works on the numpy array: on a 1920x1280 frame this avoids two full-frame copies
     through Pillow's 4-byte pixel layout (~20 ms a frame here) and hands fpng its input as is.
@@ -164,12 +172,17 @@ def draw_detections(
         canvas = _checked(image)
     else:
         canvas = to_array(image)
-    chosen = select_detections(detections, style)
+    rows = selected_rows(detections, style)
+    chosen = detections.select(rows)
+    ids = tracks.ids_of(rows, len(detections)) if tracks is not None else [None] * len(rows)
     texts = [
-        chip_text(label, int(cid), float(score), style)
-        for label, cid, score in zip(chosen.labels, chosen.class_ids, chosen.scores, strict=True)
+        chip_text(label, int(cid), float(score), style, track_id)
+        for label, cid, score, track_id in zip(chosen.labels, chosen.class_ids, chosen.scores, ids, strict=True)
     ]
     colors = [style.palette[int(cid) % len(style.palette)] for cid in chosen.class_ids]
+    if tracks is not None:  # under the boxes and chips
+        height, width = canvas.shape[:2]
+        paint_trails(canvas, *tracks.trails_of(ids, colors), style.line_width or scaled_line_width(width, height))
     draw_boxes(
         canvas,
         chosen.xyxy,
@@ -179,8 +192,23 @@ def draw_detections(
         font_size=style.font_size,
         dashed=style.dashed,
     )
+    if tracks is not None:
+        paint_track_legend(canvas)
     paint_watermark(canvas, style)
     return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
+
+
+def legend_font_size(width: int, height: int) -> int:
+    """The text size of a frame's legends: the chips' (readable once the frame is shrunk for the GIF)."""
+    return scaled_font_size(width, height)
+
+
+def paint_track_legend(canvas: np.ndarray) -> None:
+    """`TRACK_LEGEND` in the top-right corner of `canvas`, in place (a tracked segment's frames)."""
+    height, width = canvas.shape[:2]
+    size = legend_font_size(width, height)
+    if chip_height(size) <= height and chip_width(TRACK_LEGEND, size) <= width:
+        paint_chip_at(canvas, (width - chip_width(TRACK_LEGEND, size), 0), TRACK_LEGEND, WATERMARK_COLOR, size)
 
 
 def paint_watermark(canvas: np.ndarray, style: DrawStyle) -> np.ndarray:

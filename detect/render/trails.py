@@ -1,13 +1,45 @@
 """Trails behind tracked boxes: a line through the bottom-centre points of the object's last second,
-thinner and fading towards its oldest point, drawn on a uint8 `(H, W, 3)` canvas in place."""
+thinner and fading towards its oldest point, drawn on a uint8 `(H, W, 3)` canvas in place; and
+`FrameTracks`, what the drawing takes of the tracker for one image."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from detect.render.chips import RGB
+
+# The legend line of a tracked segment's frames (both drawing modes).
+TRACK_LEGEND = "#N: track id, line: last second"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FrameTracks:
+    """One image's tracks as the drawing takes them: a track id per box of its detections (in the
+    detections' row order; -1: not tracked) and each track's trail, `[n, 2]` bottom-centre points
+    oldest first (`detect.track.trail_history` keeps them; a redraw rebuilds them from the table)."""
+
+    track_ids: np.ndarray
+    trails: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.track_ids)
+        if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+            raise ValueError(f"track_ids must be a 1-D integer array, got shape {ids.shape} and dtype {ids.dtype}")
+        object.__setattr__(self, "track_ids", ids.astype(np.int64))
+
+    def ids_of(self, rows: Sequence[int] | np.ndarray, boxes: int) -> list[int | None]:
+        """The track id of each of `rows` (None: not tracked); `boxes` is the detections' length."""
+        if len(self.track_ids) != boxes:
+            raise ValueError(f"expected one track id per box ({boxes}), got {len(self.track_ids)}")
+        return [None if self.track_ids[r] < 0 else int(self.track_ids[r]) for r in rows]
+
+    def trails_of(self, ids: Sequence[int | None], colors: Sequence[RGB]) -> tuple[dict[int, np.ndarray], dict[int, RGB]]:
+        """The trails of the drawn boxes' tracks (`ids`, one per drawn box) and each one's color."""
+        chosen = {i: c for i, c in zip(ids, colors, strict=True) if i is not None and i in self.trails}
+        return {i: self.trails[i] for i in chosen}, chosen
 
 
 def paint_trails(canvas: np.ndarray, trails: Mapping[int, np.ndarray], colors: Mapping[int, RGB], line_width: int) -> None:

@@ -12,7 +12,9 @@ counts, as at LEVEL_2), so the picture and `matches.parquet` name the same objec
 
 Colors from Okabe and Ito's palette (told apart with each common color-vision deficiency), each
 state with its own line style too, so grey-scale prints and every reader can tell them apart.
-Labels of types the model cannot output are left out (the legend says which).
+Labels of types the model cannot output are left out (the legend says which). In a tracked
+segment a detection's chip starts with its track id (`#17 car 0.83`, `FA #17 car 0.31`) and its
+trail follows it in its state's color; the legend says so.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip
-from detect.render.draw import DrawStyle, chip_text, draw_boxes, paint_outline, scaled_font_size, scaled_line_width
+from detect.render.draw import (
+    DrawStyle,
+    chip_text,
+    draw_boxes,
+    legend_font_size,
+    paint_outline,
+    scaled_font_size,
+    scaled_line_width,
+)
+from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
@@ -40,33 +51,43 @@ class Judged:
     states: tuple[str, ...]
     texts: tuple[str | None, ...]
     left_out: tuple[int, ...]  # label types the model cannot output (not drawn)
+    track_ids: tuple[int | None, ...] | None = None  # per box in a tracked segment (None: no id); None: untracked
+    trails: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)  # the drawn tracks' trails
+
+    @property
+    def tracked(self) -> bool:
+        return self.track_ids is not None
 
     def count(self, state: str) -> int:
         return sum(1 for s in self.states if s == state)
 
 
-def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: DrawStyle) -> Judged:
+def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: DrawStyle,
+          tracks: FrameTracks | None = None) -> Judged:
     """Every box to draw on one frame with its state, best-scoring detections first, then the
-    missed labels (largest first)."""
+    missed labels (largest first); `tracks` (a tracked segment) adds each detection's id and trail."""
     frame = rules.match(detections, labels)
     mapped, dt, gt = frame.boxes, frame.detections, frame.labels
     label_kept = np.zeros(len(labels), bool)
     label_kept[gt] = True
-    boxes: list[tuple[float, np.ndarray, str, str | None]] = []  # (score, box, state, text)
+    boxes: list[tuple[float, np.ndarray, str, str | None, int | None]] = []  # (score, box, state, text, id)
     for j, i in enumerate(dt):
         score = float(mapped.scores[i])
         if score < style.threshold or not _wanted(mapped.rows[i], detections, style):
             continue
         state = HIT if frame.hits[j] else FALSE_ALARM
         name = _name(mapped.rows[i], detections, int(mapped.types[i]))
-        text = chip_text(name, int(mapped.class_ids[i]), score, style)
-        boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text))
+        track_id = _track_id(mapped.rows[i], tracks, len(detections))
+        text = chip_text(name, int(mapped.class_ids[i]), score, style, track_id)
+        boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text, track_id))
     for row in frame.unmapped_rows(len(detections)) if style.unscored != "none" else ():
         score = float(detections.scores[row])
         if score < style.threshold or not _wanted((row,), detections, style):
             continue
-        text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style)
-        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text if style.unscored == "chips" else None))
+        track_id = _track_id((row,), tracks, len(detections))
+        text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style, track_id)
+        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER,
+                      text if style.unscored == "chips" else None, track_id))
     boxes.sort(key=lambda b: -b[0])
     if style.max_boxes is not None:
         boxes = boxes[: style.max_boxes]
@@ -77,7 +98,12 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
     states = [b[2] for b in boxes] + [MISSED] * len(missed)
     texts = [b[3] for b in boxes] + [f"MISS {WaymoType(int(labels.types[gt[g]])).name}" for g in missed]
     left_out = sorted({int(t) for t in labels.types[~label_kept]})
-    return Judged(np.asarray(xyxy, np.float64).reshape(-1, 4), tuple(states), tuple(texts), tuple(left_out))
+    judged = Judged(np.asarray(xyxy, np.float64).reshape(-1, 4), tuple(states), tuple(texts), tuple(left_out))
+    if tracks is None:
+        return judged
+    ids = [b[4] for b in boxes] + [None] * len(missed)
+    trails, _ = tracks.trails_of(ids, [COLORS[s] for s in states])
+    return dataclasses.replace(judged, track_ids=tuple(ids), trails=trails)
 
 
 def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = None) -> None:
@@ -89,20 +115,27 @@ def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = 
     texts = [t if s != MISSED or (b[3] - b[1]) >= 2 * chip_height(size) else None
              for t, s, b in zip(judged.texts, judged.states, judged.xyxy, strict=True)]
     widths = [max(1, lw // 2) if s == OTHER else lw for s in judged.states]
+    if judged.trails:  # under the boxes, each in its box's state color
+        ids = judged.track_ids or ()
+        colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
+        paint_trails(canvas, judged.trails, colors, lw)
     # Missed labels under the detections: drawn first, listed last (draw_boxes puts the first on top).
     draw_boxes(canvas, judged.xyxy, texts, [COLORS[s] for s in judged.states], line_width=lw,
                lines=[LINES[s] for s in judged.states], widths=widths)
-    paint_error_legend(canvas, [OTHER] if OTHER in judged.states else [], judged.left_out)
+    paint_error_legend(canvas, [OTHER] if OTHER in judged.states else [], judged.left_out, tracked=judged.tracked)
 
 
-def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int, ...]) -> None:
+def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int, ...], *, tracked: bool = False) -> None:
     """The states (a line sample and a chip each) stacked in the top-right corner, sized to fit
-    within half the image's width; then the label types left out, if any."""
+    within half the image's width; then the label types left out, if any, and the track ids'
+    line when the segment is tracked."""
     height, width = canvas.shape[:2]
     entries: list[tuple[str | None, str]] = [(s, LEGEND[s]) for s in (HIT, FALSE_ALARM, MISSED, *extra)]
     if left_out:
         entries.append((None, f"not drawn: {', '.join(WaymoType(t).name for t in left_out)} labels (model has no such class)"))
-    size = scaled_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF and mosaic tiles
+    if tracked:
+        entries.append((None, TRACK_LEGEND))
+    size = legend_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF and mosaic tiles
     while size > 8 and max(chip_width(text, size) + 2 * chip_height(size) for _, text in entries) > width // 2:
         size -= 1
     step = chip_height(size)
@@ -118,6 +151,13 @@ def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int
             canvas[top:bottom, right - 2 * step:right] = (20, 20, 20)
             paint_outline(canvas, (right - 2 * step + lw, top + lw, right - lw - 1, bottom - lw - 1), COLORS[state], lw,
                           LINES[state])
+
+
+def _track_id(rows: tuple[int, ...], tracks: FrameTracks | None, boxes: int) -> int | None:
+    """A drawn box's track id: its first tracked row's (a rider and its bicycle: the rider's)."""
+    if tracks is None:
+        return None
+    return next((i for i in tracks.ids_of(rows, boxes) if i is not None), None)
 
 
 def _wanted(rows: tuple[int, ...], detections: Detections, style: DrawStyle) -> bool:

@@ -93,7 +93,8 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
         raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
     notes += [f"{failure}; left out" for failure in failures]
     if written:
-        notes.append("frames, animations and pages drawn before show no track ids; tables and eval read the new ones")
+        notes.append(f"frames and animations drawn before show the old track ids; `detect redraw {results}` draws the "
+                     f"new ones; tables and eval read them now")
     return Retracked(lines, written, notes, len(failures))
 
 

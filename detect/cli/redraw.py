@@ -1,0 +1,43 @@
+"""`detect redraw`: frames, animations and table again at a new threshold or drawing mode, without
+the model (`detect.engine.redraw`), then the evaluation and the report, as a run ends."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
+from detect.cli.followup import follow_up
+from detect.core.errors import InputError, OutputError
+from detect.engine.redraw import RedrawRequest, redraw_segment
+from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.run_folder import find_segment_folders
+
+
+def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    request = RedrawRequest(threshold=args.threshold, draw=args.draw, unscored=args.draw_unscored,
+                            class_map=args.class_map, workers=args.workers)
+    found = find_segment_folders(args.results)
+    folders = found.with_manifest()
+    if not folders:
+        raise InputError(found.nothing_found(args.results))
+    lines: list[str] = []
+    failures: list[str] = []
+    for directory in folders:
+        if not args.quiet:
+            print(f"detect: redrawing {directory} ...", file=err)
+        try:
+            lines.append(redraw_segment(directory, request).line())
+        except (InputError, OutputError) as error:
+            failures.append(str(error))
+    if failures and not lines:
+        raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
+    pooled = not (args.results / MANIFEST_FILE).is_file()
+    after = follow_up(args.results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
+                      protocol=args.protocol, pooled=pooled)
+    for note in [*(f"{failure}; left out" for failure in failures), *after.notes]:
+        print(f"detect: note: {note}", file=err)
+    if not args.quiet:
+        for line in [*lines, *after.lines]:
+            print(line, file=out)
+    return EXIT_FRAMES_FAILED if failures else EXIT_OK

@@ -1,0 +1,117 @@
+"""Track ids and trails in the frames: `#17 car 0.83` chips, a trail behind each tracked box (a crafted
+3-image sequence), the legend line in both drawing modes, and errors mode keeping its colors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detect.core.matching import PROTOCOLS
+from detect.core.records import Detections, Labels, WaymoType
+from detect.judge import ErrorRules
+from detect.model.classmap import default_class_map
+from detect.render.chips import chip_height, chip_width
+from detect.render.draw import (
+    WATERMARK_COLOR,
+    DrawStyle,
+    draw_boxes,
+    draw_detections,
+    legend_font_size,
+    paint_track_legend,
+)
+from detect.render.trails import TRACK_LEGEND, FrameTracks
+from detect.render.verdicts import COLORS, FALSE_ALARM, HIT, draw_errors, judge, paint_error_legend
+from detect.track.trail_history import Trails
+
+W, H = 640, 480
+
+
+def dets(xyxy, scores, classes) -> Detections:
+    labels = {3: "car", 1: "person"}
+    return Detections(np.asarray(xyxy, np.float32).reshape(-1, 4), np.asarray(scores, np.float32),
+                      np.asarray(classes, np.int32), tuple(labels[c] for c in classes))
+
+
+def blank() -> np.ndarray:
+    return np.zeros((H, W, 3), np.uint8)
+
+
+def test_a_tracked_box_chip_starts_with_its_id_and_the_frame_carries_the_track_legend():
+    d = dets([[100, 100, 200, 200], [300, 100, 360, 260]], [0.875, 0.75], [3, 1])
+    style = DrawStyle(threshold=0.5)
+    drawn = draw_detections(blank(), d, style, tracks=FrameTracks(np.array([17, -1])))
+    expected = blank()
+    palette = style.palette
+    draw_boxes(expected, d.xyxy, ["#17 car 0.88", "person 0.75"], [palette[3], palette[1]])
+    paint_track_legend(expected)
+    np.testing.assert_array_equal(drawn, expected)
+    untracked = draw_detections(blank(), d, style)
+    assert not np.array_equal(untracked, drawn)
+
+
+def test_the_track_legend_sits_in_the_top_right_corner():
+    canvas = blank()
+    paint_track_legend(canvas)
+    size = legend_font_size(W, H)
+    w, h = chip_width(TRACK_LEGEND, size), chip_height(size)
+    assert tuple(canvas[0, W - w]) == WATERMARK_COLOR and tuple(canvas[h - 1, W - 1]) == WATERMARK_COLOR
+    assert not canvas[h:].any() and not canvas[:, : W - w].any()
+
+
+def three_images() -> list[tuple[Detections, FrameTracks]]:
+    """One car moving 60 px right per image at 10 Hz, tracked as #4; a person not tracked."""
+    trails = Trails()
+    out = []
+    for k in range(3):
+        d = dets([[100 + 60 * k, 200, 160 + 60 * k, 300], [500, 50, 540, 150]], [0.9, 0.8], [3, 1])
+        ids = np.array([4, -1])
+        out.append((d, FrameTracks(ids, trails.update(1, k * 100_000, ids, d.xyxy))))
+    return out
+
+
+def test_a_trail_runs_behind_a_tracked_box_through_its_last_bottom_centres_fading_to_the_oldest():
+    d, tracks = three_images()[-1]
+    np.testing.assert_array_equal(tracks.trails[4], [(130, 300), (190, 300), (250, 300)])
+    style = DrawStyle(threshold=0.5, line_width=4, show_labels=False, show_scores=False)
+    drawn = draw_detections(blank(), d, style, tracks=tracks)
+    plain = draw_detections(blank(), d, style, tracks=FrameTracks(tracks.track_ids))  # the same without trails
+    trail = np.any(drawn != plain, axis=2)
+    ys, xs = np.nonzero(trail)
+    assert xs.min() == 129 and xs.max() == 251 and set(ys) <= set(range(298, 302))  # on its path (2-4 px thick)
+    car = np.array(style.palette[3], np.float64)
+    newest, oldest = drawn[300, 200].astype(np.float64), drawn[300, 140].astype(np.float64)
+    np.testing.assert_array_equal(newest, car)  # the newest segment in full color
+    np.testing.assert_allclose(oldest, np.round(car / 2), atol=1)  # the oldest blended half-way into black
+    assert not trail[:, 480:].any()  # the untracked person has none
+
+
+def test_errors_mode_keeps_the_state_colors_and_adds_the_id_and_the_trail():
+    d, tracks = three_images()[-1]
+    labels = Labels(np.array([[220, 200, 280, 300]], np.float32), np.array([WaymoType.VEHICLE], np.int8),
+                    np.full(1, 2, np.int8), ("a",))
+    rules = ErrorRules(default_class_map(), (int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN)), PROTOCOLS["coco"])
+    style = DrawStyle(threshold=0.5)
+    judged = judge(d, labels, rules, style, tracks)
+    assert judged.states == (HIT, FALSE_ALARM) and judged.texts == ("#4 car 0.90", "FA person 0.80")
+    assert judged.track_ids == (4, None) and list(judged.trails) == [4] and judged.tracked
+    assert judge(d, labels, rules, style).track_ids is None
+    canvas = blank()
+    draw_errors(canvas, judged)
+    assert tuple(canvas[300, 200]) == COLORS[HIT]  # the trail in the hit's color
+
+
+def test_the_error_legend_adds_the_track_line_when_the_segment_is_tracked():
+    untracked, tracked = blank(), blank()
+    paint_error_legend(untracked, [], ())
+    paint_error_legend(tracked, [], (), tracked=True)
+    step = chip_height(legend_font_size(W, H))
+    np.testing.assert_array_equal(untracked[: 3 * step], tracked[: 3 * step])
+    assert not untracked[3 * step:].any()
+    assert tuple(tracked[3 * step, W - 1]) == WATERMARK_COLOR and not tracked[4 * step:].any()
+
+
+def test_frame_tracks_check_their_shape_and_length():
+    with pytest.raises(ValueError, match=r"^track_ids must be a 1-D integer array, got shape \(1, 2\) and dtype int64$"):
+        FrameTracks(np.array([[1, 2]]))
+    with pytest.raises(ValueError, match=r"^expected one track id per box \(3\), got 2$"):
+        draw_detections(blank(), dets([[0, 0, 9, 9]] * 3, [0.9] * 3, [3] * 3), tracks=FrameTracks(np.array([1, 2])))
