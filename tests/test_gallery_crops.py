@@ -21,9 +21,10 @@ from detect.render.crop import CROP_SIDE, MIN_WINDOW, PAD, PARTNER, Outline, clo
 from detect.render.verdicts import COLORS
 from detect.report import gallery
 from detect.sinks.results_folder import Manifest
-from detect.sinks.source_images import read_source_images, sampled_fingerprint, source_problem
+from detect.sinks.source_images import read_source_images, source_problem
 from detect.waymo.readers import iter_frames
 from detect.waymo.schema import OBJECT_ID
+from detect.waymo.source_check import take_fingerprint
 
 CAR, PERSON = 3, 1
 TIMESTAMP = 1553735853462203
@@ -100,8 +101,9 @@ def test_each_example_has_its_partner_and_its_caption_says_what_it_is():
 
 
 def manifest(directory: Path, path: Path | None, recorded: Path | None = None, name: str = REAL_SEGMENT) -> Manifest:
-    found = sampled_fingerprint(recorded or path) if path is not None else None
-    data = {"segment_context_name": name, "input": {"path": None if path is None else str(path), "fingerprint": found}}
+    found = take_fingerprint(str(recorded or path)) if path is not None else None
+    data = {"segment_context_name": name, "input": {"path": None if path is None else str(path),
+                                                       "fingerprint": None if found is None else found.to_json()}}
     return Manifest.from_json(data, directory)
 
 
@@ -130,7 +132,7 @@ def test_a_source_file_gone_changed_or_not_recorded_is_one_line(real_frame_path,
     data = bytearray(source.read_bytes())
     data[-1] ^= 1  # the same size, another last byte
     source.write_bytes(bytes(data))
-    assert source_problem(recorded) == f"{source}: the source file changed since the run (its fingerprint differs)"
+    assert source_problem(recorded) == f"{source}: the source file has changed since the run (same size, other bytes)"
     assert read_source_images(recorded, {FRONT}).images == {}
     source.unlink()
     assert source_problem(recorded) == f"{source}: the source file is gone"

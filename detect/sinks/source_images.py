@@ -13,10 +13,8 @@ drawn frames. The file is read once, in one streaming pass that stops after the 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 from collections.abc import Collection, Mapping
-from pathlib import Path
 
 from PIL import Image
 
@@ -24,11 +22,12 @@ from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.sinks.results_folder import Manifest
+from detect.waymo import source_check
 from detect.waymo.images import check_size, jpeg_size
 from detect.waymo.readers import read_images
+from detect.waymo.source_check import SourceFingerprint
 
 FINGERPRINT = "fingerprint"  # the key under the manifest's `input` section
-SAMPLE = 1 << 20  # bytes hashed at each end of the file
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -39,38 +38,14 @@ class SourceImages:
     problem: str | None = None
 
 
-def sampled_fingerprint(path: Path) -> dict[str, object] | None:
-    """A local file's `input.fingerprint` (None when it cannot be read): its size, and a SHA-256 of
-    the size and its first and last MiB (the header and, for Parquet, the footer that indexes every
-    row group), so checking it costs the same for any file."""
-    try:
-        size = path.stat().st_size
-        digest = hashlib.sha256(str(size).encode())
-        with path.open("rb") as handle:
-            digest.update(handle.read(min(SAMPLE, size)))
-            if size > SAMPLE:
-                handle.seek(max(SAMPLE, size - SAMPLE))
-                digest.update(handle.read())
-    except OSError:
-        return None
-    return {"size": size, "sampled_sha256": digest.hexdigest()}
-
-
 def source_problem(manifest: Manifest) -> str | None:
     """Why the segment file a results folder was made from cannot give its images back, or None."""
     path = manifest.input_path
     if path is None:
         return f"{manifest.directory}: the manifest records no source file"
-    if "://" in path and not path.startswith("file://"):
-        return None  # remote: only reading it tells
-    local = Path(path.removeprefix("file://"))
-    if not local.is_file():
-        return f"{printable(path, 200)}: the source file is gone"
-    recorded = manifest.section("input").get(FINGERPRINT)
-    if isinstance(recorded, Mapping) and set(recorded) >= {"size", "sampled_sha256"} \
-            and sampled_fingerprint(local) != {k: recorded[k] for k in ("size", "sampled_sha256")}:
-        return f"{printable(path, 200)}: the source file changed since the run (its fingerprint differs)"
-    return None
+    recorded = SourceFingerprint.from_json(manifest.section("input").get(FINGERPRINT))
+    problem = source_check.source_problem(path, recorded)
+    return None if problem is None else f"{printable(path, 200)}: the source file {problem}"
 
 
 def read_source_images(manifest: Manifest, wanted: Collection[FrameKey]) -> SourceImages:
