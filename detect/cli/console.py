@@ -6,8 +6,9 @@ character (ESC, carriage return, backspace, bell...) is written as a visible `\\
 tqdm's progress bar, which needs carriage returns, writes to the raw stream (`Printable.raw`).
 
 Prose goes through `say`: paths under the working directory written relative to it, lines
-wrapped under 100 characters (`wrap`). `status` says what a step that takes seconds is doing,
-one plain line before it starts (no spinner: logs stay clean).
+wrapped under 100 characters (`wrap`); an error is wrapped on a terminal only (`error_line`).
+`status` says what a step that takes seconds is doing, one plain line before it starts (no
+spinner: logs stay clean).
 """
 
 from __future__ import annotations
@@ -111,3 +112,13 @@ def status(text: str, stream: TextIO, quiet: bool = False) -> None:
 
 def note(text: str, stream: TextIO) -> None:
     say(f"detect: note: {text}", stream)
+
+
+def error_line(message: str, stream: TextIO) -> None:
+    """`detect: error: <message>`, paths relative to the working directory: wrapped on a terminal
+    like the rest, one line in a log or a pipe (one grep finds the whole error)."""
+    line = relative(f"detect: error: {message}")
+    if stream.isatty():
+        say(line, stream)
+    else:
+        print(line, file=stream)

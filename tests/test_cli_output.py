@@ -1,0 +1,121 @@
+"""What `detect` prints: status lines before the slow steps, every line under 100 characters, prose
+wrapped at list boundaries, paths under the working directory written relative to it."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import TINY_SEGMENT
+
+from detect.cli import main
+from detect.cli.console import WIDTH, relative, say, wrap
+
+pytestmark = pytest.mark.usefixtures("load_each_model_once")
+
+
+def run(*args: object) -> tuple[int, list[str], list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in args], stdout=out, stderr=err)
+    return code, out.getvalue().splitlines(), err.getvalue().splitlines()
+
+
+def test_every_line_the_main_commands_print_is_under_100_characters(tiny_v2_path, stub_dynamic_dir, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)  # as a user types them: results/ below where they stand
+    shutil.copytree(tiny_v2_path.parents[1], tmp_path / "split")  # camera_image/ and its labels in camera_box/
+    inputs = tmp_path / "split" / "camera_image"
+    model = ("--model", stub_dynamic_dir)
+    commands = [
+        ("segment", inputs / tiny_v2_path.name, "--out", "results", *model),
+        ("run", inputs, "--out", "run", "--mp4", *model),
+        ("run", inputs, "--out", "run", *model),  # resumed: everything skipped
+        ("eval", "results"),
+        ("export", "coco", "results", "--out", "coco"),
+        ("report", "run"),
+        ("gif", "results", "--mp4"),
+        ("track", "run"),
+        ("info", inputs / tiny_v2_path.name),
+        ("model", stub_dynamic_dir),
+        ("compare", "results", "run", "--out", "compared", "--bootstrap", "20"),
+    ]
+    long_lines = []
+    for command in commands:
+        code, out, err = run(*command)
+        assert code == 0, (command, err)
+        long_lines += [(command[0], line) for line in out + err if len(line) >= 100]
+    assert long_lines == []
+
+
+def test_a_segment_says_what_it_is_doing_before_each_slow_step_and_nothing_when_quiet(tiny_v2_path, stub_dynamic_dir,
+                                                                                      tmp_path):
+    code, _, err = run("segment", tiny_v2_path, "--out", tmp_path / "a", "--model", stub_dynamic_dir)
+    assert code == 0
+    steps = [line.split(" ", 2)[1] for line in err if line.startswith("detect: ") and not line.startswith(
+        "detect: note")]
+    assert steps == ["disk:", "loading", "evaluating", "writing"]
+    assert err[1].startswith("detect: loading stub model (fixed boxes, not a detector)")
+    code, out, err = run("segment", tiny_v2_path, "--out", tmp_path / "b", "--model", stub_dynamic_dir, "--quiet")
+    assert (code, out, err) == (0, [], [])
+
+
+def test_the_commands_over_results_say_what_they_do(tiny_v2_path, stub_dynamic_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run("segment", tiny_v2_path, "--out", "out", "--model", stub_dynamic_dir, "--quiet")[0] == 0
+    segment = Path("out") / TINY_SEGMENT
+    assert run("gif", segment, "--mp4")[2][0] == f"detect: making the GIF and MP4 animations of {segment}"
+    assert run("track", segment)[2][0] == f"detect: tracking the detections of {segment}"
+    assert run("report", segment)[2][0] == f"detect: writing the report pages of {segment}"
+    code, out, err = run("eval", segment)
+    assert err[0] == f"detect: evaluating {segment} against Waymo's labels"
+    assert " ".join(out[-2:]).split() == f"wrote eval.json, pr_curves.png, thresholds.png, matches.parquet in {segment}".split()
+
+
+def test_long_lines_break_between_list_items_first():
+    text = ("at threshold 0.5 (COCO protocol: IoU 0.5): VEHICLE 0 hits, 5 false alarms, 50 missed; PEDESTRIAN 0 "
+            "hits, 5 false alarms, 15 missed; CYCLIST 0 hits, 0 false alarms, 1 missed")
+    assert wrap(text) == [
+        "at threshold 0.5 (COCO protocol: IoU 0.5): VEHICLE 0 hits, 5 false alarms, 50 missed;",
+        "  PEDESTRIAN 0 hits, 5 false alarms, 15 missed; CYCLIST 0 hits, 0 false alarms, 1 missed"]
+    assert wrap("AP50: T0 0.0, T1 0.1, T2 0.2, T3 0.3, T4 0.4, T5 0.5", width=30) == [
+        "AP50: T0 0.0, T1 0.1, T2 0.2,", "  T3 0.3, T4 0.4, T5 0.5"]
+
+
+def test_wrapping_keeps_indentation_short_lines_and_words_longer_than_a_line():
+    assert wrap("short") == ["short"]
+    lines = wrap("  failed FRONT: " + "word " * 30)
+    assert [len(line) for line in lines] == [95, 73] and lines[1].startswith("    word")
+    assert " ".join(lines).split() == ("failed FRONT: " + "word " * 30).split()
+    path = "/" + "x" * 120
+    assert wrap(f"error: {path} is missing") == ["error:", f"  {path}", "  is missing"]
+    assert all(len(line) <= WIDTH for line in wrap("a, " * 100))
+
+
+def test_paths_under_the_working_directory_are_written_relative_to_it(tmp_path):
+    cwd = tmp_path / "work"
+    assert relative(f"wrote {cwd}/results/seg/report.html", cwd) == "wrote results/seg/report.html"
+    assert relative(f"{cwd}/a and {cwd}2/b and /x{cwd}/c", cwd) == f"a and {cwd}2/b and /x{cwd}/c"
+    assert relative("/etc/passwd", Path("/")) == "/etc/passwd"
+    stream = io.StringIO()
+    say(f"{Path.cwd()}/results: " + "y " * 60, stream)
+    assert stream.getvalue().splitlines()[0].startswith("results: y y")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_an_error_is_one_line_in_a_log_and_wrapped_on_a_terminal(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / ("a_folder_with_a_long_name_" * 3) / "results"
+    log, terminal = io.StringIO(), Terminal()
+    assert main(["eval", str(missing), "--quiet"], stderr=log) == 2
+    assert main(["eval", str(missing), "--quiet"], stderr=terminal) == 2
+    relative_path = missing.relative_to(tmp_path)
+    assert log.getvalue() == f"detect: error: {relative_path}: no such results directory\n"
+    lines = terminal.getvalue().splitlines()
+    assert len(lines) == 3 and all(len(line) < 100 for line in lines)
+    assert " ".join(lines).split() == log.getvalue().split()
