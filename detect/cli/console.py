@@ -5,8 +5,9 @@ recolour, move or clear the user's terminal. Newlines and tabs pass; every other
 character (ESC, carriage return, backspace, bell...) is written as a visible `\\x..` escape.
 tqdm's progress bar, which needs carriage returns, writes to the raw stream (`Printable.raw`).
 
-Prose goes through `say`: paths under the working directory written relative to it, lines
-wrapped under 100 characters (`wrap`); an error is wrapped on a terminal only (`error_line`).
+Everything else goes through `say`: paths under the working directory written relative to it,
+and on a terminal lines wrapped under 100 characters (`wrap`); in a log or a pipe each message
+stays one line.
 `status` says what a step that takes seconds is doing, one plain line before it starts (no
 spinner: logs stay clean).
 """
@@ -55,16 +56,17 @@ class Printable(io.TextIOBase):
 # working directory) keeps its line whole.
 WIDTH = 99
 INDENT = "  "
-# Where a long line breaks, in order of preference: between the items of a list, then between words.
+# Where a long line breaks, in order of preference: between the items of a list (outside
+# parentheses), then between words.
 _BREAKS = ("; ", ", ", " ")
 
 
 def wrap(text: str, width: int = WIDTH) -> list[str]:
     """`text` (one line or several) as lines of at most `width` characters: each line's own
     indentation kept, two more on its continuation lines, broken after "; " where it can, else
-    after ", ", else between words."""
+    after ", " (neither inside parentheses), else between words; spacing inside a line is kept."""
     lines: list[str] = []
-    for line in text.splitlines() or [""]:
+    for line in text.split("\n"):  # not splitlines(): a carriage return or \x1c in a name is shown, not obeyed
         if len(line) <= width:
             lines.append(line)
             continue
@@ -72,23 +74,40 @@ def wrap(text: str, width: int = WIDTH) -> list[str]:
         units = _units(line.strip(), width - len(lead) - len(INDENT), 0)
         current = lead + units[0]
         for unit in units[1:]:
-            if len(current) + 1 + len(unit) <= width:
-                current += " " + unit
+            if len((current + unit).rstrip()) <= width:
+                current += unit
             else:
-                lines.append(current)
+                lines.append(current.rstrip())
                 current = lead + INDENT + unit
-        lines.append(current)
+        lines.append(current.rstrip())
     return lines
 
 
 def _units(text: str, room: int, level: int) -> list[str]:
-    """`text` cut after the separators of `_BREAKS[level]`, a piece longer than `room` cut finer."""
-    if len(text) <= room or level == len(_BREAKS):
+    """`text` cut after the separators of `_BREAKS[level]` (each piece keeps its separator and the
+    spaces after it); a piece longer than `room` is cut finer."""
+    if len(text.rstrip()) <= room or level == len(_BREAKS):
         return [text]
-    separator = _BREAKS[level]
-    pieces = text.split(separator)
-    pieces = [p + separator.rstrip() for p in pieces[:-1]] + pieces[-1:]
-    return [unit for piece in pieces if piece for unit in _units(piece, room, level + 1)]
+    return [unit for piece in _split(text, _BREAKS[level], nested=level == len(_BREAKS) - 1)
+            for unit in _units(piece, room, level + 1)]
+
+
+def _split(text: str, separator: str, nested: bool) -> list[str]:
+    """`text` cut after each `separator` (and the spaces after it); inside parentheses or brackets
+    only when `nested`."""
+    pieces: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(text):
+        depth += 1 if text[i] in "([" else -1 if text[i] in ")]" and depth else 0
+        if (depth == 0 or nested) and text.startswith(separator, i):
+            end = i + len(separator)
+            while end < len(text) and text[end] == " ":
+                end += 1
+            pieces.append(text[start:end])
+            start = i = end
+            continue
+        i += 1
+    return pieces + ([text[start:]] if start < len(text) else [])
 
 
 def relative(text: str, cwd: Path | None = None) -> str:
@@ -99,9 +118,19 @@ def relative(text: str, cwd: Path | None = None) -> str:
 
 
 def say(text: str, stream: TextIO) -> None:
-    """Print `text` to `stream`: paths relative to the working directory, lines wrapped (see `wrap`)."""
-    for line in wrap(relative(text)):
+    """Print `text` to `stream`, paths relative to the working directory: on a terminal wrapped
+    under 100 characters (`wrap`); to a log or a pipe one line per line of `text`, so that one grep
+    finds a whole message and scripts read whole rows."""
+    text = relative(text)
+    for line in wrap(text) if _is_terminal(stream) else text.split("\n"):
         print(line, file=stream)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def status(text: str, stream: TextIO, quiet: bool = False) -> None:
@@ -115,10 +144,4 @@ def note(text: str, stream: TextIO) -> None:
 
 
 def error_line(message: str, stream: TextIO) -> None:
-    """`detect: error: <message>`, paths relative to the working directory: wrapped on a terminal
-    like the rest, one line in a log or a pipe (one grep finds the whole error)."""
-    line = relative(f"detect: error: {message}")
-    if stream.isatty():
-        say(line, stream)
-    else:
-        print(line, file=stream)
+    say(f"detect: error: {message}", stream)

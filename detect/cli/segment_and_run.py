@@ -11,6 +11,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from detect.cli.console import note, say, status, visible
+from detect.cli.console import status as say_status
 from detect.cli.disk_check import check_disk, still_to_do
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.cli.flag_values import AUTO_GT
@@ -65,7 +66,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         engine = LocalEngine()
     if args.disk_check:
-        check_disk(spec, still_to_do(spec, plan_sources(spec.inputs, spec.shard)), reporter.message)
+        check_disk(spec, still_to_do(spec, plan_sources(spec.inputs, spec.shard)), reporter.status)
     result = run_many(spec, engine, reporter)
     after = _follow_up(args, spec.out, pooled=True, err=err)
     if not args.quiet:
@@ -142,6 +143,9 @@ class TerminalReporter:
     def message(self, text: str) -> None:
         if not self.quiet:
             say(text, self.err)
+
+    def status(self, text: str) -> None:
+        say_status(text, self.err, self.quiet)
 
     def progress(self, label: str) -> ProgressFactory | None:
         # The bar needs carriage returns: it writes to the raw stream, its label made visible first.

@@ -145,7 +145,7 @@ def loading_line(spec: ModelSpec) -> str:
     image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it."""
     path = model_path(spec)
     source = formats.locate(path)
-    line = f"detect: loading {source.short_name or source.description} from {path}"
+    line = f"loading {source.short_name or source.description} from {path}"
     if spec.runtime != TENSORFLOW and spec.strategy == "none":
         plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
         if plan.runtime != TENSORFLOW and not plan.converted:

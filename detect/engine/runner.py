@@ -68,7 +68,7 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT,
     (path,) = spec.inputs
     source = resolve_one(path)
     if model is None:
-        reporter.message(loading_line(spec.model))
+        reporter.status(loading_line(spec.model))
         model = load_model(spec.model)
     for line in model.notices:
         reporter.message(line)
@@ -141,7 +141,7 @@ class LocalEngine:
             reporter: Reporter) -> ModelFacts:
         model = self._model
         if model is None:  # loaded once, only when some segment needs work
-            reporter.message(loading_line(spec.model))
+            reporter.status(loading_line(spec.model))
             model = load_model(spec.model)
         for line in model.notices:
             reporter.message(line)
