@@ -33,18 +33,21 @@ def test_every_line_the_main_commands_print_is_under_100_characters(tiny_v2_path
     shutil.copytree(tiny_v2_path.parents[1], tmp_path / "split")  # camera_image/ and its labels in camera_box/
     inputs = tmp_path / "split" / "camera_image"
     model = ("--model", stub_dynamic_dir)
+    # Absolute paths under the working directory, printed relative to it (render processes a
+    # previous test started keep their own working directory: relative paths would land there).
+    results, run_dir = tmp_path / "results", tmp_path / "run"
     commands = [
-        ("segment", inputs / tiny_v2_path.name, "--out", "results", *model),
-        ("run", inputs, "--out", "run", "--mp4", *model),
-        ("run", inputs, "--out", "run", *model),  # resumed: everything skipped
-        ("eval", "results"),
-        ("export", "coco", "results", "--out", "coco"),
-        ("report", "run"),
-        ("gif", "results", "--mp4"),
-        ("track", "run"),
+        ("segment", inputs / tiny_v2_path.name, "--out", results, *model),
+        ("run", inputs, "--out", run_dir, "--mp4", *model),
+        ("run", inputs, "--out", run_dir, *model),  # resumed: everything skipped
+        ("eval", results),
+        ("export", "coco", results, "--out", tmp_path / "coco"),
+        ("report", run_dir),
+        ("gif", results, "--mp4"),
+        ("track", run_dir),
         ("info", inputs / tiny_v2_path.name),
         ("model", stub_dynamic_dir),
-        ("compare", "results", "run", "--out", "compared", "--bootstrap", "20"),
+        ("compare", results, run_dir, "--out", tmp_path / "compared", "--bootstrap", "20"),
     ]
     long_lines = []
     for command in commands:
@@ -68,14 +71,14 @@ def test_a_segment_says_what_it_is_doing_before_each_slow_step_and_nothing_when_
 
 def test_the_commands_over_results_say_what_they_do(tiny_v2_path, stub_dynamic_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert run("segment", tiny_v2_path, "--out", "out", "--model", stub_dynamic_dir, "--quiet")[0] == 0
-    segment = Path("out") / TINY_SEGMENT
-    assert run("gif", segment, "--mp4")[2][0] == f"detect: making the GIF and MP4 animations of {segment}"
-    assert run("track", segment)[2][0] == f"detect: tracking the detections of {segment}"
-    assert run("report", segment)[2][0] == f"detect: writing the report pages of {segment}"
-    code, out, err = run("eval", segment)
+    assert run("segment", tiny_v2_path, "--out", tmp_path / "out", "--model", stub_dynamic_dir, "--quiet")[0] == 0
+    segment = Path("out") / TINY_SEGMENT  # as printed: relative to the working directory
+    assert run("gif", tmp_path / segment, "--mp4")[2][0] == f"detect: making the GIF and MP4 animations of {segment}"
+    assert run("track", tmp_path / segment)[2][0] == f"detect: tracking the detections of {segment}"
+    assert run("report", tmp_path / segment)[2][0] == f"detect: writing the report pages of {segment}"
+    code, out, err = run("eval", tmp_path / segment)
     assert err[0] == f"detect: evaluating {segment} against Waymo's labels"
-    assert out[-1] == f"wrote eval.json, pr_curves.png, thresholds.png, matches.parquet in {segment}"
+    assert out[-2:] == ["wrote eval.json, pr_curves.png, thresholds.png,", f"  matches.parquet in {segment}"]
 
 
 def test_long_lines_break_between_list_items_first():
@@ -119,3 +122,19 @@ def test_an_error_is_one_line_in_a_log_and_wrapped_on_a_terminal(tmp_path, monke
     lines = terminal.getvalue().splitlines()
     assert len(lines) == 3 and all(len(line) < 100 for line in lines)
     assert " ".join(lines).split() == log.getvalue().split()
+
+
+def test_the_loading_line_says_when_the_first_run_converts_the_model(stub_dynamic_dir, monkeypatch):
+    import detect.engine.loading
+    from detect.engine.loading import loading_line
+    from detect.engine.spec import ModelSpec
+    from detect.model.runtimes import CpuPlan
+
+    spec = ModelSpec(path=stub_dynamic_dir, runtime="auto")
+    plan = CpuPlan("openvino", version="2026.4.1", converted=())
+    monkeypatch.setattr(detect.engine.loading, "cpu_plan", lambda *args: plan)
+    assert loading_line(spec) == (f"loading stub model (fixed boxes, not a detector), dynamic batch from {stub_dynamic_dir}; "
+                                  f"converting it for OpenVINO (once, 3-10 s)")
+    plan = CpuPlan("openvino", version="2026.4.1", converted=(object(),))  # converted before: nothing to say
+    assert loading_line(spec).endswith(f"from {stub_dynamic_dir}")
+    assert loading_line(ModelSpec(path=stub_dynamic_dir, runtime="tensorflow")).endswith(f"from {stub_dynamic_dir}")

@@ -5,9 +5,10 @@ recolour, move or clear the user's terminal. Newlines and tabs pass; every other
 character (ESC, carriage return, backspace, bell...) is written as a visible `\\x..` escape.
 tqdm's progress bar, which needs carriage returns, writes to the raw stream (`Printable.raw`).
 
-Everything else goes through `say`: paths under the working directory written relative to it,
-and on a terminal lines wrapped under 100 characters (`wrap`); in a log or a pipe each message
-stays one line.
+What a command shows goes through `say`: paths under the working directory written relative to
+it, lines wrapped under 100 characters (`wrap`). Errors, notes, warnings and records a script may
+read (`detect info`, `detect model`, `detect run`'s table) go through `event`: wrapped on a
+terminal, one line each in a log or a pipe, where one grep should find all of one.
 `status` says what a step that takes seconds is doing, one plain line before it starts (no
 spinner: logs stay clean).
 """
@@ -118,9 +119,15 @@ def relative(text: str, cwd: Path | None = None) -> str:
 
 
 def say(text: str, stream: TextIO) -> None:
-    """Print `text` to `stream`, paths relative to the working directory: on a terminal wrapped
-    under 100 characters (`wrap`); to a log or a pipe one line per line of `text`, so that one grep
-    finds a whole message and scripts read whole rows."""
+    """Print what a command has to show (summaries, tables, status lines): paths relative to the
+    working directory, lines wrapped under 100 characters (`wrap`)."""
+    for line in wrap(relative(text)):
+        print(line, file=stream)
+
+
+def event(text: str, stream: TextIO) -> None:
+    """Print an error, a note, a warning or a record: paths relative to the working directory;
+    wrapped on a terminal, one line in a log or a pipe (one grep finds all of it)."""
     text = relative(text)
     for line in wrap(text) if _is_terminal(stream) else text.split("\n"):
         print(line, file=stream)
@@ -140,8 +147,8 @@ def status(text: str, stream: TextIO, quiet: bool = False) -> None:
 
 
 def note(text: str, stream: TextIO) -> None:
-    say(f"detect: note: {text}", stream)
+    event(f"detect: note: {text}", stream)
 
 
 def error_line(message: str, stream: TextIO) -> None:
-    say(f"detect: error: {message}", stream)
+    event(f"detect: error: {message}", stream)

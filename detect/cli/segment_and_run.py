@@ -10,7 +10,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from detect.cli.console import note, say, status, visible
+from detect.cli.console import event, note, say, visible
 from detect.cli.console import status as say_status
 from detect.cli.disk_check import check_disk, still_to_do
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
@@ -37,7 +37,7 @@ from detect.waymo.sources import resolve_one
 def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
     if args.disk_check:
-        check_disk(spec, [resolve_one(args.path)], lambda text: status(text, err, args.quiet))
+        check_disk(spec, [resolve_one(args.path)], lambda text: say_status(text, err, args.quiet))
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
     after = _follow_up(args, report.segment_dir, pooled=False, err=err)
     if not args.quiet:
@@ -47,10 +47,10 @@ def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for line in after.lines:
             say(line, out)
         for line in failure_lines(report):
-            say(line, err)
+            event(line, err)
         warning = invalid_boxes_warning(report)
         if warning:
-            say(warning, err)
+            event(warning, err)
     return EXIT_FRAMES_FAILED if report.failures else EXIT_OK
 
 
@@ -74,7 +74,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if result.model is not None:
             say(model_label(result.model), out)
         for line in format_table(result.outcomes, result.seconds):
-            say(line, out)
+            event(line, out)  # a failed segment's row holds its error: whole in a log
         for line in after.lines:
             say(line, out)
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _follow_up(args: argparse.Namespace, results: Path, pooled: bool, err: TextIO) -> FollowUp:
     """Evaluate and write the report, as the flags allow (see `detect.cli.followup`)."""
     return follow_up(results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
-                     protocol=args.protocol, pooled=pooled, status=lambda text: status(text, err, args.quiet))
+                     protocol=args.protocol, pooled=pooled, status=lambda text: say_status(text, err, args.quiet))
 
 
 def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
@@ -142,7 +142,7 @@ class TerminalReporter:
 
     def message(self, text: str) -> None:
         if not self.quiet:
-            say(text, self.err)
+            event(text, self.err)
 
     def status(self, text: str) -> None:
         say_status(text, self.err, self.quiet)
