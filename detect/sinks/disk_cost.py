@@ -2,10 +2,11 @@
 kind (measured, `BYTES_PER_IMAGE`) times the images it will process (`count_images`).
 
 Counting the images reads no image. A v2 camera_image file says its row count in its Parquet footer
-(one small read, also remote). A v1 TFRecord has no index, but each record starts with its length:
-hopping from header to header counts the frames of a local 1 GB segment in ~200 reads of 12 bytes,
-where parsing them (`read_keys`) reads the whole gigabyte, and the engine does that once anyway.
-A remote v1 file is counted from its size (`V1_BYTES_PER_FRAME`), rounded up: an estimate.
+(one small read, also remote: 64 ms for a 79 MB file of 200 images, on a busy machine). A v1
+TFRecord has no index, but each record starts with its length: hopping from header to header
+counted a 395 MB file of 200 frames in 0.4 ms, where parsing it (`read_keys`, which the engine does
+once anyway) took 1.3 s, both from the page cache. A remote v1 file is counted from its size
+(`V1_BYTES_PER_FRAME`), rounded up: an estimate.
 """
 
 from __future__ import annotations
