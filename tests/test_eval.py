@@ -205,7 +205,7 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     assert np.all(corner == ERROR_COLORS[HIT], axis=2).any()  # the legend's first chip
     assert main(["eval", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "PEDESTRIAN LEVEL_2       15" in printed and "VEHICLE    LEVEL_2       50" in printed
+    assert "PEDESTRIAN LEVEL_2      15" in printed and "VEHICLE    LEVEL_2      50" in printed
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)

@@ -75,7 +75,8 @@ def wrap(text: str, width: int = WIDTH) -> list[str]:
         units = _units(line.strip(), width - len(lead) - len(INDENT), 0)
         current = lead + units[0]
         for unit in units[1:]:
-            if len((current + unit).rstrip()) <= width:
+            # a word too long for any line (a path outside the working directory) stays where it is
+            if len((current + unit).rstrip()) <= width or len(lead + INDENT + unit.rstrip()) > width:
                 current += unit
             else:
                 lines.append(current.rstrip())
