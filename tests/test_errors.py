@@ -25,7 +25,7 @@ from detect.evaluate.thresholds import suggest
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.draw import DrawStyle
-from detect.render.verdicts import COLORS, draw_errors, judge
+from detect.render.verdicts import COLORS, draw_errors, judge, paint_error_legend
 from detect.report import gallery
 from detect.sinks.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
@@ -225,3 +225,13 @@ def test_the_pictures_show_what_matches_parquet_says(one_step):
 def test_an_unknown_unscored_mode_is_refused_by_name():
     with pytest.raises(UsageError, match="^unscored must be one of boxes, chips, none, got 'thin'$"):
         DrawStyle(unscored="thin")
+
+
+def test_the_legend_is_as_readable_as_the_chips_once_shrunk_for_the_gif():
+    # A 1920x1280 frame becomes a 640-wide GIF and mosaic tile: its legend's rows, a third as tall
+    # there, must still hold text of the chips' size (~11 px), not three quarters of it.
+    canvas = np.zeros((1280, 1920, 3), np.uint8)
+    paint_error_legend(canvas, [], ())
+    rows = np.flatnonzero(canvas[:, 960:].any(axis=(1, 2)))
+    assert rows[0] == 0 and (rows[-1] + 1) / 3 / 3 >= 15  # three entries, each >= 15 px high in the GIF (was 12.7)
+    assert not canvas[:, :960].any()  # still within half the width

@@ -315,7 +315,7 @@ def test_a_pooled_run_gives_each_segment_its_own_numbers_and_pages(tmp_path):
     assert json.loads((run / "eval.json").read_text())["segments"] == names  # the pooled one, at the top
     assert main(["report", str(run)]) == 0
     page = (run / names[0] / "report.html").read_text()
-    assert "<h2>Against Waymo's labels</h2>" in page
+    assert "<h2 id='evaluation'>Against Waymo&#x27;s labels</h2>" in page
     index = (run / "index.html").read_text()
     ap = f"{own['levels']['LEVEL_2'][-1]['ap50']:.3f}"
     assert f"<td>{ap}</td>" in index

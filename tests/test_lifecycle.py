@@ -105,7 +105,8 @@ def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, tmp_path):
     assert report.already_complete and detector.calls == 0
     assert summary_line(report) == f"{TINY_SEGMENT}: already complete in {tmp_path / TINY_SEGMENT} (nothing to do)"
     assert outcome_of("in.parquet", report) == SegmentOutcome("in.parquet", TINY_SEGMENT, Status.SKIPPED,
-                                                              detections=15, error="already complete")
+                                                              detections=15, error="already complete",
+                                                              drawn=15)  # the manifest's count, as the pages show
 
 
 def test_an_existing_directory_is_refused_without_resume_or_overwrite(tiny_v2_path, tmp_path):
@@ -152,19 +153,24 @@ def test_the_summary_line_is_exact_with_an_injected_clock(tiny_v2_path, tmp_path
 
 def test_the_run_table_is_exact():
     outcomes = [
-        SegmentOutcome("a.parquet", "seg_a", Status.DONE, 10, 30, 0, 2.0),
+        SegmentOutcome("a.parquet", "seg_a", Status.DONE, 10, 30, 0, 2.0, drawn=12),
         SegmentOutcome("b.parquet", None, Status.FAILED, error="b.parquet: not a readable Parquet file"),
         SegmentOutcome("c.tfrecord", "seg_c", Status.SKIPPED, error="already complete"),
     ]
+    # The boxes drawn (at the threshold), as the pages count them; not every box the table keeps (30).
     assert format_table(outcomes, 4.0) == [
-        "segment    status              images detections   img/s",
-        "seg_a      done                    10         30     5.0",
-        "b.parquet  failed                   0          0       -",
+        "segment    status              images      drawn   img/s",
+        "seg_a      done                    10         12     5.0",
+        "b.parquet  failed                   0          -       -",
         "           b.parquet: not a readable Parquet file",
-        "seg_c      skipped                  0          0       -",
+        "seg_c      skipped                  0          -       -",
         "           already complete",
         "3 segments: 1 done, 0 with failed frames, 1 skipped, 1 failed; 10 images in 4.0 s (2.5 images/s)",
     ]
+    assert format_table(outcomes[:1], 4.0)[-1] == "1 segment: 1 done, 0 with failed frames, 0 skipped, 0 failed; " \
+        "10 images in 4.0 s (2.5 images/s)"
+    one = [dataclasses.replace(outcomes[0], images=1)]
+    assert format_table(one, 1.0)[-1].endswith("; 1 image in 1.0 s (1.0 images/s)")
 
 
 def test_the_journal_round_trips_a_result_exactly(tmp_path):

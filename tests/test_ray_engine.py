@@ -3,7 +3,10 @@
 import json
 import logging
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from cli_text import without_status
 from conftest import REAL_SEGMENT, TINY_SEGMENT
+from test_pipeline import _outputs
+from test_signals import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
 
 from detect.cli import main
 
@@ -238,20 +243,6 @@ def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, r
         assert m["model"]["runtime"]["name"] == "openvino"
 
 
-@pytest.mark.ray
-def test_a_quiet_ray_run_prints_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path):
-    """Not Ray's token-authentication warning, its actor-restart advice, nor a deprecation warning."""
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "detect.cli", "run", str(tiny_v2_path), "--engine", "ray", "--quiet",
-                           "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-
-
 def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path, stub_dynamic_dir, tmp_path):
     """--tile with both engines: the same merged boxes, the same frames (96x64 images, 64-px tiles)."""
     outs = {engine: tmp_path / engine for engine in ("local", "ray")}
@@ -265,3 +256,31 @@ def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path
     assert not pq.read_table(untiled / TINY_SEGMENT / "detections.parquet").equals(local)  # the tiles did something
     frames = sorted((outs["local"] / TINY_SEGMENT / "frames").rglob("*.png"))
     assert frames and all(f.read_bytes() == (outs["ray"] / f.relative_to(outs["local"])).read_bytes() for f in frames)
+
+
+@pytest.mark.signals
+def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(real_camera_frames, stub_dynamic_dir, tmp_path):
+    """Here, not in test_signals.py: this module's tests run one after another in one worker, so no
+    other Ray starts beside this one's (two on a 2-core machine took minutes)."""
+    segment = write_segment(real_camera_frames, tmp_path)
+    clean_run = run_clean(segment, stub_dynamic_dir, tmp_path / "clean")
+    out = tmp_path / "out"
+    args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
+            "--batch-size", "2", "--out", str(out), "--engine", "ray"]
+    proc = start(args)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not list(out.glob(f"{SEGMENT}/frames/*/*.png")):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the Ray run ended before a frame was written"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert (proc.returncode, err.strip().splitlines()[-1:]) == (143, [MESSAGES[signal.SIGTERM][1]]), err
+    assert json.loads((out / "run.json").read_text())["stopped_by"] == "SIGTERM"
+    assert ours(proc.pid) == []
+    # The resume, in a process of its own as a user runs it: a quiet Ray run prints nothing (not Ray's
+    # token-authentication warning, its actor-restart advice, nor a deprecation warning).
+    resume = start([*args, "--resume"], stdout=subprocess.PIPE)
+    printed = resume.communicate(timeout=300)
+    assert (resume.returncode, *printed) == (0, "", "")
+    clean, resumed = _outputs(clean_run / SEGMENT), _outputs(out / SEGMENT)
+    assert clean.keys() == resumed.keys() and [k for k in clean if clean[k] != resumed[k]] == []

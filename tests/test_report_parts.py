@@ -112,10 +112,11 @@ def test_the_index_shows_each_segments_model_and_drawing_threshold(tmp_path):
                 manifest("b", {"short_name": None, "description": "stub model"}, "0.3"),
                 manifest("c", "not a model", True)]
     html = index_page(tmp_path, segments, []).read_text()
-    assert "<th>model</th><th>threshold</th>" in html
-    assert "<td><span title='CenterNet &lt;long&gt;'>CenterNet MobileNetV3</span></td><td>0.30</td>" in html
-    assert "<td><span title='stub model'>stub model</span></td><td>-</td>" in html  # a threshold that is not a number
-    assert "<td>-</td><td>-</td>" in html
+    assert "<th>threshold</th><th>AP50</th><th>images/s</th><th>model</th>" in html
+    assert "<td>0.3</td><td>-</td><td>-</td><td><span title='CenterNet &lt;long&gt;'>CenterNet MobileNetV3</span></td>" in html
+    # a threshold that is not a number: no threshold, and no count of the boxes drawn at it
+    assert "<td>-</td><td>-</td><td>-</td><td>-</td><td><span title='stub model'>stub model</span></td>" in html
+    assert "<td>-</td></tr>" in html
     assert "<h1>detect run: 3 segments</h1>" in html and "<title>detect: 3 segments</title>" in html
     one = index_page(tmp_path, segments[:1], []).read_text()
     assert "<h1>detect run: 1 segment</h1>" in one and "<title>detect: 1 segment</title>" in one

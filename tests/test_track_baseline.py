@@ -117,7 +117,7 @@ def test_the_pan_moves_and_zooms_the_labels_and_drops_those_half_outside():
     assert tb.pan_window(tb.PAN_FRAMES - 1, height)[0] == tb.PAN_STEP  # back near the start
 
 
-@pytest.mark.slow  # the real frame's images and labels (Waymo's protos) and 300 crops
+@pytest.mark.slow  # the real frame's images and labels (Waymo's protos) and 60 crops
 def test_the_pan_shows_the_camera_image_through_its_window(real_frame_path):
     got: list[np.ndarray] = []
 
@@ -125,9 +125,8 @@ def test_the_pan_shows_the_camera_image_through_its_window(real_frame_path):
         got.extend(images[:2])
         return [Detections.empty() for _ in images]
 
-    pans = {s.name: s for s in tb.pan_sequences(real_frame_path, stub)}
-    assert set(pans) == {f"waymo_pan_{c}" for c in ("FRONT", "FRONT_LEFT", "FRONT_RIGHT", "SIDE_LEFT", "SIDE_RIGHT")}
-    front = pans["waymo_pan_FRONT"]
+    front = next(tb.pan_sequences(real_frame_path, stub))  # one camera: the others are made the same way, lazily
+    assert front.name == "waymo_pan_FRONT"
     assert len(front.timestamps) == tb.PAN_FRAMES >= 40 and front.types.tolist() == [1, 2]
     assert got[0].shape == (1280, 1700, 3)
     tf = import_tensorflow()

@@ -199,7 +199,7 @@ def test_a_dog_and_a_chair_on_the_same_box_are_two_tracks():
     for k in range(3):
         groups = group_keys(np.array([18, 62]), CLASS_MAP)
         ids = segment.update(1, k * S // 10, [box(300, 300), box(300, 300)], [0.9, 0.9], groups)
-    assert sorted(ids.tolist()) == [1, 2]
+    assert sorted(ids.tolist()) == [1, 6]  # FRONT's ids: 1, 6, 11, ...
 
 
 def test_track_ids_are_unique_within_a_segment_across_cameras_and_groups():
@@ -212,6 +212,26 @@ def test_track_ids_are_unique_within_a_segment_across_cameras_and_groups():
             for i, g in zip(ids.tolist(), (1, 2, 18)):
                 assert seen.setdefault(i, (camera, g)) == (camera, g)
     assert sorted(seen) == list(range(1, 16))
+    assert all(i % 5 == camera % 5 for i, (camera, _) in seen.items())  # the id says the camera
+
+
+def test_a_cameras_ids_do_not_depend_on_how_the_cameras_took_turns():
+    def run(order):
+        segment, out = SegmentTracker(TrackerParams()), {}
+        for camera, k in order:
+            out[camera, k] = segment.update(camera, k * S // 10, [box(300 + 9 * k, 300), box(700, 300 + 4 * k)],
+                                            [0.9, 0.8], [1, 2]).tolist()
+        return out
+
+    by_time = [(c, k) for k in range(6) for c in (1, 2, 4)]
+    by_camera = [(c, k) for c in (4, 2, 1) for k in range(6)]
+    assert run(by_time) == run(by_camera)
+    assert {i for ids in run(by_time).values() for i in ids if i >= 0} == {1, 6, 2, 7, 4, 9}
+
+
+def test_a_segment_tracker_refuses_a_camera_that_waymo_does_not_have():
+    with pytest.raises(ValueError, match="^camera 9: expected a Waymo camera number, 1-5$"):
+        SegmentTracker(TrackerParams()).update(9, 0, [], [], [])
 
 
 def test_a_group_without_boxes_still_ages_its_lost_tracks():

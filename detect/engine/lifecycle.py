@@ -44,7 +44,8 @@ from detect.sinks.manifest import (
 )
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
-from detect.sinks.tracks import track_table, tracking_record
+from detect.sinks.tracks import live_tracking_notes, track_table, tracking_record
+from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
 
@@ -157,6 +158,8 @@ class SegmentLifecycle:
         self.started_at = now_iso()
         self._journal: journal.Journal | None = None
         self._track_ids: np.ndarray | None = None  # the track ids `finish` wrote into the table
+        self.live: LiveTracks | None = None  # ids given while the frames are drawn (`track_live`)
+        self._notes: list[str] = []
 
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, job: SegmentJob, model_facts: ModelFacts, *,
@@ -181,10 +184,10 @@ class SegmentLifecycle:
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
-                detections = finished.section("counts").get("detections")
+                detections, drawn = (finished.section("counts").get(k) for k in ("detections", "drawn"))
                 return SegmentReport(segment, prepared.path, COMPLETE, len(planned), 0, len(lifecycle.done), (),
                                      detections if isinstance(detections, int) else 0, clock() - started,
-                                     already_complete=True)
+                                     already_complete=True, drawn=drawn if isinstance(drawn, int) else None)
             if lifecycle.pending:
                 lifecycle._journal = journal.Journal(prepared.path, prepared.intact)
         except BaseException:
@@ -208,6 +211,16 @@ class SegmentLifecycle:
     @property
     def processed(self) -> int:
         return len(self.results) - len(self.done)
+
+    def track_live(self) -> LiveTracks | None:
+        """Start tracking as images arrive, for an engine that draws them in order (None: nothing to
+        track: --no-track, or one timestamp); images an earlier run finished go first."""
+        params = self.settings.tracker
+        if params is None or len({k.frame_timestamp_micros for k in self.planned}) < 2:
+            return None
+        self.live = LiveTracks(params, self.settings.class_map)
+        self.live.seed({k: r.detections for k, r in self.done.items()})
+        return self.live
 
     def record(self, item: FrameResult | FrameFailure) -> None:
         """A finished frame goes to the journal (its outputs are on disk); a failure is kept."""
@@ -241,7 +254,7 @@ class SegmentLifecycle:
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
                                    len(self.planned), self.processed, len(self.done), failures, rows,
                                    clock() - self.started, invalid_boxes=count_invalid(self.results.values()),
-                                   drawn=drawn)
+                                   drawn=drawn, notes=tuple(self._notes))
             write_manifest(segment_dir / MANIFEST_FILE, self._manifest(report, loop_seconds, engine))
             journal.save_settings(segment_dir, self.prepared.resume_key)
             return report
@@ -266,6 +279,8 @@ class SegmentLifecycle:
         ids = np.full(table.num_rows, -1, np.int64) if params is None else track_table(table, self.settings.class_map,
                                                                                         params)
         self._track_ids = ids
+        if (self.settings.write_frames or self.settings.animations) and params is not None and (ids >= 0).any():
+            self._notes += live_tracking_notes(self.name, self.live, self.results, ids)
         return ids
 
     def _close_journal(self) -> None:
@@ -312,6 +327,7 @@ class SegmentLifecycle:
                 "images_resumed": report.images_resumed,
                 "images_failed": len(report.failures),
                 "detections": report.detections,
+                "drawn": report.drawn,  # at or above the drawing threshold: what the frames, pages and summary count
                 "detections_by_label": label_counts(self.results.values()),
                 "invalid_boxes": sum(r.detections.invalid for r in self.results.values()),
             },

@@ -28,6 +28,7 @@ from detect.model.facts import ModelFacts
 from detect.model.inputs import DecodedImage, decode_error, decode_stream, resize_images
 from detect.model.tiles import TiledDetector
 from detect.sinks.animations import AnimationSet, rebuild_animations
+from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.sources import SegmentSource
@@ -96,7 +97,8 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     loop_start = clock()
     try:
         labels = segment.labels.get if segment.labels is not None and segment.job.errors is not None else _no_labels
-        _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels).run(pending)
+        live = segment.track_live() if settings.needs_full_frames else None
+        _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels, live).run(pending)
         if animations is not None:
             t = clock()
             animations.close()
@@ -126,9 +128,10 @@ class _OverlappedStages:
 
     def __init__(self, detector: BatchDetector, renderer: Renderer, settings: SegmentSettings,
                  timings: StageTimings, consume: Callable[[Rendered | FrameFailure], None], clock: Clock,
-                 labels: Callable[[FrameKey], Labels | None]) -> None:
+                 labels: Callable[[FrameKey], Labels | None], live: LiveTracks | None = None) -> None:
         self.renderer = renderer
         self.labels = labels
+        self.live = live  # track ids and trails for the drawing, given on this thread in read order
         self.detector = detector
         self.settings = settings
         self.timings = timings
@@ -196,7 +199,13 @@ class _OverlappedStages:
             if isinstance(outcome, Detections):
                 with self._lock:
                     self._keys[decoded.index] = frame.key
-                consumer.put(decoded.index, self.renderer.submit(decoded, frame.key, outcome, self.labels(frame.key)))
+                tracks = None
+                if self.live is not None:
+                    t = self.clock()
+                    tracks = self.live.update(frame.key, outcome)
+                    self.timings.add("track", self.clock() - t)
+                consumer.put(decoded.index, self.renderer.submit(decoded, frame.key, outcome, self.labels(frame.key),
+                                                                 tracks))
             else:
                 consumer.put(decoded.index, outcome)
 

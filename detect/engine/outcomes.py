@@ -34,6 +34,7 @@ class SegmentReport:
     already_complete: bool = False
     invalid_boxes: int = 0  # model rows dropped as invalid (NaN, zero area, ...), over every image
     drawn: int | None = None  # boxes at or above the drawing threshold (the rest are in the table for eval)
+    notes: tuple[str, ...] = ()  # lines for the user (e.g. frames drawn without track ids)
 
     @property
     def images_per_second(self) -> float:
@@ -52,6 +53,7 @@ class SegmentOutcome:
     failed_images: int = 0
     seconds: float = 0.0
     error: str | None = None
+    drawn: int | None = None  # boxes at or above the drawing threshold, as the frames and pages count them
 
     @property
     def is_failure(self) -> bool:
@@ -62,10 +64,10 @@ def outcome_of(uri: str, report: SegmentReport) -> SegmentOutcome:
     """The run's view of a segment report (one mapping for every engine)."""
     if report.already_complete:
         return SegmentOutcome(uri, report.segment_context_name, Status.SKIPPED, detections=report.detections,
-                              error="already complete")
+                              error="already complete", drawn=report.drawn)
     status = Status.PARTIAL if report.failures else Status.DONE
     return SegmentOutcome(uri, report.segment_context_name, status, report.images_processed, report.detections,
-                          len(report.failures), report.seconds)
+                          len(report.failures), report.seconds, drawn=report.drawn)
 
 
 def failed_outcome(uri: str, error: str, seconds: float = 0.0) -> SegmentOutcome:

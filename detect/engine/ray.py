@@ -231,9 +231,9 @@ class _Job:
             return
         # The labels written for the render tasks: ground_truth.parquet holds them now.
         (lifecycle.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE).unlink(missing_ok=True)
-        warning = invalid_boxes_warning(report)
-        if warning:
-            self.reporter.message(warning)
+        for note in (invalid_boxes_warning(report), *report.notes):
+            if note:
+                self.reporter.message(note)
         self.record(outcome_of(lifecycle.keys.source.uri, report))
 
     def _rebuild_remotely(self, *args: Any, **kwargs: Any) -> Any:

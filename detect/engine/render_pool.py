@@ -37,6 +37,7 @@ from detect.engine.stages import Rendered, StageTimings, render_frame, render_pi
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
 from detect.model.inputs import DecodedImage
 from detect.sinks.animations import AnimationFrame
+from detect.track.live import ImageTracks
 
 # Slots per worker: one frame being drawn, one waiting, so a worker never idles on the copy.
 SLOTS_PER_WORKER = 2
@@ -52,7 +53,7 @@ class Renderer:
     executor: concurrent.futures.Executor
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -83,9 +84,9 @@ class ThreadRenderer(Renderer):
         self.executor = self._pool
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
         return self._pool.submit(render_frame, decoded, key, detections, self.segment_dir, self.job,
-                                 self.timings, labels)
+                                 self.timings, labels, tracks)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -107,7 +108,7 @@ class ProcessRenderer(Renderer):
         self._lock = threading.Lock()
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
         result = FrameResult(key, decoded.width, decoded.height, detections)
         if decoded.full is None:
             raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
@@ -115,7 +116,7 @@ class ProcessRenderer(Renderer):
         outer: concurrent.futures.Future[Rendered] = concurrent.futures.Future()
         try:
             inner = self._pool.submit(render_in_worker, slot.name, decoded.full.shape, key, detections,
-                                      self.segment_dir, self.job, labels)
+                                      self.segment_dir, self.job, labels, tracks)
         except concurrent.futures.process.BrokenProcessPool as err:
             self._slots.release(slot)
             discard_pool(self.workers)
@@ -366,11 +367,12 @@ def _close(slot: shared_memory.SharedMemory) -> None:
 
 
 def render_in_worker(name: str, shape: tuple[int, ...], key: FrameKey, detections: Detections, segment_dir: Path,
-                     job: SegmentJob, labels: Labels | None) -> tuple[AnimationFrame | None, dict[str, float]]:
+                     job: SegmentJob, labels: Labels | None,
+                     tracks: ImageTracks | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
     """Runs in a render process: the frame in slot `name`, drawn in place, written, prepared."""
     frame = np.ndarray(shape, np.uint8, buffer=attach(name).buf)
     try:
-        return render_pixels(frame, key, detections, segment_dir, job, labels)
+        return render_pixels(frame, key, detections, segment_dir, job, labels, tracks)
     finally:
         del frame  # no view may outlive the call: the slot is reused for the next frame
 

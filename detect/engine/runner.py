@@ -155,9 +155,9 @@ class LocalEngine:
                 record(failed_outcome(source.uri, message, time.perf_counter() - started))
                 reporter.message(f"detect: segment failed: {message}")
                 continue
-            warning = invalid_boxes_warning(report)
-            if warning:
-                reporter.message(warning)
+            for note in (invalid_boxes_warning(report), *report.notes):
+                if note:
+                    reporter.message(note)
             record(outcome_of(source.uri, report))
         return model.facts
 

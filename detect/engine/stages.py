@@ -24,6 +24,7 @@ from detect.render.draw import draw_detections, paint_watermark
 from detect.render.verdicts import draw_errors, judge
 from detect.sinks.animations import AnimationFrame, prepare_animation_frame
 from detect.sinks.frames import write_frame
+from detect.track.live import ImageTracks
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.selection import FrameFilter, duplicate_rows, select
 
@@ -91,24 +92,26 @@ def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list
 
 
 def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
-                 job: SegmentJob, timings: StageTimings, labels: Labels | None = None) -> Rendered:
+                 job: SegmentJob, timings: StageTimings, labels: Labels | None = None,
+                 tracks: ImageTracks | None = None) -> Rendered:
     """Thread worker: `render_pixels` on the decoded frame, its step times added to `timings`."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
     if not job.settings.needs_full_frames:
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
-    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, job, labels)
+    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, job, labels, tracks)
     for stage, value in seconds.items():
         timings.add(stage, value)
     return Rendered(result, animation)
 
 
 def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segment_dir: Path,
-                  job: SegmentJob, labels: Labels | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
-    """Draw on `frame` in place (the labels first, when asked), write it, prepare its animation
-    frame. The same code runs in a render thread or a render process; returns the animation frame
-    and the thread CPU seconds of each step."""
+                  job: SegmentJob, labels: Labels | None = None,
+                  tracks: ImageTracks | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
+    """Draw on `frame` in place (the labels first, when asked; `tracks`: the boxes' ids and trails),
+    write it, prepare its animation frame. The same code runs in a render thread or a render
+    process; returns the animation frame and the thread CPU seconds of each step."""
     settings = job.settings
     seconds: dict[str, float] = {}
     t0 = time.thread_time()

@@ -73,17 +73,19 @@ def format_table(outcomes: Sequence[SegmentOutcome], seconds: float) -> list[str
     """`detect run`'s table: one row per input, then the totals."""
     names = [printable(o.segment_context_name) if o.segment_context_name else Path(o.path).name for o in outcomes]
     width = max([len(n) for n in names] + [7])
-    lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'detections':>10} {'img/s':>7}"]
+    lines = [f"{'segment':<{width}}  {'status':<18} {'images':>7} {'drawn':>10} {'img/s':>7}"]
     for o, name in zip(outcomes, names, strict=True):
         rate = f"{o.images / o.seconds:.1f}" if o.seconds > 0 and o.images else "-"
-        lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {o.detections:>10} {rate:>7}")
+        drawn = "-" if o.drawn is None else o.drawn  # the boxes the frames and pages show, at the threshold
+        lines.append(f"{name:<{width}}  {o.status:<18} {o.images:>7} {drawn:>10} {rate:>7}")
         if o.error and o.status != Status.DONE:
             lines.append(f"{'':<{width}}  {o.error}")
     images = sum(o.images for o in outcomes)
     counts = {s: sum(o.status == s for o in outcomes) for s in Status}
+    segments = f"{len(outcomes)} {_plural(len(outcomes), 'segment')}"
     lines.append(
-        f"{len(outcomes)} segments: {counts[Status.DONE]} done, {counts[Status.PARTIAL]} with failed frames, "
-        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {images} images in {seconds:.1f} s"
-        + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
+        f"{segments}: {counts[Status.DONE]} done, {counts[Status.PARTIAL]} with failed frames, "
+        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {images} {_plural(images, 'image')} "
+        f"in {seconds:.1f} s" + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
     )
     return lines

@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from detect.evaluate.metrics import Evaluation
-from detect.evaluate.thresholds import BINS
+from detect.evaluate.thresholds import BINS, Sweep
 
 # The frames' colors are made for photos; on a white plot these read better (and apart, for
 # color-blind readers: Okabe-Ito blue, vermillion, reddish purple, grey).
@@ -51,9 +51,11 @@ def plot_pr_curves(evaluation: Evaluation, path: Path) -> None:
 
 
 def plot_thresholds(evaluation: Evaluation, path: Path) -> None:
-    """One row per type with labels: P, R and F1 against the threshold (the current one and the
-    F1-best one marked), and the score histograms of hits and false alarms."""
-    sweeps = {name: s for name, s in evaluation.sweeps.items() if s.labels}
+    """One row per type with labels and detections: P, R and F1 against the threshold (the current
+    one and the F1-best one marked), and the score histograms of hits and false alarms. A type the
+    model never detected (its panels would be empty) is named under the plot instead."""
+    sweeps = {name: s for name, s in evaluation.sweeps.items() if s.labels and _detected(s)}
+    undetected = [name for name, s in evaluation.sweeps.items() if s.labels and not _detected(s)]
     figure = Figure(figsize=(8, 0.6 + 2.6 * max(1, len(sweeps))), dpi=110)
     FigureCanvasAgg(figure)
     if not sweeps:
@@ -90,8 +92,16 @@ def plot_thresholds(evaluation: Evaluation, path: Path) -> None:
     grid[0][1].set_title("scores of hits and false alarms", fontsize=9)
     handles = grid[0][0].get_legend_handles_labels()[0] + grid[0][1].get_legend_handles_labels()[0]
     figure.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0.35 / figure.get_figheight(), 1, 1))
+    if undetected:
+        figure.text(0.5, 0.30 / figure.get_figheight(), f"not detected at any score: {', '.join(undetected)}",
+                    ha="center", fontsize=8)
+    figure.tight_layout(rect=(0, (0.55 if undetected else 0.35) / figure.get_figheight(), 1, 1))
     figure.savefig(path, format="png")
+
+
+def _detected(sweep: Sweep) -> bool:
+    """Whether a type has any detection to plot (a hit or a false alarm at some score)."""
+    return any(sweep.hit_histogram) or any(sweep.false_alarm_histogram)
 
 
 def _fmt(value: float | None) -> str:

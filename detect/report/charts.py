@@ -88,15 +88,41 @@ def scores(detections: pd.DataFrame, threshold: float, path: Path) -> Path:
     return _save(figure, path)
 
 
+# What each timed stage of the manifest is, in a reader's words (an unknown stage keeps its name).
+STEP_NAMES = {
+    "decode": "reading images",
+    "decode_wait": "waiting for images",
+    "detect": "detector",
+    "draw": "drawing boxes",
+    "frame_write": "writing frames",
+    "animation_prepare": "shrinking for GIF/MP4",
+    "animation_append": "adding to GIF/MP4",
+    "animation_close": "finishing GIF/MP4",
+    "animation_rebuild": "rebuilding GIF/MP4",
+    "table": "writing the tables",
+    "track": "tracking",
+}
+
+
+def step_name(stage: str) -> str:
+    """A stage's readable name: "animation_close" is "finishing GIF/MP4"."""
+    return STEP_NAMES.get(stage, stage.replace("_", " "))
+
+
 def stages(ms_per_image: dict[str, float], path: Path) -> Path:
-    """Milliseconds per image by stage, as horizontal bars."""
-    items = sorted(ms_per_image.items(), key=lambda kv: kv[1])
+    """`stages_figure` as a PNG at `path`."""
+    return _save(stages_figure(ms_per_image), path)
+
+
+def stages_figure(ms_per_image: dict[str, float]) -> Figure:
+    """Milliseconds per image by step, as horizontal bars named in a reader's words."""
+    items = sorted(((step_name(k), v) for k, v in ms_per_image.items()), key=lambda kv: kv[1])
     figure = Figure(figsize=(6.5, 0.6 + 0.32 * max(1, len(items))), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     axes.barh([k for k, _ in items], [v for _, v in items], color="#1f77b4")
     for y, (_, value) in enumerate(items):
         axes.text(value, y, f" {value:.1f}", va="center", fontsize=8)
-    axes.set(xlabel="ms per image", title="Time per stage")
+    axes.set(xlabel="ms per image", title="Time per step")
     axes.tick_params(axis="y", labelsize=8)
-    return _save(figure, path)
+    return figure

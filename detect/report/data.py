@@ -122,6 +122,21 @@ def spread_busiest(boxes: Mapping[tuple[str, int], int], timestamps: Sequence[in
     return sorted(chosen, key=busiest_first)
 
 
+def drawn_count(directory: Path, manifest: Manifest) -> int | None:
+    """How many boxes the segment's frames show: the manifest's count (runs since it is recorded),
+    else the table's boxes at or above the drawing threshold; None when neither is known."""
+    recorded = manifest.section("counts").get("drawn")
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+        return recorded
+    if not manifest.threshold_recorded:
+        return None
+    try:
+        scores = _detections(directory / DETECTIONS_FILE)["score"]
+    except InputError:
+        return None
+    return int((scores >= manifest.threshold).sum())
+
+
 def load(directory: Path) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line."""
     manifest = read_manifest(directory)

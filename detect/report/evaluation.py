@@ -19,10 +19,10 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
-                       assets: Path | None = None, notes: list[str] | None = None) -> str:
+                       assets: Path | None = None, notes: list[str] | None = None, heading: bool = True) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
-    cannot read is a line in `notes`)."""
+    cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
     protocol = report.section("protocol")
     library = report.section("library")
     threshold = safe.number(report.data.get("threshold"), 2)
@@ -31,7 +31,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     title = protocol.get("title") or "COCO"
     ious = ", ".join(f"{k} {safe.number(v, 1)}" for k, v in safe.mapping(protocol.get("iou")).items())
     stale = evaluation_notice(report, directory)
-    parts = [f"<h2>Against Waymo's labels</h2>{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
+    top = "<h2>Against Waymo's labels</h2>" if heading else ""
+    parts = [f"{top}{f'<p><strong>{safe.text(stale)}</strong></p>' if stale else ''}"
              f"<p class='muted'>Matching: {safe.text(title)} protocol (IoU {safe.text(ious)}); "
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
@@ -44,7 +45,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_by_size_and_camera(level_2, report.section("cameras_level_2")))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
-                     "F1-best threshold.</p>" + img(PR_CURVES_FILE, "precision-recall curves per type"))
+                     "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
     parts.append(_thresholds(report, directory))
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
@@ -58,7 +59,7 @@ def _outcomes(counts: dict[str, gallery.Outcome], level_2: Sequence[Mapping[str,
     rows = [[name, c.labels, c.hits, c.false_alarms, c.missed, num(ap.get(name, {}).get("precision"), 3),
              num(ap.get(name, {}).get("recall"), 3), num(ap.get(name, {}).get("f1"), 3)]
             for name, c in sorted(counts.items(), key=lambda item: _type_order(item[0], ap))
-            if c.labels or c.false_alarms]
+            if c.labels]  # a type with no labels in the data: the headline names it
     if not rows:
         return ""
     return (f"<h3>Hits, false alarms, misses</h3><p class='muted'>{LEGEND}</p>"
@@ -69,7 +70,8 @@ def _levels(report: EvalRecord) -> str:
     headers = ["type", "level", "labels", "dets", "AP50", "AP70/50", "AP", "AR100"]
     rows = [[r.get("name"), level, count_cell(r.get("labels")), count_cell(r.get("detections")),
              *[num(r.get(k), 3) for k in ("ap50", "ap_waymo", "ap", "ar100")]]
-            for level in report.section("levels") for r in report.rows(level)]
+            for level in report.section("levels") for r in report.rows(level)
+            if r.get("labels") != 0]  # a type the data has no label of has no AP (the headline names it)
     return ("<h3>Average precision</h3><p class='muted'>AP50: COCO, IoU 0.5; AP70/50: Waymo's 2D protocol, IoU 0.7 "
             "for VEHICLE and 0.5 for the others; AP: IoU 0.5:0.95; AR100: recall at 100 detections per image.</p>"
             + table(headers, rows))
@@ -98,7 +100,7 @@ def _thresholds(report: EvalRecord, directory: Path) -> str:
     for name, found in sweeps.items():
         best = safe.mapping(safe.mapping(found).get("best"))
         now = level_2.get(str(name), {})
-        if best:
+        if best and now.get("labels") != 0:
             rows.append([name, safe.text(best.get("suggested")), num(best.get("f1"), 3), num(best.get("precision"), 3),
                          num(best.get("recall"), 3), num(now.get("f1"), 3)])
     if not rows and not (directory / THRESHOLDS_FILE).is_file():
@@ -108,7 +110,7 @@ def _thresholds(report: EvalRecord, directory: Path) -> str:
     if rows:
         out += table(["type", "F1-best threshold", "F1", "P", "R", "F1 now"], rows)
     if (directory / THRESHOLDS_FILE).is_file():
-        out += img(THRESHOLDS_FILE, "precision, recall and F1 against the threshold; scores of hits and false alarms")
+        out += linked(THRESHOLDS_FILE, "precision, recall and F1 against the threshold; scores of hits and false alarms")
     return out
 
 
@@ -129,6 +131,11 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
             heading = "highest-scoring false alarms" if kind == gallery.FALSE_ALARM else "largest missed labels"
             out.append(f"<h3>{safe.text(name)}: {heading}</h3><div class='grid crops'>{''.join(figures)}</div>")
     return "".join(out)
+
+
+def linked(path: str, alt: str) -> str:
+    """A plot that opens itself full size when clicked."""
+    return f"<a href='{safe.href(path)}'>{img(path, alt)}</a>"
 
 
 def _type_order(name: str, rows: Mapping[str, object]) -> int:

@@ -12,27 +12,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from detect.core.atomic import atomic_path
-from detect.core.files import UnreadableFileError
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
-from detect.report import charts, safe
-from detect.report.data import MOSAIC, SegmentData
+from detect.report import charts, gallery, pictures, safe
+from detect.report.data import SegmentData, drawn_count
 from detect.report.evaluation import evaluation_section
-from detect.report.gallery import note_picture
+from detect.report.headline import contents, headline, threshold_text
 from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
-from detect.report.html import img as _img
 from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.sinks.eval_record import read_eval_record
-from detect.sinks.frames import read_frame
 from detect.sinks.layout import real_folder
 from detect.sinks.results_folder import Manifest
 from detect.sinks.run_record import RunRecord
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
-THUMBNAILS, THUMB_WIDTH = 8, 360
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1180px; padding: 0 16px; color: #222; }
@@ -46,6 +41,14 @@ th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td 
 .grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; } img, video { max-width: 100%; }
 .status-failed, .status-done_with_failures, .status-complete_with_failures { color: #b00020; font-weight: 600; }
 h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: repeat(auto-fill, minmax(min(200px, 100%), 1fr)); }
+.lead { font-size: 16px; margin: 4px 0; } .headline table.verdict { font-size: 16px; }
+.headline table.verdict td:nth-child(3) { font-weight: 700; }
+.toc { font-size: 14px; margin: 10px 0 0; padding: 6px 0; border-top: 1px solid #ddd; } .toc a { white-space: nowrap; }
+@media (max-width: 600px) { body { padding: 0 10px; } th, td { padding: 4px 5px; }
+  .headline table.verdict { font-size: 12.5px; } .headline table.verdict :is(th, td) { padding: 3px 3px; }
+  .headline th { white-space: normal; } table.sortable td:first-child { word-break: break-all; min-width: 8em; } }
+.grid.cameras { grid-template-columns: repeat(auto-fill, minmax(min(520px, 100%), 1fr)); }
+h2[id] { scroll-margin-top: 8px; } .wide figure { margin: 0; } img { height: auto; }
 """
 
 SORT_SCRIPT = """
@@ -71,51 +74,81 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 
 
 def segment_page(data: SegmentData) -> Path:
-    """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory."""
+    """Write `report.html` (and its plots and thumbnails in `report/`) into the segment directory:
+    the verdict first, then the pictures (each once), the errors, the boxes, the time, the details."""
     directory, manifest = data.directory, data.manifest
     assets = real_folder(directory / ASSETS)
     counts = manifest.section("counts")
     timings = manifest.section("timings")
-    sections = [f"<h1>{safe.text(data.name)}</h1>", _facts(data)]
-    if data.animation(MOSAIC):
-        sections.append(f"<h2>All cameras</h2>{_animation(data, MOSAIC, 'all cameras, tiled as the car sees them')}")
-    cameras = [c for c in data.cameras if data.animation(c)]
-    if cameras:
-        figures = "".join(f"<figure>{_animation(data, c, c)}<figcaption>{safe.text(c)}</figcaption></figure>"
-                          for c in cameras)
-        sections.append(f"<h2>Each camera</h2><div class='grid'>{figures}</div>")
-    sections.append(_timeline(data, assets))
-    if not data.detections.empty:
-        charts.scores(data.detections, data.threshold, assets / "scores.png")
-        sections.append(f"<h2>Scores</h2>{_img(f'{ASSETS}/scores.png', 'score distribution per class')}")
-        table = data.counts()
-        sections.append("<h2>Boxes drawn, per camera and class</h2>" + _drawn_note(data)
-                        + _table(["camera", *table.columns],
-                                 [[i, *row] for i, row in zip(table.index, table.values.tolist(), strict=True)], css="counts"))
-    else:
-        sections.append("<h2>Detections</h2><p>No boxes in this segment.</p>")
-    thumbs = _thumbnails(data, assets)
-    if thumbs:
-        sections.append(f"<h2>Frames with the most boxes</h2><div class='grid'>{thumbs}</div>")
+    matches = gallery.read_matches(directory, data.name) if data.evaluation is not None else None
+    outcomes = (gallery.outcomes(matches, data.evaluation.threshold)
+                if matches is not None and data.evaluation is not None and data.evaluation.threshold is not None else None)
+    tracking = None if data.evaluation is None else data.evaluation.section("tracking_level_2")
+    sections: list[tuple[str, str, str]] = []  # (anchor, title, html)
+    groups = pictures.picture_groups(data, assets, ASSETS)
+    if groups:
+        sections.append(("pictures", "Pictures", pictures.render(groups)))
     if data.evaluation is not None:
-        sections.append(evaluation_section(data.evaluation, directory, data.name, assets, data.notes))
+        sections.append(("evaluation", "Against Waymo's labels",
+                         evaluation_section(data.evaluation, directory, data.name, assets, data.notes, heading=False)))
+    sections.append(("boxes", "Boxes", _boxes(data, assets)))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if isinstance(v, (int, float)) and safe.number(v) != "-"}
     if stage_ms:
         charts.stages(stage_ms, assets / "stages.png")
-        sections.append(f"<h2>Time</h2><p>{_num(timings.get('images_per_second'))} images/s over "
-                        f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
-                        + _img(f"{ASSETS}/stages.png", "milliseconds per image by stage"))
+        sections.append(("time", "Time", f"<p>{_num(timings.get('images_per_second'))} images/s over "
+                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
+                         + _plot(f"{ASSETS}/stages.png", "milliseconds per image by step")))
     failures = manifest.failures
     if failures:
         rows = [[f.get("camera"), f.get("key.frame_timestamp_micros"), f.get("stage"), f.get("error")] for f in failures]
-        sections.append(f"<h2>Failed frames ({len(failures)})</h2>" + _table(["camera", "timestamp", "stage", "error"], rows))
-    sections.append("<h2>Versions</h2>" + _facts_table(manifest.section("versions")))
-    sections.append(f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
-                    f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
-                    f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
-                    f"{_count_of(counts.get('images_processed', 0), 'image')} processed.</p>")
-    return _write(directory / REPORT_FILE, f"detect: {data.name}", sections)
+        sections.append(("failed", f"Failed frames ({len(failures)})",
+                         _table(["camera", "timestamp", "stage", "error"], rows)))
+    sections.append(("details", "Run details", _facts(data) + "<h3>Versions</h3>"
+                     + _facts_table(manifest.section("versions"))
+                     + f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
+                     f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
+                     f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
+                     f"{_count_of(counts.get('images_processed', 0), 'image')} processed.</p>"))
+    top = [f"<h1>{safe.text(data.name)}</h1>", headline(data.evaluation, outcomes, _segment_lead(data), tracking),
+           contents([(anchor, title) for anchor, title, _ in sections])]
+    body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
+    return _write(directory / REPORT_FILE, f"detect: {data.name}", top + body)
+
+
+def _segment_lead(data: SegmentData) -> str:
+    """The run in one line: what was read, by what, and how many boxes the frames show."""
+    cameras = len({c for c, _ in data.images})
+    model = data.manifest.model.short_name or data.manifest.model.description or "an unnamed model"
+    status = data.manifest.status
+    css = status if status.replace("_", "").isalpha() else "unknown"
+    flag = "" if status == "complete" else f"<span class='status-{css}'>{safe.text(status)}</span>; "
+    return (f"{flag}{_plural(len(data.timestamps), 'frame')}, {_plural(len(data.images), 'image')} from "
+            f"{_plural(cameras, 'camera')}; {safe.text(model)}; {drawn_phrase(len(data.drawn), data.threshold)} "
+            f"({len(data.detections)} kept in the table, for evaluation).")
+
+
+def drawn_phrase(drawn: int | None, threshold: float | None) -> str:
+    """"587 boxes drawn (score at least 0.3)": the one way every page counts boxes."""
+    at = "" if threshold is None else f" (score at least {threshold:g})"
+    return f"{'-' if drawn is None else drawn} {'box' if drawn == 1 else 'boxes'} drawn{at}"
+
+
+def _boxes(data: SegmentData, assets: Path) -> str:
+    """Boxes over time, their scores, and the drawn boxes per camera and class."""
+    if data.detections.empty:
+        return "<p>No boxes in this segment.</p>"
+    charts.scores(data.detections, data.threshold, assets / "scores.png")
+    table = data.counts()
+    return (_timeline(data, assets) + "<h3>Scores</h3>" + _plot(f"{ASSETS}/scores.png", "score distribution per class")
+            + "<h3>Boxes drawn, per camera and class</h3>" + _drawn_note(data)
+            + (_table(["camera", *table.columns], [[i, *row] for i, row in zip(table.index, table.values.tolist(), strict=True)],
+                      css="counts") if not table.empty else ""))
+
+
+def _plot(path: str, alt: str) -> str:
+    """A plot, linked to itself (full size on a phone)."""
+    return pictures.linked(path, path, alt)
 
 
 def _timeline(data: SegmentData, assets: Path) -> str:
@@ -125,11 +158,10 @@ def _timeline(data: SegmentData, assets: Path) -> str:
         return ""
     if frames == 1:
         drawn = len(data.drawn)
-        return ("<h2>Detections over time</h2><p>One frame, so nothing to plot over time: "
-                f"{_plural(drawn, 'box')} drawn on its {_plural(len(data.images), 'image')}"
-                f"{' (per camera and class in the table below)' if drawn else ''}.</p>")
+        return (f"<p>One frame, so nothing to plot over time: {_plural(drawn, 'box')} drawn on its "
+                f"{_plural(len(data.images), 'image')}{' (per camera and class in the table below)' if drawn else ''}.</p>")
     charts.timeline(data.boxes_per_image(), assets / "timeline.png")
-    return f"<h2>Detections over time</h2>{_img(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
+    return f"<h3>Over time</h3>{_plot(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
 
 
 def _drawn_note(data: SegmentData) -> str:
@@ -145,14 +177,12 @@ def _drawn_note(data: SegmentData) -> str:
 
 def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                runs: Sequence[RunRecord]) -> Path:
-    """Write `index.html` at the top of a run: one row per segment, from its manifest only."""
-    def by_label(manifest: Manifest) -> Mapping[str, object]:
-        return safe.mapping(manifest.section("counts").get("detections_by_label"))
-
-    labels = sorted({str(label) for _, m in segments for label in by_label(m)},
-                    key=lambda name: -sum(safe.count(by_label(m).get(name)) or 0 for _, m in segments))[:6]
-    headers = ["segment", "status", "model", "threshold", "images", "failed", "boxes", *labels, "AP50", "images/s"]
+    """Write `index.html` at the top of a run: the pooled verdict, then one row per segment (from
+    its manifest, and its eval.json for AP), then what failed and the pooled evaluation."""
+    headers = ["segment", "status", "images", "boxes drawn", "threshold", "AP50", "images/s", "model"]
     rows = []
+    total_drawn: int | None = 0
+    thresholds = set()
     for directory, manifest in segments:
         counts = manifest.section("counts")
         name = manifest.segment_context_name
@@ -160,30 +190,50 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
         status = manifest.status
         css = status if status.replace("_", "").isalpha() else "unknown"
+        drawn = drawn_count(directory, manifest)
+        total_drawn = None if drawn is None or total_drawn is None else total_drawn + drawn
+        if manifest.threshold_recorded:
+            thresholds.add(manifest.threshold)
         rows.append([Markup(f"<a href='{safe.href(page)}'>{safe.text(name)}</a>"),
                      Markup(f"<span class='status-{safe.text(css)}'>{safe.text(status)}</span>"),
-                     _model_cell(manifest.model), _num(manifest.threshold if manifest.threshold_recorded else None, 2),
-                     *[_count_cell(counts.get(k)) for k in ("images_processed", "images_failed", "detections")],
-                     *[_count_cell(by_label(manifest).get(label, 0)) for label in labels], _segment_ap(directory),
-                     _num(manifest.section("timings").get("images_per_second"))])
-    sections = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>"]
+                     _count_cell(counts.get("images_processed")), "-" if drawn is None else drawn,
+                     threshold_text(manifest.threshold if manifest.threshold_recorded else None), _segment_ap(directory),
+                     _num(manifest.section("timings").get("images_per_second")), _model_cell(manifest.model)])
+    sections: list[tuple[str, str, str]] = [
+        ("segments", "Segments", "<p class='muted'>Boxes drawn: those scoring at least the segment's threshold, as "
+         "its frames and page show them (detections.parquet keeps lower scores too, for evaluation). AP50: the mean "
+         "over Waymo types (LEVEL_2). Click a column title to sort.</p>" + _table(headers, rows, css="sortable"))]
     for run in runs:
-        this = run.section("this_run")
-        tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
-            ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
-        sections.append(f"<p>Last run{'' if len(runs) == 1 else ' (' + safe.text(run.name) + ')'}: {tally}; "
-                        f"engine {safe.text(run.data.get('engine'))}.</p>")
         failed = run.failed()
         if failed:
-            sections.append(f"<h2>Inputs that failed ({len(failed)})</h2>"
-                            + _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed]))
+            sections.append((f"failed-{len(sections)}", f"Inputs that failed ({len(failed)})",
+                             _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed])))
     evaluation = read_eval_record(root)
     if evaluation is not None:
-        sections.append(evaluation_section(evaluation, root))
-    sections.append("<h2>Segments</h2><p class='muted'>Threshold: boxes scoring at least this are drawn. "
-                    "Boxes and the per-class counts are every box in the table, down to the score floor. "
-                    "Click a column title to sort.</p>" + _table(headers, rows, css="sortable"))
-    return _write(root / INDEX_FILE, f"detect: {_plural(len(segments), 'segment')}", sections, script=SORT_SCRIPT)
+        sections.append(("evaluation", "Against Waymo's labels, pooled",
+                         evaluation_section(evaluation, root, heading=False)))
+    images = sum(safe.count(m.section("counts").get("images_processed")) or 0 for _, m in segments)
+    threshold = next(iter(thresholds)) if len(thresholds) == 1 else None
+    lead = (f"{_plural(len(segments), 'segment')}, {_plural(images, 'image')}; "
+            f"{drawn_phrase(total_drawn, threshold)}{'' if len(thresholds) < 2 else ' (at each one' + chr(39) + 's threshold)'}."
+            + "".join(f" {_run_line(run, len(runs))}" for run in runs))
+    matches = gallery.read_matches(root, None) if evaluation is not None else None
+    outcomes = (gallery.outcomes(matches, evaluation.threshold)
+                if matches is not None and evaluation is not None and evaluation.threshold is not None else None)
+    top = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>",
+           headline(evaluation, outcomes, lead, None if evaluation is None else evaluation.section("tracking_level_2"))
+           if evaluation is not None else f"<section class='headline' id='headline'><p class='lead'>{lead}</p></section>",
+           contents([(anchor, title) for anchor, title, _ in sections])]
+    body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
+    return _write(root / INDEX_FILE, f"detect: {_plural(len(segments), 'segment')}", top + body, script=SORT_SCRIPT)
+
+
+def _run_line(run: RunRecord, runs: int) -> str:
+    this = run.section("this_run")
+    tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
+        ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
+    return (f"Last run{'' if runs == 1 else ' (' + safe.text(run.name) + ')'}: {tally}; "
+            f"engine {safe.text(run.data.get('engine'))}.")
 
 
 def _model_cell(model: ModelFacts) -> Any:
@@ -232,51 +282,6 @@ def _segment_ap(directory: Path) -> str:
     return _num(None if overall is None else overall.get("ap50"), 3)
 
 
-def _thumbnails(data: SegmentData, assets: Path) -> str:
-    figures = []
-    for camera, ts, boxes, frame in data.busiest_frames(THUMBNAILS):
-        thumb = assets / f"thumb_{camera}_{ts}.jpg"
-        try:
-            small = read_frame(frame)
-        except UnreadableFileError as err:  # a link, FIFO, truncated or oversized frame: the page still builds
-            note_picture(data.notes, err)
-            continue
-        small.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
-        with atomic_path(thumb) as tmp:
-            small.save(tmp, "JPEG", quality=85)
-        link = frame.relative_to(data.directory).as_posix()
-        figures.append(f"<figure><a href='{safe.href(link)}'>{_img(f'{ASSETS}/{thumb.name}', f'{camera} at {ts}')}</a>"
-                       f"<figcaption>{safe.text(camera)} {ts}: {_plural(boxes, 'box')}</figcaption></figure>")
-    return "".join(figures)
-
-
-def _animation(data: SegmentData, name: str, alt: str) -> str:
-    """A camera's (or the mosaic's) animation; one frame is a still: an image, no player controls."""
-    path = data.animation(name)
-    gif = _gif(data, name)
-    if path is None:
-        return ""
-    if data.frame_count(None if name == MOSAIC else name) != 1:
-        return _media(path, alt, gif)
-    if gif:
-        return f"<a href='{safe.href(gif)}'>{_img(gif, alt)}</a>"
-    # An MP4 alone (--no-gif): its only frame, with nothing drawn over it.
-    return f"<video src='{safe.href(path)}' muted playsinline preload='auto' title='{safe.text(alt)}'></video>"
-
-
-def _media(path: str, alt: str, poster: str | None = None) -> str:
-    """An MP4 in a <video> (its GIF, when there is one, as the picture before it plays), else an <img>.
-
-    The video plays by itself, muted and looped like the GIF: the browser hides its controls while
-    it plays (they come back on hover), so they do not sit over a paused picture.
-    """
-    if path.endswith(".mp4"):
-        shown = f" poster='{safe.href(poster)}'" if poster else ""
-        return (f"<video src='{safe.href(path)}'{shown} controls autoplay loop muted playsinline preload='metadata' "
-                f"title='{safe.text(alt)}'></video>")
-    return _img(path, alt)
-
-
 def _plural(count: int, word: str, plural: str | None = None) -> str:
     """"1 box", "3 boxes", "1 segment", "2 segments"."""
     return f"{count} {word if count == 1 else plural or (word + 'es' if word.endswith(('s', 'x')) else word + 's')}"
@@ -286,10 +291,6 @@ def _count_of(value: Any, word: str) -> str:
     """A count from a results file with its noun, or "-" and the plural when it is not a count."""
     checked = safe.count(value)
     return f"- {word}s" if checked is None else _plural(checked, word)
-
-
-def _gif(data: SegmentData, name: str) -> str | None:
-    return f"{name}.gif" if (data.directory / f"{name}.gif").is_file() else None
 
 
 def _if_file(directory: Path, name: str) -> str:

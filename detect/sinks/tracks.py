@@ -7,15 +7,18 @@ Run when a segment finishes (every box down to the score floor is in the table t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from detect.core.cameras import CameraName
 from detect.core.errors import InputError, OutputError, UsageError, first_line
 from detect.core.files import UnreadableFileError, read_regular
 from detect.core.names import printable
+from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
 from detect.sinks.layout import SegmentLock, is_marked
 from detect.sinks.manifest import MANIFEST_FILE, write_manifest
@@ -23,6 +26,7 @@ from detect.sinks.results_folder import read_manifest
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE, SCHEMA, write_table
 from detect.track import TrackerParams
+from detect.track.live import LiveTracks
 from detect.track.table_tracks import track_ids
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
@@ -100,7 +104,10 @@ def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost
                             **({} if lost_seconds is None else {"lost_seconds": lost_seconds}))
     path = directory / DETECTIONS_FILE
     table = _read_table(path)
-    ids = track_table(table, class_map, params)
+    try:
+        ids = track_table(table, class_map, params)
+    except ValueError as err:  # an edited table: a camera Waymo does not have, a negative class id
+        raise InputError(f"{path}: {err}") from None
     write_table(path, table, lambda _: ids)
     data = dict(manifest.data)
     data["tracking"] = tracking_record(params, ids)
@@ -108,6 +115,29 @@ def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost
     written += [path, directory / MANIFEST_FILE]
     tracks = len(np.unique(ids[ids >= 0]))
     return f"{printable(manifest.segment_context_name)}: {tracks} track(s) over {int((ids >= 0).sum())} of {len(ids)} boxes"
+
+
+def live_tracking_notes(name: str, live: LiveTracks | None, results: Mapping[FrameKey, FrameResult],
+                        ids: np.ndarray) -> list[str]:
+    """What the frames drawn while a segment ran show of its table's track ids (`ids`, in the
+    table's row order): nothing to say when they show exactly those."""
+    name = printable(name)
+    if live is None:
+        return [f"{name}: frames drawn without track ids; `detect redraw` draws them"]
+    notes = []
+    if live.held_back:
+        cameras = ", ".join(CameraName(c).name for c in sorted(live.held_back))
+        notes.append(f"{name}: {cameras} images came out of time order and were drawn without track ids from "
+                     "there on; `detect redraw` draws them")
+    offset, other = 0, 0
+    for result in sorted(results.values(), key=lambda r: (r.key.frame_timestamp_micros, int(r.key.camera_name))):
+        drawn, n = live.drawn_ids(result.key), len(result.detections)
+        other += drawn is not None and not np.array_equal(drawn, ids[offset:offset + n])
+        offset += n
+    if other:
+        notes.append(f"{name}: {other} image(s) drawn with track ids other than the table's; "
+                     "`detect redraw` draws the table's")
+    return notes
 
 
 def tracker_params(threshold: float, **overrides: float) -> TrackerParams:

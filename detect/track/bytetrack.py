@@ -32,15 +32,19 @@ _TRACKED, _LOST = 0, 1
 
 
 class IdAllocator:
-    """Track ids for one segment: shared by the trackers of all its cameras and groups, so an id
-    names one object in the whole segment."""
+    """Track ids from `first` in steps of `step`: one allocator per camera of a segment (first: the
+    camera's number, step: the number of Waymo cameras) keeps ids unique in the segment without
+    the cameras taking turns, so a camera's ids never depend on how its images and another
+    camera's were interleaved (`detect.track.segment_tracker`)."""
 
-    def __init__(self, first: int = 1) -> None:
-        self._next = int(first)
+    def __init__(self, first: int = 1, step: int = 1) -> None:
+        if first < 1 or step < 1:
+            raise ValueError(f"expected first >= 1 and step >= 1, got {first} and {step}")
+        self._next, self._step = int(first), int(step)
 
     def take(self, n: int) -> np.ndarray:
-        ids = np.arange(self._next, self._next + n, dtype=np.int64)
-        self._next += n
+        ids = np.arange(self._next, self._next + n * self._step, self._step, dtype=np.int64)
+        self._next += n * self._step
         return ids
 
 

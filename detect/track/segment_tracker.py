@@ -1,11 +1,21 @@
-"""The trackers of one segment: one ByteTracker per (camera, group), ids from one allocator."""
+"""The trackers of one segment: one ByteTracker per (camera, group); ids unique in the segment.
+
+Each camera takes its ids from its own sequence: camera c (1-5, Waymo's numbers) gives c, c + 5,
+c + 10, ... so the id alone says the camera (FRONT 1, 6, 11; FRONT_LEFT 2, 7, 12), and a camera's
+ids depend on its own images only. A run tracks while it reads (images of different sizes go
+through the model in different batches, so the cameras interleave differently there than in the
+table): both give the same ids.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from detect.core.cameras import CAMERA_NUMBERS
 from detect.track.bytetrack import ByteTracker, IdAllocator
 from detect.track.params import TrackerParams
+
+ID_STEP = max(CAMERA_NUMBERS)  # ids of camera c: c, c + ID_STEP, c + 2 * ID_STEP, ...
 
 
 class SegmentTracker:
@@ -13,7 +23,7 @@ class SegmentTracker:
 
     def __init__(self, params: TrackerParams) -> None:
         self.params = params
-        self._ids = IdAllocator()
+        self._ids: dict[int, IdAllocator] = {}
         self._trackers: dict[tuple[int, int], ByteTracker] = {}
         self._last_ts: dict[int, int] = {}
 
@@ -26,15 +36,19 @@ class SegmentTracker:
         if not len(xyxy) == len(scores) == len(groups):
             raise ValueError(f"expected one score and group per box ({len(xyxy)}), got {len(scores)} and {len(groups)}")
         camera, ts = int(camera), int(timestamp_micros)
+        if camera not in CAMERA_NUMBERS:
+            raise ValueError(f"camera {camera}: expected a Waymo camera number, {min(CAMERA_NUMBERS)}-{ID_STEP}")
         if camera in self._last_ts and ts <= self._last_ts[camera]:
             raise ValueError(f"camera {camera}: timestamps must increase, got {ts} after {self._last_ts[camera]}")
         self._last_ts[camera] = ts
         out = np.full(len(xyxy), -1, np.int64)
-        # every tracker of the camera sees every frame, so lost tracks age even when a group has no box
-        for group in {g for (c, g) in self._trackers if c == camera} | {int(g) for g in groups}:
+        # every tracker of the camera sees every frame, so lost tracks age even when a group has no box;
+        # groups in a fixed order: they take new ids from the camera's one sequence
+        for group in sorted({g for (c, g) in self._trackers if c == camera} | {int(g) for g in groups}):
             tracker = self._trackers.get((camera, group))
             if tracker is None:
-                tracker = self._trackers[camera, group] = ByteTracker(self.params, self._ids)
+                ids = self._ids.setdefault(camera, IdAllocator(first=camera, step=ID_STEP))
+                tracker = self._trackers[camera, group] = ByteTracker(self.params, ids)
             rows = np.flatnonzero(groups == group)
             out[rows] = tracker.update(ts, xyxy[rows], scores[rows])
         return out

@@ -1,0 +1,143 @@
+"""`make media`: the README's and docs' pictures, made again from the real frame with today's defaults.
+
+Runs `detect segment` on the real Waymo frame (the default model and settings; `--draw detections`
+for the plain picture; `--tile 512` for the comparison), a slow pan over its FRONT image for the
+tracking picture (a v2 segment with Waymo's object ids, written by `write_pan_segment`), `detect
+compare` of the untiled and the tiled run, then copies frames, animations and plots into `media/`
+and takes screenshots of the pages with Debian's Chromium (Playwright drives it; no browser is
+downloaded). Every picture is written at the size a reader sees it; look at them before committing.
+
+    python -m detect.tools.media [--frame ../shared/fixtures/waymo_v1_one_frame.tfrecord] [--out media]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from detect.cli import main as detect
+from detect.core.cameras import CameraName
+from detect.core.records import CameraFrame, FrameKey, Labels
+from detect.tools.synthetic import write_camera_box_from_labels, write_camera_image_parquet
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
+CHROMIUM = Path("/usr/bin/chromium")
+PAN_SEGMENT = "pan_over_the_real_front_camera"
+PAN_FRAMES, PAN_WIDTH, PAN_STEP = 40, 1600, 6  # 6 px a frame at 10 Hz: trails a reader can see
+README_WIDTH = 880  # what GitHub shows a README picture at, in CSS pixels
+
+
+def write_pan_segment(frame_file: Path, out: Path, camera: CameraName = CameraName.FRONT) -> Path:
+    """A v2 segment of PAN_FRAMES images: a window of `camera`'s image sliding right at 10 Hz, with
+    Waymo's labels (and their object ids) moved with it; returns the camera_image file."""
+    import tensorflow as tf
+
+    from detect.waymo.camera_labels import read_labels
+    from detect.waymo.readers import iter_frames, read_keys
+
+    keys = read_keys(str(frame_file))
+    labels = read_labels(keys)
+    [source] = [f for f in iter_frames(keys.source, keys=keys) if f.camera_name == camera]
+    image = tf.io.decode_jpeg(source.jpeg, channels=3).numpy()
+    height = image.shape[0]
+    own = labels.get(source.key) if labels is not None else Labels.empty()
+    frames, boxes = [], {}
+    for k in range(PAN_FRAMES):
+        x0 = PAN_STEP * k
+        window = image[:, x0:x0 + PAN_WIDTH]
+        key = FrameKey(PAN_SEGMENT, 1_000_000 + k * 100_000, camera)
+        frames.append(CameraFrame(PAN_SEGMENT, key.frame_timestamp_micros, camera,
+                                  tf.io.encode_jpeg(window, quality=95).numpy()))
+        xyxy = own.xyxy - [x0, 0, x0, 0]
+        clipped = np.clip(xyxy, 0, [PAN_WIDTH, height, PAN_WIDTH, height])
+        area = np.prod(np.maximum(xyxy[:, 2:] - xyxy[:, :2], 1e-9), 1)
+        keep = np.prod(np.maximum(clipped[:, 2:] - clipped[:, :2], 0), 1) / area >= 0.5  # half of it in view
+        boxes[key] = Labels(clipped[keep], own.types[keep], own.difficulty[keep],
+                            tuple(np.asarray(own.object_ids, object)[keep]))
+    path = write_camera_image_parquet(out / "camera_image" / f"{PAN_SEGMENT}.parquet", frames)
+    write_camera_box_from_labels(out / "camera_box" / f"{PAN_SEGMENT}.parquet", boxes)
+    return path
+
+
+def screenshot(page_file: Path, out: Path, width: int, selector: str | None = None, height: int = 900) -> None:
+    """A PNG of `page_file` at `width` CSS pixels: its top, or from `selector`'s element down."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(page_file.resolve().as_uri())
+        page.wait_for_timeout(500)
+        if selector is not None:
+            page.locator(selector).first.scroll_into_view_if_needed()
+            box = page.locator(selector).first.bounding_box()
+            y = 0.0 if box is None else box["y"]
+            page.screenshot(path=str(out), clip={"x": 0, "y": y, "width": width, "height": height})
+        else:
+            page.screenshot(path=str(out))
+        browser.close()
+
+
+def _segment(args: Sequence[str | Path]) -> Path:
+    code = detect(["segment", *map(str, args), "--quiet"])
+    if code != 0:
+        raise SystemExit(f"media: detect segment {' '.join(map(str, args))} exited {code}")
+    out = Path(args[list(args).index("--out") + 1])
+    [segment] = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return segment
+
+
+def _frame(segment: Path, camera: str) -> Path:
+    return sorted((segment / "frames" / camera).iterdir())[0]
+
+
+def _middle_frame(segment: Path, camera: str) -> Path:
+    frames = sorted((segment / "frames" / camera).iterdir())
+    return frames[len(frames) * 3 // 4]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m detect.tools.media", description=__doc__.splitlines()[0])
+    parser.add_argument("--frame", type=Path, default=FRAME)
+    parser.add_argument("--out", type=Path, default=ROOT / "media")
+    parser.add_argument("--work", type=Path, default=None, help="where the runs go (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    if not args.frame.is_file():
+        print(f"media: {args.frame}: no such file (the real frame is in ../shared)", file=sys.stderr)
+        return 2
+    if not CHROMIUM.is_file():
+        print(f"media: {CHROMIUM}: no Chromium (apt-get install chromium)", file=sys.stderr)
+        return 2
+    work = args.work or Path(tempfile.mkdtemp(prefix="detect-media-"))
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+
+    default = _segment([args.frame, "--out", work / "default"])
+    plain = _segment([args.frame, "--out", work / "plain", "--draw", "detections", "--no-gif", "--no-report"])
+    tiled = _segment([args.frame, "--out", work / "tiled", "--tile", "512", "--no-gif"])
+    pan = _segment([write_pan_segment(args.frame, work / "pan_in"), "--out", work / "pan"])
+    if detect(["compare", str(default), str(tiled), "--out", str(work / "compare"), "--quiet"]) != 0:
+        raise SystemExit("media: detect compare failed")
+
+    shutil.copyfile(_frame(plain, "FRONT_LEFT"), out / "front_left_coco.png")
+    shutil.copyfile(_frame(default, "FRONT"), out / "front_errors_coco.png")
+    shutil.copyfile(default / "mosaic.gif", out / "mosaic_coco.gif")
+    shutil.copyfile(default / "pr_curves.png", out / "pr_curves_coco.png")
+    shutil.copyfile(default / "thresholds.png", out / "thresholds_coco.png")
+    shutil.copyfile(_middle_frame(pan, "FRONT"), out / "tracking_pan.png")
+    screenshot(default / "report.html", out / "report.png", README_WIDTH + 400)
+    screenshot(default / "report.html", out / "report_phone.png", 390, height=844)
+    screenshot(work / "compare" / "compare.html", out / "compare.png", README_WIDTH + 400)
+    print(f"media: pictures in {out}; runs in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
