@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from PIL import Image
 
 from detect.cli import main
@@ -291,9 +292,11 @@ def test_out_that_is_a_file_is_one_line_and_exit_2(stub_dynamic_dir, tmp_path, c
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     (tmp_path / "out").write_text("a file")
     assert segment([source, "--out", tmp_path / "out"], stub_dynamic_dir) == 2
-    assert capsys.readouterr().err == f"detect: error: {tmp_path / 'out'}: cannot create the output directory (File exists)\n"
+    printed = without_status(capsys.readouterr().err)
+    assert printed == f"detect: error: {tmp_path / 'out'}: cannot create the output directory (File exists)\n"
     assert main(["run", str(source), "--out", str(tmp_path / "out"), "--model", str(stub_dynamic_dir)]) == 2
-    assert capsys.readouterr().err == f"detect: error: {tmp_path / 'out'}: cannot create the output directory (File exists)\n"
+    printed = without_status(capsys.readouterr().err)
+    assert printed == f"detect: error: {tmp_path / 'out'}: cannot create the output directory (File exists)\n"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")

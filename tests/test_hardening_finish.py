@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT
 from PIL import Image
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("load_each_model_once")
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return code, out.getvalue(), without_status(err.getvalue())
 
 
 def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:

@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -146,7 +147,8 @@ def test_a_report_html_that_is_a_symlink_is_refused(segment_results, tmp_path, c
     target.write_text("keep me")
     (seg / "report.html").symlink_to(target)
     assert main(["report", str(seg)]) == 2
-    assert capsys.readouterr().err == (f"detect: error: {seg / 'report.html'} is a symlink: detect writes only real "
+    printed = without_status(capsys.readouterr().err)
+    assert printed == (f"detect: error: {seg / 'report.html'} is a symlink: detect writes only real "
                                        f"folders and files; remove it\n")
     assert target.read_text() == "keep me"
 
@@ -160,7 +162,7 @@ def test_one_broken_results_file_leaves_the_other_pages(segment_results, tmp_pat
     bad_manifest = copy_segment(segment_results, run / "seg_manifest")
     (bad_manifest / "manifest.json").write_text("[1, 2")
     assert main(["report", str(run)]) == 0
-    notes = capsys.readouterr().err.splitlines()
+    notes = without_status(capsys.readouterr().err).splitlines()
     assert len(notes) == 2 and all(note.endswith("; left out") for note in notes)
     assert notes[0].startswith(f"detect: note: {bad_manifest / 'manifest.json'}: cannot read the manifest (")
     assert notes[1].startswith(f"detect: note: {bad_table / 'detections.parquet'}: not a readable detections table (")

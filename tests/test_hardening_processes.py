@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT
 from test_hardening import frames, jpeg
 
@@ -42,8 +43,8 @@ def test_detect_gif_leaves_out_a_segment_being_written(segment_out, capsys):
     with SegmentLock(directory):  # what a running `detect segment` holds
         assert main(["gif", str(segment_out)]) == 1
     captured = capsys.readouterr()
-    assert captured.err.startswith(f"detect: note: {directory} is being written by another detect process (pid ")
-    assert captured.err.endswith("; wait for it to finish or choose another --out; left out\n")
+    assert without_status(captured.err).startswith(f"detect: note: {directory} is being written by another detect process (pid ")
+    assert without_status(captured.err).endswith("; wait for it to finish or choose another --out; left out\n")
     assert captured.out == "" and (directory / "mosaic.gif").stat().st_mtime_ns == before
     assert main(["gif", str(segment_out)]) == 0  # once the writer is done
 
@@ -81,7 +82,7 @@ def test_escape_sequences_from_files_are_printed_visibly(tiny_v2_path, stub_dyna
     out, err = io.StringIO(), io.StringIO()
     assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"), "--max-frames", "1",
                  "--no-gif"], stdout=out, stderr=err) == 0
-    printed = out.getvalue() + err.getvalue()
+    printed = out.getvalue() + without_status(err.getvalue())
     assert "\x1b" not in printed and "\x07" not in printed and "\r" not in printed
     assert "evil\\x1b[2J\\x1b]0;title\\x07 model\\x0dX" in out.getvalue()
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT, TINY_V2_DIR
 
 from detect.cli import main
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.usefixtures("load_each_model_once")
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+    return code, out.getvalue(), without_status(err.getvalue())
 
 
 # Item 12 -------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT
 
 from detect.cli import main
@@ -106,7 +107,7 @@ def test_classes_the_model_cannot_output_are_one_line(stub_dynamic_dir, tiny_v2_
     (model / SIDECAR).write_text(json.dumps({"kind": "real", "description": "persons only", "classes": [1]}))
     assert main(["segment", str(tiny_v2_path), "--model", str(model), "--out", str(tmp_path / "o"),
                  "--classes", "person", "car", "truck"]) == 2
-    assert capsys.readouterr().err == (
+    assert without_status(capsys.readouterr().err) == (
         f"detect: error: --classes car, truck: model {model} cannot output them (it knows person; "
         f"`detect model {model}` lists them)\n")
     assert not (tmp_path / "o").exists()

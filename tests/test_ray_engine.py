@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from conftest import REAL_SEGMENT, TINY_SEGMENT
 from test_pipeline import _outputs
 from test_signals import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
@@ -135,11 +136,11 @@ def test_ray_skips_complete_segments_and_resumes_a_local_journal(ray_local, inpu
 def test_ray_refuses_what_it_cannot_do(ray_local, inputs, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert run(inputs, "--out", out, "--ray-actors", "2", model=stub_dynamic_dir, engine="ray") == 2
-    assert capsys.readouterr().err.strip() == (
+    assert without_status(capsys.readouterr().err).strip() == (
         "detect: error: --ray-actors 2: the detector actors reserve 1.5 CPUs and reading, decoding and "
         "drawing need 1.25 more; this cluster has 2")
     assert run(inputs, "--out", out, "--no-png", model=stub_dynamic_dir, engine="ray") == 2
-    assert capsys.readouterr().err.strip() == (
+    assert without_status(capsys.readouterr().err).strip() == (
         "detect: error: --engine ray builds animations from the annotated frames: drop --no-png, or add --no-gif")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from conftest import REAL_SEGMENT
 from conftest_models import cached_conversion, conversion_key, load_models_script
 
@@ -155,7 +156,7 @@ def test_a_pb_that_is_not_a_detection_graph_is_one_line_and_exit_2(tiny_v2_path,
         path = tmp_path / name
         path.write_bytes(data)
         assert main(["segment", str(tiny_v2_path), "--model", str(path), "--out", str(tmp_path / "out")]) == 2
-        err = capsys.readouterr().err
+        err = without_status(capsys.readouterr().err)
         assert err.startswith(f"detect: error: model {path}") and message in err and err.count("\n") == 1, err
 
 

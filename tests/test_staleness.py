@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+from cli_text import without_status
 from test_eval import BOX_A, BOX_B, PERSON, SEGMENT, dets, key, labels, results_dir
 from test_run_folder import NESTED, TOP, segment
 
@@ -68,7 +69,7 @@ def rerun(directory: Path) -> None:
 def report(results: Path) -> str:
     err = io.StringIO()
     assert main(["report", str(results)], stdout=io.StringIO(), stderr=err) == 0
-    return err.getvalue()
+    return without_status(err.getvalue())
 
 
 def test_a_rerun_makes_the_segment_eval_stale_until_eval_runs_again(tmp_path):

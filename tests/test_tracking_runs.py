@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_text import without_status
 from conftest import TINY_SEGMENT
 
 from detect.cli import main
@@ -75,6 +76,7 @@ def test_detect_track_gives_the_runs_ids_again_and_follows_its_threshold(tracked
     _, before = ids_of(tracked)
     assert main(["track", str(tracked)]) == 0
     out, err = capsys.readouterr()
+    err = without_status(err)
     assert out.startswith(f"{TINY_SEGMENT}: ") and "track(s) over" in out
     assert err.strip() == (f"detect: note: frames and animations drawn before show the old track ids; `detect redraw "
                            f"{tracked}` draws the new ones; tables and eval read them now")
@@ -108,8 +110,8 @@ def test_detect_track_on_a_broken_table_is_one_line_naming_it(tracked, damage, m
     damage(tracked / "detections.parquet")
     err = io.StringIO()
     assert main(["track", str(tracked)], stderr=err) == 2
-    assert err.getvalue().startswith(f"detect: error: {tracked / 'detections.parquet'}: {message}")
-    assert len(err.getvalue().splitlines()) == 1
+    assert without_status(err.getvalue()).startswith(f"detect: error: {tracked / 'detections.parquet'}: {message}")
+    assert len(without_status(err.getvalue()).splitlines()) == 1
 
 
 def test_detect_track_leaves_out_a_segment_another_process_holds(tracked, tmp_path):

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from detect.cli.console import Printable
+from detect.cli.console import Printable, error_line
 from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from detect.cli.parser import build_parser
 from detect.core.errors import DetectError
@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except DetectError as error:
         if args.debug:
             raise
-        print(f"detect: error: {one_line(str(error))}", file=err)
+        error_line(one_line(str(error)), err)
         return EXIT_USAGE
     except BrokenPipeError:  # `detect info ... | head`
         return EXIT_OK
@@ -48,13 +48,13 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except OSError as error:  # read-only or full disk, no permission, OUT is a file...
         if args.debug:
             raise
-        print(f"detect: error: {os_error_line(error)}", file=err)
+        error_line(os_error_line(error), err)
         return EXIT_USAGE
     except Exception as error:  # a bug: still one line, the traceback with --debug
         if args.debug:
             raise
-        print(f"detect: error: unexpected {type(error).__name__}: {one_line(str(error))} "
-              f"(rerun with --debug for the traceback, and please report it)", file=err)
+        error_line(f"unexpected {type(error).__name__}: {one_line(str(error))} "
+                   f"(rerun with --debug for the traceback, and please report it)", err)
         return EXIT_USAGE
 
 

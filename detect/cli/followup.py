@@ -4,6 +4,7 @@ write the report, so one command ends with AP per type, the F1-best thresholds a
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from detect.core.errors import InputError
@@ -24,11 +25,13 @@ class FollowUp:
 
 
 def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
-              pooled: bool) -> FollowUp:
-    """`detect eval` on `results` when a segment there has labels, then `detect report`."""
+              pooled: bool, status: Callable[[str], None] = lambda text: None) -> FollowUp:
+    """`detect eval` on `results` when a segment there has labels, then `detect report`; `status`
+    says which of the two is under way (each takes seconds)."""
     lines: list[str] = []
     notes: list[str] = []
     if evaluate and _has_labels(results, pooled):
+        status("evaluating against Waymo's labels")
         try:
             result = run_eval(results, class_map_path=class_map, protocol=PROTOCOLS[protocol])
         except InputError as err:
@@ -37,6 +40,7 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
             notes += result.notes
             lines += evaluation_lines(result)
     if report:
+        status("writing the report")
         try:
             written = build_reports(results)
         except InputError as err:

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from typing import TextIO
 
+from detect.cli.console import event
 from detect.cli.exit_codes import EXIT_OK
 from detect.core.names import printable
 from detect.engine.loading import default_model_path
@@ -27,7 +28,8 @@ def cmd_info(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for n, info in enumerate(infos):
             if n:
                 print(file=out)
-            print("\n".join(format_info(info)), file=out)
+            for line in format_info(info):
+                event(line, out)
     return EXIT_OK
 
 
@@ -44,28 +46,28 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    "runtime_on_cpu": _plan_json(plan), "classes": {str(c): label_for(c) for c in classes}}
         print(json.dumps(payload, indent=2), file=out)
         return EXIT_OK
-    print(f"{printable(source.description, limit=200)} ({source.kind})", file=out)
-    print(f"path: {path} ({source.format})", file=out)
+    event(f"{printable(source.description, limit=200)} ({source.kind})", out)
+    event(f"path: {path} ({source.format})", out)
     origin = source.origin or {}
     where = " ".join(str(origin[k]) for k in ("registry", "package", "version") if origin.get(k))
     if where or origin.get("upstream"):
         extra = f"; license {origin['license']}" if origin.get("license") else ""
         upstream = f"; upstream {origin['upstream']}" if origin.get("upstream") else ""
-        print(printable(f"source: {where or origin.get('file', '?')}{extra}{upstream}", limit=400), file=out)
+        event(printable(f"source: {where or origin.get('file', '?')}{extra}{upstream}", limit=400), out)
     names = {"input_size": "input size", "threshold": "threshold", "nms_iou": "NMS IoU"}
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
-    print(f"defaults: {shown}", file=out)
+    event(f"defaults: {shown}", out)
     head = HEADS.get(str(origin.get("head")))
     costs = head.size_costs if head is not None else {}
     for size, cost in costs.items():
         mark = " (default)" if size == defaults.get("input_size") else ""
-        print(f"  --input-size {size}{mark}: model time {cost.time_ratio:.2f}x {next(iter(costs))}'s; AP50 Waymo "
-              f"VEHICLE {cost.waymo_vehicle:.3f}, PEDESTRIAN {cost.waymo_pedestrian:.3f}, MOT17 PEDESTRIAN "
-              f"{cost.mot17_pedestrian:.3f}", file=out)
+        event(f"  --input-size {size}{mark}: model time {cost.time_ratio:.2f}x {next(iter(costs))}'s; AP50 Waymo "
+            f"VEHICLE {cost.waymo_vehicle:.3f}, PEDESTRIAN {cost.waymo_pedestrian:.3f}, MOT17 PEDESTRIAN "
+            f"{cost.mot17_pedestrian:.3f}", out)
     if origin.get("built_in"):
-        print(printable(f"inside the model: {origin['built_in']}", limit=300), file=out)
-    print(_plan_line(plan), file=out)
-    print(f"classes ({len(classes)}): " + ", ".join(f"{c} {label_for(c)}" for c in classes), file=out)
+        event(printable(f"inside the model: {origin['built_in']}", limit=300), out)
+    event(_plan_line(plan), out)
+    event(f"classes ({len(classes)}): " + ", ".join(f"{c} {label_for(c)}" for c in classes), out)
     return EXIT_OK
 
 

@@ -195,6 +195,10 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
                         "ground_truth.parquet the run wrote")
     _matching(parser)
+    parser.add_argument("--allow-mixed", action="store_true",
+                        help="pool what is refused by default: one segment found in several folders under RESULTS, or "
+                             "segments run with different models or settings (model, input size, tiles, NMS, score "
+                             "floor, classes)")
     parser.add_argument("--quiet", action="store_true", help="no table")
     _common(parser)
 
@@ -264,7 +268,11 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
     parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
     parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")
-    parser.add_argument("--frame-format", choices=("png", "jpg"), default="png", help="annotated frame format")
+    parser.add_argument("--frame-format", choices=("png", "jpg"), default="png",
+                        help="annotated frame format: png (~3 MB a 1920x1280 image) or jpg (~0.45 MB)")
+    parser.add_argument("--no-disk-check", dest="disk_check", action="store_false",
+                        help="start even when the free space of --out looks too small for the outputs (the estimate "
+                             "is printed at the start either way)")
     parser.add_argument("--gif-width", type=bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640, metavar="PX",
                         help=f"animation width, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
     parser.add_argument("--line-width", type=bounded_int(1, 64), metavar="PX",

@@ -10,7 +10,9 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from detect.cli.console import visible
+from detect.cli.console import event, note, say, visible
+from detect.cli.console import status as say_status
+from detect.cli.disk_check import check_disk, still_to_do
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.cli.flag_values import AUTO_GT
 from detect.cli.followup import FollowUp, follow_up
@@ -20,7 +22,7 @@ from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import choose_settings
 from detect.engine.ray import RayEngine, check_spec
 from detect.engine.ray_cluster import import_ray
-from detect.engine.runner import Engine, LocalEngine, run_many, run_segment
+from detect.engine.runner import Engine, LocalEngine, plan_sources, run_many, run_segment
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.model.classmap import load_class_map
@@ -29,22 +31,26 @@ from detect.model.runtimes import default_runtime
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.waymo.selection import FrameFilter
+from detect.waymo.sources import resolve_one
 
 
 def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
+    if args.disk_check:
+        check_disk(spec, [resolve_one(args.path)], lambda text: say_status(text, err, args.quiet))
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
-    after = _follow_up(args, report.segment_dir, pooled=False)
+    after = _follow_up(args, report.segment_dir, pooled=False, err=err)
     if not args.quiet:
         _notes(after.notes, err)
-        print(summary_line(report, model.kind, model_label(model.facts)), file=out)
+        say(summary_line(report, model.kind), out)
+        say(model_label(model.facts), out)
         for line in after.lines:
-            print(line, file=out)
+            say(line, out)
         for line in failure_lines(report):
-            print(line, file=err)
+            event(line, err)
         warning = invalid_boxes_warning(report)
         if warning:
-            print(warning, file=err)
+            event(warning, err)
     return EXIT_FRAMES_FAILED if report.failures else EXIT_OK
 
 
@@ -59,23 +65,25 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         engine: Engine = RayEngine(progress_bars=reporter.bars)
     else:
         engine = LocalEngine()
+    if args.disk_check:
+        check_disk(spec, still_to_do(spec, plan_sources(spec.inputs, spec.shard)), reporter.status)
     result = run_many(spec, engine, reporter)
-    after = _follow_up(args, spec.out, pooled=True)
+    after = _follow_up(args, spec.out, pooled=True, err=err)
     if not args.quiet:
         _notes(after.notes, err)
         if result.model is not None:
-            print(model_label(result.model), file=out)
+            say(model_label(result.model), out)
         for line in format_table(result.outcomes, result.seconds):
-            print(line, file=out)
+            event(line, out)  # a failed segment's row holds its error: whole in a log
         for line in after.lines:
-            print(line, file=out)
+            say(line, out)
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
 
 
-def _follow_up(args: argparse.Namespace, results: Path, pooled: bool) -> FollowUp:
+def _follow_up(args: argparse.Namespace, results: Path, pooled: bool, err: TextIO) -> FollowUp:
     """Evaluate and write the report, as the flags allow (see `detect.cli.followup`)."""
     return follow_up(results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
-                     protocol=args.protocol, pooled=pooled)
+                     protocol=args.protocol, pooled=pooled, status=lambda text: say_status(text, err, args.quiet))
 
 
 def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
@@ -134,7 +142,10 @@ class TerminalReporter:
 
     def message(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=self.err)
+            event(text, self.err)
+
+    def status(self, text: str) -> None:
+        say_status(text, self.err, self.quiet)
 
     def progress(self, label: str) -> ProgressFactory | None:
         # The bar needs carriage returns: it writes to the raw stream, its label made visible first.
@@ -155,5 +166,5 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _notes(notes: list[str], err: TextIO) -> None:
-    for note in notes:
-        print(f"detect: note: {note}", file=err)
+    for line in notes:
+        note(line, err)

@@ -23,6 +23,9 @@ class Reporter(Protocol):
     def message(self, text: str) -> None:
         """A one-line notice or warning for the person running the job."""
 
+    def status(self, text: str) -> None:
+        """What a step that takes seconds is doing, said as it starts ("loading ..."): one line."""
+
     def progress(self, label: str) -> ProgressFactory | None:
         """A progress bar factory for one segment (`label` names it), or None for no bar."""
 
@@ -31,6 +34,9 @@ class Silent:
     """A reporter that says nothing."""
 
     def message(self, text: str) -> None:
+        return None
+
+    def status(self, text: str) -> None:
         return None
 
     def progress(self, label: str) -> ProgressFactory | None:
@@ -45,9 +51,13 @@ class Collect:
 
     def __init__(self) -> None:
         self.messages: list[str] = []
+        self.statuses: list[str] = []
 
     def message(self, text: str) -> None:
         self.messages.append(text)
+
+    def status(self, text: str) -> None:
+        self.statuses.append(text)
 
     def progress(self, label: str) -> ProgressFactory | None:
         return None

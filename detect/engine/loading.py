@@ -15,6 +15,8 @@ from detect.model.coco_classes import UnknownClassError, describe_classes, label
 from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.facts import ModelFacts
 from detect.model.inputs import parse_input_size, require_multiple
+from detect.model.runtimes import cpu_plan, title
+from detect.model.runtimes.tensorflow import NAME as TENSORFLOW
 from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
 from detect.model.tfjs.heads import MULTIPLE
 
@@ -135,6 +137,20 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
     except UnknownClassError as err:
         raise UsageError(str(err)) from None
     return LoadedModel(detector, dataclasses.replace(model_facts(detector, clock() - started), threshold=spec.threshold))
+
+
+def loading_line(spec: ModelSpec) -> str:
+    """The status line before `load_model`: TensorFlow's import, the load and the warm-up take
+    5-10 s, a first run on OpenVINO converts the network too (3-10 s more), all before the first
+    image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it."""
+    path = model_path(spec)
+    source = formats.locate(path)
+    line = f"loading {source.short_name or source.description} from {path}"
+    if spec.runtime != TENSORFLOW and spec.strategy == "none":
+        plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
+        if plan.runtime != TENSORFLOW and not plan.converted:
+            line += f"; converting it for {title(plan.runtime)} (once, 3-10 s)"
+    return line
 
 
 def expected_facts(spec: ModelSpec) -> ResumeModel:

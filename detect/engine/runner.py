@@ -21,7 +21,7 @@ from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
 from detect.engine.lifecycle import finished_manifest, resume_refusal
-from detect.engine.loading import LoadedModel, expected_facts, load_model, model_kind, watermark
+from detect.engine.loading import LoadedModel, expected_facts, load_model, loading_line, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
 from detect.engine.spec import RunSpec, SegmentSettings
@@ -67,7 +67,9 @@ def run_segment(spec: RunSpec, reporter: Reporter = SILENT,
     """`detect segment`: the one input of `spec` with the local engine; the report and the model."""
     (path,) = spec.inputs
     source = resolve_one(path)
-    model = model or load_model(spec.model)
+    if model is None:
+        reporter.status(loading_line(spec.model))
+        model = load_model(spec.model)
     for line in model.notices:
         reporter.message(line)
     report = process_segment(source, spec.out, model.detector, marked_for(spec.settings, model.kind), model_facts=model.facts,
@@ -137,7 +139,10 @@ class LocalEngine:
 
     def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
             reporter: Reporter) -> ModelFacts:
-        model = self._model or load_model(spec.model)  # loaded once, only when some segment needs work
+        model = self._model
+        if model is None:  # loaded once, only when some segment needs work
+            reporter.status(loading_line(spec.model))
+            model = load_model(spec.model)
         for line in model.notices:
             reporter.message(line)
         for number, source in enumerate(todo, 1):

@@ -1,10 +1,15 @@
 """`detect eval` and `detect export coco`: from a results directory (one segment, or a whole run,
-pooled) to numbers and files."""
+pooled) to numbers and files.
+
+A pool is one detector's numbers over distinct segments: a folder holding the same segment twice
+(a tiled and an untiled run side by side) or segments run with other models or settings is refused
+(`MixedPoolError`) unless the caller allows it (`--allow-mixed`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +26,13 @@ from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE
-from detect.sinks.results_folder import read_manifest
+from detect.sinks.results_folder import Manifest, read_manifest
+
+FOLDERS_NAMED = 3  # a refusal names this many folders, then counts the rest
+
+
+class MixedPoolError(InputError):
+    """Segments that must not be pooled: one segment in several folders, or different models or settings."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -40,11 +51,12 @@ class EvalResult:
 
 
 def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None = None,
-             out: Path | None = None, protocol: Protocol = COCO_PROTOCOL) -> EvalResult:
+             out: Path | None = None, protocol: Protocol = COCO_PROTOCOL, allow_mixed: bool = False) -> EvalResult:
     """Evaluate every segment under `results` against its labels, pooled, reading one segment at a
-    time; write the outputs to `out` (default: `results`)."""
+    time; write the outputs to `out` (default: `results`). A mixed pool is refused (the module
+    docstring) unless `allow_mixed`."""
     class_map = load_class_map(class_map_path)
-    stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
+    stream = _Stream(Path(results), gt, class_map, class_map_path is not None, allow_mixed)
     types, threshold = stream.plan()
     target = Path(out or results)
     pooled_run = len(stream.directories) > 1 or stream.directories[0] != Path(results)
@@ -66,19 +78,19 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
-                class_map_path: Path | None = None, images: bool = False) -> Exported:
+                class_map_path: Path | None = None, images: bool = False, allow_mixed: bool = False) -> Exported:
     """`instances.json` (every label, LEVEL_2) and `detections.json` (mapped to Waymo types); with
     `images`, the source JPEGs they name (see `detect.evaluate.export`)."""
-    segments, class_map, types, notes = _prepare(results, gt, class_map_path)
+    segments, class_map, types, notes = _prepare(results, gt, class_map_path, allow_mixed)
     exported = write_coco(segments, class_map, types, Path(out or results), images)
     return dataclasses.replace(exported, notes=notes + exported.notes)
 
 
-def _prepare(results: Path, gt: str | None,
-             class_map_path: Path | None) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
+def _prepare(results: Path, gt: str | None, class_map_path: Path | None,
+             allow_mixed: bool) -> tuple[list[SegmentResults], ClassMap, list[int], list[str]]:
     """Every labeled segment at once (`detect export coco` writes them all in one JSON file)."""
     class_map = load_class_map(class_map_path)
-    stream = _Stream(Path(results), gt, class_map, class_map_path is not None)
+    stream = _Stream(Path(results), gt, class_map, class_map_path is not None, allow_mixed)
     types, _ = stream.plan()
     segments = list(stream.labeled())
     if not segments:
@@ -89,10 +101,13 @@ def _prepare(results: Path, gt: str | None,
 class _Stream:
     """The segments of a results folder, read one at a time; what was left out, and why, as notes."""
 
-    def __init__(self, results: Path, gt: str | None, class_map: ClassMap, custom_map: bool) -> None:
+    def __init__(self, results: Path, gt: str | None, class_map: ClassMap, custom_map: bool,
+                 allow_mixed: bool = False) -> None:
         self.results, self.gt, self.class_map, self.custom_map = results, gt, class_map, custom_map
         found = find_segments(results)
         self.directories = found.with_manifest()
+        if not allow_mixed and len(self.directories) > 1:
+            check_pool(results, self.directories)
         self.notes: list[str] = list(found.skipped)
         self.unlabeled: list[tuple[str, Path]] = []
         self.mismatched: dict[Path, str] = {}  # segment directory -> why the --gt labels are not its own
@@ -169,3 +184,62 @@ class _Stream:
             notes.append(f"--class-map {self.class_map.source} leaves out {len(self.class_counts)} class(es) the model "
                          f"detected: {named}; their boxes are not evaluated")
         return notes
+
+
+def check_pool(results: Path, directories: Sequence[Path]) -> None:
+    """Refuse to pool one segment from several folders, or segments whose runs differ in what
+    shapes the boxes (`pool_settings`): one line naming them (MixedPoolError). An unreadable
+    manifest is left to the reading, which leaves its segment out with a note."""
+    manifests: list[Manifest] = []
+    for directory in directories:
+        try:
+            manifests.append(read_manifest(directory))
+        except InputError:
+            continue
+    folders: dict[str, list[Path]] = {}
+    for manifest in manifests:
+        folders.setdefault(manifest.segment_context_name, []).append(manifest.directory)
+    repeated = {name: places for name, places in folders.items() if len(places) > 1}
+    if repeated:
+        name, places = min(repeated.items())
+        more = f" (and {len(repeated) - 1} more segment(s) like it)" if len(repeated) > 1 else ""
+        raise MixedPoolError(f"{results}: segment {printable(name, 64)} is in {len(places)} folders, "
+                             f"{_named(results, places)}{more}: pooled, it would count {len(places)} times; "
+                             f"evaluate one of them, or pass --allow-mixed")
+    runs: dict[tuple[tuple[str, str], ...], list[Path]] = {}
+    for manifest in manifests:
+        runs.setdefault(pool_settings(manifest), []).append(manifest.directory)
+    if len(runs) > 1:
+        (first, ones), (second, others) = list(runs.items())[:2]
+        changed = "; ".join(f"{what} {a} vs {b}" for (what, a), (_, b) in zip(first, second, strict=True) if a != b)
+        raise MixedPoolError(f"{results}: its segments ran with different models or settings ({changed}: "
+                             f"{_named(results, ones[:1])} vs {_named(results, others[:1])}); evaluate each "
+                             f"run's folder on its own, or pass --allow-mixed")
+
+
+def pool_settings(manifest: Manifest) -> tuple[tuple[str, str], ...]:
+    """What shapes a run's boxes, as its manifest records it: the model (its checksum), the input
+    size, tiles, NMS, the lowest score kept and --classes. Not the drawing threshold (AP does not
+    depend on it; a note says which one P/R/F1 use) nor the cameras or frames (a subset of images)."""
+    model, settings = manifest.model, manifest.section("settings")
+    return (("model", model.sha256[:12] or model.path or "?"),
+            ("input size", _compact(settings.get("input_size"))),
+            ("tile", _compact(settings.get("tile"))),
+            ("NMS IoU", _compact(model.nms_iou)),
+            ("score floor", _compact(model.score_floor)),
+            ("classes", _compact(list(model.classes) if model.classes is not None else None)))
+
+
+def _compact(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and "size" in value:  # a tile record: its size and overlap say it
+        return f"{value.get('size')} (overlap {value.get('overlap')})"
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _named(results: Path, places: Sequence[Path]) -> str:
+    """Folders relative to `results`, the first few of them."""
+    names = [str(p.relative_to(results)) if p.is_relative_to(results) else str(p) for p in places]
+    shown = ", ".join(printable(n, 80) for n in names[:FOLDERS_NAMED])
+    return shown + (f" and {len(names) - FOLDERS_NAMED} more" if len(names) > FOLDERS_NAMED else "")

@@ -126,8 +126,9 @@ def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) 
 def table_lines(evaluation: Evaluation) -> list[str]:
     """The terminal table: per type and ALL, for both levels; AP50 per camera; F1-best thresholds."""
     protocol = evaluation.protocol
-    header = (f"{'type':<11}{'level':<9}{'labels':>7}{'dets':>7}{'AP50':>8}{'AP70/50':>8}{'AP':>7}{'AR100':>7}"
-              + "".join(f"{'AP_' + s[0]:>7}" for s in SIZES[1:]) + f"{'P':>7}{'R':>7}{'F1':>7}")
+    # 95 characters: every line `detect` prints stays under 100
+    header = (f"{'type':<11}{'level':<8}{'labels':>7}{'dets':>6}{'AP50':>7}{'AP70/50':>8}{'AP':>6}{'AR100':>6}"
+              + "".join(f"{'AP_' + s[0]:>6}" for s in SIZES[1:]) + f"{'P':>6}{'R':>6}{'F1':>6}")
     lines = [f"{protocol.describe()} decides hits; at the drawing threshold {evaluation.threshold:g}: dets, P, R, F1 "
              f"(AP50: COCO; AP70/50: Waymo; AP and AP_s/m/l: IoU 0.5:0.95)", header]
     for level, rows in evaluation.levels.items():
@@ -160,9 +161,9 @@ def best_threshold_lines(evaluation: Evaluation) -> list[str]:
 
 
 def _row(row: TypeMetrics, level: str) -> str:
-    sizes = "".join(f"{_fmt(row.ap_by_size[s]):>7}" for s in SIZES[1:])
-    return (f"{row.name:<11}{level:<9}{row.labels:>7}{row.detections:>7}{_fmt(row.ap50):>8}{_fmt(row.ap_waymo):>8}"
-            f"{_fmt(row.ap):>7}{_fmt(row.ar100):>7}{sizes}{_fmt(row.precision):>7}{_fmt(row.recall):>7}{_fmt(row.f1):>7}")
+    sizes = "".join(f"{_fmt(row.ap_by_size[s]):>6}" for s in SIZES[1:])
+    return (f"{row.name:<11}{level:<8}{row.labels:>7}{row.detections:>6}{_fmt(row.ap50):>7}{_fmt(row.ap_waymo):>8}"
+            f"{_fmt(row.ap):>6}{_fmt(row.ar100):>6}{sizes}{_fmt(row.precision):>6}{_fmt(row.recall):>6}{_fmt(row.f1):>6}")
 
 
 def _fmt(value: float | None) -> str:
