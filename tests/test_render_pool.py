@@ -205,3 +205,17 @@ def test_segments_share_one_set_of_slots_and_workers_let_go_of_unlinked_ones(tin
         old.close()
         new.close()
         new.unlink()
+
+
+def test_render_processes_write_under_a_relative_out_after_the_caller_changed_directory(tiny_v2_path, tmp_path,
+                                                                                        monkeypatch):
+    """The pool outlives a run and its processes keep the directory they started in: a later run's
+    relative --out must still land under the caller's working directory."""
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    monkeypatch.chdir(tmp_path / "first")
+    run(tiny_v2_path, Path("out"), render="processes", workers=2, gif=False)
+    monkeypatch.chdir(tmp_path / "second")
+    run(tiny_v2_path, Path("out"), render="processes", workers=2, gif=False)
+    first, second = (output_bytes(tmp_path / d / "out" / TINY_SEGMENT) for d in ("first", "second"))
+    assert second.keys() == first.keys() and any("frames" in name for name in second)

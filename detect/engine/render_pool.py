@@ -100,7 +100,8 @@ class ProcessRenderer(Renderer):
     """Render processes (a pool shared by every segment of this run) fed through shared memory."""
 
     def __init__(self, segment_dir: Path, job: SegmentJob, timings: StageTimings) -> None:
-        self.segment_dir, self.job, self.timings = segment_dir, job, timings
+        # absolute: the pool outlives this run, and its processes kept the working directory they started in
+        self.segment_dir, self.job, self.timings = segment_dir.absolute(), job, timings
         self.workers = job.settings.workers
         self._pool = self.executor = process_pool(self.workers)
         self._slots = frame_slots(self.workers)
