@@ -153,6 +153,12 @@ def test_the_pool_scores_sequences_added_one_at_a_time_as_trackeval_scores_them_
         for frames in seqs:
             pool.add(waymo_type, frames)
     assert pool.scores() == score_tracks(sequences, WAYMO_PROTOCOL)
+    merged, part = TrackingPool(WAYMO_PROTOCOL), TrackingPool(WAYMO_PROTOCOL)  # a segment's pool, then the run's
+    merged.add(1, sequences[1][0])
+    part.add(1, sequences[1][1])
+    part.add(2, sequences[2][0])
+    merged.merge(part)
+    assert merged.scores() == pool.scores()
 
 
 def test_eval_scores_the_tracks_against_the_labels_object_ids_as_trackeval_does(tracked):

@@ -99,17 +99,25 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                     target.add(run, gt_coco, dt_coco, cameras, threshold)
             del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
         sequences = list(segment_sequences(segment, class_map, types))
+        own_tracks = TrackingPool(protocol)
         for sequence in sequences:
-            tracks.add(sequence.waymo_type, sequence.frames)
+            own_tracks.add(sequence.waymo_type, sequence.frames)
+        tracks.merge(own_tracks)
         if on_tracks is not None and sequences:
             on_tracks(sequences)
         if on_matches is not None:
             on_matches(segment_matches(segment, class_map, types, protocol))
         if on_segment is not None:
-            on_segment(segment, _evaluation(own, types, threshold, [segment.name], len(segment.images),
-                                            segment.labels_dropped, protocol))
+            on_segment(segment, dataclasses.replace(
+                _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
+                tracking=_labeled(own_tracks)))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
-                               tracking={t: s for t, s in tracks.scores().items() if s.label_boxes})  # labeled types
+                               tracking=_labeled(tracks))
+
+
+def _labeled(tracks: TrackingPool) -> dict[int, TrackingScores]:
+    """The pool's scores of the types that have labels."""
+    return {t: s for t, s in tracks.scores().items() if s.label_boxes}
 
 
 def _evaluation(pools: dict[int, Pool], types: list[int], threshold: float, names: list[str], images: int,
