@@ -1,0 +1,47 @@
+"""`make bench`'s tracking row: the images of a table, the repeated segment, the memory samples and
+the lines (the timing itself is measured by `make bench`, never asserted here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from detect.tools.bench_tracking import TrackingCost, drifting_rows, images_of, repeated, tracking_lines
+from detect.track import TrackerParams
+from detect.waymo.schema import CAMERA, TIMESTAMP
+
+
+def table() -> pa.Table:
+    return pa.table({TIMESTAMP: pa.array([200, 100, 100, 200, 100], pa.int64()), CAMERA: pa.array([1, 2, 1, 1, 1], pa.int8())})
+
+
+def test_images_of_a_table_in_time_then_camera_order():
+    assert [(ts, cam, rows.tolist()) for ts, cam, rows in images_of(table())] == [
+        (100, 1, [2, 4]), (100, 2, [1]), (200, 1, [0, 3])]
+
+
+def test_a_longer_segment_repeats_the_boxes_at_10_hz():
+    images = repeated(table(), 7)  # two cameras: a timestamp every two images
+    assert [cam for _, cam, _ in images] == [1, 2, 1, 1, 2, 1, 1]  # the table's images in turn
+    assert [ts for ts, _, _ in images] == [0, 0, 100_000, 100_000, 200_000, 200_000, 300_000]
+    assert [rows.tolist() for _, _, rows in images[:4]] == [[2, 4], [1], [0, 3], [2, 4]]
+
+
+def test_the_tracker_holds_as_much_late_as_early():
+    at, kb, held = drifting_rows(300, TrackerParams(), boxes=10, every=60)
+    assert at == [60, 120, 180, 240, 300]
+    assert max(held) <= 2 * min(held) and max(kb) <= 2 * kb[0]  # dead tracks are dropped: no growth
+
+
+def test_the_lines_say_the_share_against_its_target():
+    cost = TrackingCost(200, 5000, [40.0, 42.0], [0.2, 0.21], 0.005, [200, 400], [30.0, 31.0], [50, 50], [20.0, 21.0],
+                        [31, 30])
+    lines = tracking_lines(cost)
+    assert lines[1:] == [
+        "tracking in `detect segment`, default outputs, 200 images (5000 boxes in the table):",
+        "  share of the run 0.50% (target <= 3: met)",
+        "  per repeat, tracking alone of the whole run: 0.20 of 40.0 s; 0.21 of 42.0 s",
+        "  tracker memory (images: held KB / tracks), the segment's boxes: 200: 30 KB / 50, 400: 31 KB / 50",
+        "  the same, drifting objects born and dying: 200: 20 KB / 31, 400: 21 KB / 30"]
+    assert all(len(line) < 100 for line in lines)
+    assert np.isclose(cost.to_json()["share"], 0.005)
