@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from detect.tools.bench_tracking import TrackingCost, drifting_rows, images_of, repeated, tracking_lines
+from detect.tools.bench_tracking import TrackingCost, drifting_rows, images_of, repeated, timed, tracking_lines
 from detect.track import TrackerParams
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
@@ -34,14 +34,27 @@ def test_the_tracker_holds_as_much_late_as_early():
 
 
 def test_the_lines_say_the_share_against_its_target():
-    cost = TrackingCost(200, 5000, [40.0, 42.0], [0.2, 0.21], 0.005, [200, 400], [30.0, 31.0], [50, 50], [20.0, 21.0],
-                        [31, 30])
+    cost = TrackingCost(200, 5000, [40.0, 42.0], [0.1, 0.11], [0.1, 0.1], 0.005, [200, 400], [30.0, 31.0], [50, 50],
+                        [20.0, 21.0], [31, 30])
     lines = tracking_lines(cost)
     assert lines[1:] == [
         "tracking in `detect segment`, default outputs, 200 images (5000 boxes in the table):",
         "  share of the run 0.50% (target <= 3: met)",
-        "  per repeat, tracking alone of the whole run: 0.20 of 40.0 s; 0.21 of 42.0 s",
+        "  per repeat, s (tracker live + at the end / whole run): 0.10+0.10/40.0; 0.11+0.10/42.0",
         "  tracker memory (images: held KB / tracks), the segment's boxes: 200: 30 KB / 50, 400: 31 KB / 50",
         "  the same, drifting objects born and dying: 200: 20 KB / 31, 400: 21 KB / 30"]
     assert all(len(line) < 100 for line in lines)
     assert np.isclose(cost.to_json()["share"], 0.005)
+
+
+def test_timed_counts_each_call_and_puts_the_function_back():
+    class Owner:
+        def work(self, x: int) -> int:
+            return 2 * x
+
+    seconds: list[float] = []
+    with timed(Owner, "work", seconds):
+        assert Owner().work(3) == 6 and Owner().work(4) == 8
+    assert len(seconds) == 2 and all(s >= 0 for s in seconds)
+    Owner().work(5)
+    assert len(seconds) == 2  # no longer timed

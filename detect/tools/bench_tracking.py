@@ -4,26 +4,30 @@ tracker's memory over a 1,000-image segment.
     python -m detect.tools.bench --tracking-only [--images 200] [--big-images 1000] [--repeats 3]
 
 Share: per repeat, a `detect segment` run with default outputs (tracking on, as by default) is timed
-whole, then the tracking step it ran at its end (`track_table` on the table it wrote) is timed again
-on its own, in the same process, on the same table; the share is the median of the per-repeat
-ratios (pairing cancels a shared machine's drift). Memory: the tracker fed a 1,000-image segment's
+whole, and inside it every call of the tracker: live (`LiveTracks.update`, image by image as the
+frames are drawn) and at the end (`track_table` on the finished table); the share is the median of
+the per-repeat ratios. Memory: the tracker fed a 1,000-image segment's
 boxes image by image, tracemalloc's count of what it holds (inputs allocated before) at every 200
 images, and the tracks it holds; the same on drifting synthetic objects that are born and die.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import statistics
 import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from detect.engine import lifecycle
 from detect.engine.loading import choose_settings, model_facts
 from detect.engine.spec import DEFAULT_SCORE_FLOOR
 from detect.model.classmap import default_class_map
@@ -31,11 +35,12 @@ from detect.model.detector import Detector
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
 from detect.sinks.table import DETECTIONS_FILE
-from detect.sinks.tracks import track_table, tracker_params
+from detect.sinks.tracks import tracker_params
 from detect.tools.bench_runs import pipeline
 from detect.tools.bench_targets import verdict
 from detect.tools.bench_track import synthetic_frames
 from detect.track import SegmentTracker, TrackerParams, group_keys
+from detect.track.live import LiveTracks
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MAX_SHARE = 0.03  # issue 34: tracking adds at most 3% to `detect segment` with default outputs
@@ -49,8 +54,9 @@ class TrackingCost:
     images: int
     boxes: int  # rows of the 200-image table (down to the score floor)
     segment_s: list[float]  # per repeat: `detect segment`, default outputs, wall
-    tracking_s: list[float]  # per repeat: the tracking step alone on that run's table
-    share: float  # median of tracking_s / segment_s
+    live_s: list[float]  # per repeat: the tracker in that run, image by image as frames are drawn
+    finish_s: list[float]  # per repeat: the tracker in that run, on the finished table
+    share: float  # median of (live_s + finish_s) / segment_s
     memory_images: list[int]  # images fed at each sample
     memory_kb: list[float]  # what the tracker holds then (tracemalloc), the segment's boxes
     tracks_held: list[int]
@@ -62,22 +68,41 @@ class TrackingCost:
 
 
 def tracking_share(detector, facts, segment: Path, out: Path, repeats: int,
-                   **overrides: object) -> tuple[list[float], list[float], int]:
-    """Per repeat: the wall time of a default `detect segment` run and of its tracking step alone."""
-    walls, tracking = [], []
+                   **overrides: object) -> tuple[list[float], list[float], list[float], int]:
+    """Per repeat: the wall time of a default `detect segment` run, and the time its tracker took in
+    it: live, image by image as the frames are drawn, and at the end, on the finished table."""
+    walls, live, finish = [], [], []
     boxes = 0
     for _ in range(repeats):
+        during: list[float] = []
+        end: list[float] = []
+        with timed(LiveTracks, "update", during), timed(lifecycle, "track_table", end):
+            start = time.perf_counter()
+            pipeline(detector, facts, segment, out, **overrides)
+            walls.append(time.perf_counter() - start)
+        live.append(sum(during))
+        finish.append(sum(end))
+        boxes = pq.read_metadata(next(out.rglob(DETECTIONS_FILE))).num_rows
+    return walls, live, finish, boxes
+
+
+@contextlib.contextmanager
+def timed(owner: object, name: str, seconds: list[float]) -> Iterator[None]:
+    """`owner.name` (a function or method) timed call by call into `seconds` while the block runs."""
+    original = getattr(owner, name)
+
+    def timing(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        pipeline(detector, facts, segment, out, **overrides)
-        walls.append(time.perf_counter() - start)
-        table_path = next(out.rglob(DETECTIONS_FILE))
-        table = pq.read_table(table_path)
-        params = tracker_params(_threshold(table_path.parent))
-        start = time.perf_counter()
-        track_table(table, default_class_map(), params)
-        tracking.append(time.perf_counter() - start)
-        boxes = table.num_rows
-    return walls, tracking, boxes
+        try:
+            return original(*args, **kwargs)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    setattr(owner, name, timing)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
 
 
 def _threshold(segment_dir: Path) -> float:
@@ -153,25 +178,26 @@ def tracking_cost(model: Path, segment: Path, out: Path, images: int, big_images
     # as `detect segment` loads it: every box down to the score floor kept, the model's own threshold drawn
     detector = Detector(model, threshold=min(DEFAULT_SCORE_FLOOR, chosen.threshold), nms_iou=chosen.nms_iou)
     facts = model_facts(detector, time.perf_counter() - start)
-    walls, tracking, boxes = tracking_share(detector, facts, segment, out, repeats,
+    walls, live, finish, boxes = tracking_share(detector, facts, segment, out, repeats,
                                             input_size=parse_input_size(chosen.input_size),
                                             style=DrawStyle(threshold=chosen.threshold))
     table = pq.read_table(next(out.rglob(DETECTIONS_FILE)))
     params = tracker_params(_threshold(next(out.rglob(DETECTIONS_FILE)).parent))
     at, kb, held = memory_rows(table, big_images, params)
     _, drift_kb, drift_held = drifting_rows(big_images, params)
-    share = statistics.median(t / w for t, w in zip(tracking, walls, strict=True))
-    return TrackingCost(images, boxes, walls, tracking, share, at, kb, held, drift_kb, drift_held)
+    share = statistics.median((a + b) / w for a, b, w in zip(live, finish, walls, strict=True))
+    return TrackingCost(images, boxes, walls, live, finish, share, at, kb, held, drift_kb, drift_held)
 
 
 def tracking_lines(cost: TrackingCost) -> list[str]:
-    seconds = "; ".join(f"{t:.2f} of {w:.1f} s" for t, w in zip(cost.tracking_s, cost.segment_s, strict=True))
+    seconds = "; ".join(f"{a:.2f}+{b:.2f}/{w:.1f}" for a, b, w in zip(cost.live_s, cost.finish_s, cost.segment_s,
+                                                                       strict=True))
     memory = ", ".join(f"{n}: {k:.0f} KB / {h}" for n, k, h in zip(cost.memory_images, cost.memory_kb, cost.tracks_held,
                                                                    strict=True))
     drifting = ", ".join(f"{n}: {k:.0f} KB / {h}" for n, k, h in zip(cost.memory_images, cost.drifting_kb,
                                                                      cost.drifting_tracks, strict=True))
     return ["", f"tracking in `detect segment`, default outputs, {cost.images} images ({cost.boxes} boxes in the table):",
             f"  share of the run {100 * cost.share:.2f}% " + verdict(100 * cost.share, 100 * MAX_SHARE, above=False),
-            f"  per repeat, tracking alone of the whole run: {seconds}",
+            f"  per repeat, s (tracker live + at the end / whole run): {seconds}",
             f"  tracker memory (images: held KB / tracks), the segment's boxes: {memory}",
             f"  the same, drifting objects born and dying: {drifting}"]
