@@ -34,15 +34,16 @@ def test_the_tracker_holds_as_much_late_as_early():
 
 
 def test_the_lines_say_the_share_against_its_target():
-    cost = TrackingCost(200, 5000, [40.0, 42.0], [0.1, 0.11], [0.1, 0.1], 0.005, [200, 400], [30.0, 31.0], [50, 50],
-                        [20.0, 21.0], [31, 30])
+    cost = TrackingCost(200, 18480, [121.8, 42.0, 61.4], [1.03, 0.11, 0.5], [0.78, 0.1, 0.16], 0.005,
+                        [200, 400, 600, 800, 1000], [69.0, 69.0, 69.0, 69.0, 69.4], [41] * 5, [16.0, 19.0, 17.0, 16.0, 18.0],
+                        [24, 29, 25, 23, 26])
     lines = tracking_lines(cost)
     assert lines[1:] == [
-        "tracking in `detect segment`, default outputs, 200 images (5000 boxes in the table):",
+        "tracking in `detect segment`, default outputs, 200 images (18480 boxes in the table):",
         "  share of the run 0.50% (target <= 3: met)",
-        "  per repeat, s (tracker live + at the end / whole run): 0.10+0.10/40.0; 0.11+0.10/42.0",
-        "  tracker memory (images: held KB / tracks), the segment's boxes: 200: 30 KB / 50, 400: 31 KB / 50",
-        "  the same, drifting objects born and dying: 200: 20 KB / 31, 400: 21 KB / 30"]
+        "  per repeat, s (live + at the end / run): 1.03+0.78/121.8; 0.11+0.10/42.0; 0.50+0.16/61.4",
+        "  tracker KB/tracks every 200 of 1000 images: 69/41 69/41 69/41 69/41 69/41",
+        "  the same on drifting objects born and dying: 16/24 19/29 17/25 16/23 18/26"]
     assert all(len(line) < 100 for line in lines)
     assert np.isclose(cost.to_json()["share"], 0.005)
 

@@ -192,12 +192,11 @@ def tracking_cost(model: Path, segment: Path, out: Path, images: int, big_images
 def tracking_lines(cost: TrackingCost) -> list[str]:
     seconds = "; ".join(f"{a:.2f}+{b:.2f}/{w:.1f}" for a, b, w in zip(cost.live_s, cost.finish_s, cost.segment_s,
                                                                        strict=True))
-    memory = ", ".join(f"{n}: {k:.0f} KB / {h}" for n, k, h in zip(cost.memory_images, cost.memory_kb, cost.tracks_held,
-                                                                   strict=True))
-    drifting = ", ".join(f"{n}: {k:.0f} KB / {h}" for n, k, h in zip(cost.memory_images, cost.drifting_kb,
-                                                                     cost.drifting_tracks, strict=True))
+    every = cost.memory_images[0] if cost.memory_images else CHECKPOINT
+    memory = " ".join(f"{k:.0f}/{h}" for k, h in zip(cost.memory_kb, cost.tracks_held, strict=True))
+    drifting = " ".join(f"{k:.0f}/{h}" for k, h in zip(cost.drifting_kb, cost.drifting_tracks, strict=True))
     return ["", f"tracking in `detect segment`, default outputs, {cost.images} images ({cost.boxes} boxes in the table):",
             f"  share of the run {100 * cost.share:.2f}% " + verdict(100 * cost.share, 100 * MAX_SHARE, above=False),
-            f"  per repeat, s (tracker live + at the end / whole run): {seconds}",
-            f"  tracker memory (images: held KB / tracks), the segment's boxes: {memory}",
-            f"  the same, drifting objects born and dying: {drifting}"]
+            f"  per repeat, s (live + at the end / run): {seconds}",
+            f"  tracker KB/tracks every {every} of {max(cost.memory_images, default=0)} images: {memory}",
+            f"  the same on drifting objects born and dying: {drifting}"]
