@@ -37,7 +37,7 @@ def test_a_tracked_and_evaluated_segment_shows_its_lifespans_and_its_switches(tm
     assert main(["report", str(segment)]) == 0
     page = (segment / "report.html").read_text()
     assert "<h2 id='tracks'>Tracks</h2>" in page and "2 tracks (FRONT 2)" in page and "track_lifespans.png" in page
-    assert "<h3>ID switches (4 first)</h3>" in page and "#1 at 0.3 s, #2 at 0.4 s" in page
+    assert "<h3>ID switches (the first 4 in time)</h3>" in page and "#1 at 0.3 s, #2 at 0.4 s" in page
     crops = sorted(p.name for p in (segment / "report").glob("error_switch_*.jpg"))
     assert crops == [f"error_switch_{side}_{n}.jpg" for side in ("after", "before") for n in range(4)]
     assert Image.open(segment / "report" / "track_lifespans.png").size[0] == 900

@@ -106,7 +106,7 @@ def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, 
         link = f" <a href='{safe.href(frame_a)}'>frame</a>" if frame_a else ""
         figures.append(f"<figure><div style='display:flex;gap:4px'>{pictures}</div>"
                        f"<figcaption>{safe.text(switch.caption(start))}{link}</figcaption></figure>")
-    return (f"<h3>ID switches ({len(switches)} first)</h3><p class='muted'>A labeled object whose track id changed "
+    return (f"<h3>ID switches (the first {len(switches)} in time)</h3><p class='muted'>A labeled object whose track id changed "
             f"(TrackEval's CLEAR matching, from tracking.parquet): left, its last box under the earlier id; right, "
             f"its box under the new one.</p><div class='grid'>{''.join(figures)}</div>")
 
