@@ -101,10 +101,10 @@ def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, 
     after = gallery.crops([s.after for s in switches], directory, assets, f"{gallery.PREFIX}switch_after", notes)
     figures = []
     for switch, (_, crop_b, _), (_, crop_a, frame_a) in zip(switches, before, after, strict=True):
-        pictures = "".join(img(c, f"track #{i}") if c else "<span class='muted'>(no frame)</span>"
-                           for c, i in ((crop_b, switch.previous_id), (crop_a, switch.track_id)))
+        pair = "".join(f"<div>{img(c, f'track #{i}') if c else '(no frame)'}<div class='muted'>#{i}</div></div>"
+                       for c, i in ((crop_b, switch.previous_id), (crop_a, switch.track_id)))
         link = f" <a href='{safe.href(frame_a)}'>frame</a>" if frame_a else ""
-        figures.append(f"<figure><div style='display:flex;gap:4px'>{pictures}</div>"
+        figures.append(f"<figure><div style='display:flex;gap:4px'>{pair}</div>"
                        f"<figcaption>{safe.text(switch.caption(start))}{link}</figcaption></figure>")
     return (f"<h3>ID switches (the first {len(switches)} in time)</h3><p class='muted'>A labeled object whose track id changed "
             f"(TrackEval's CLEAR matching, from tracking.parquet): left, its last box under the earlier id; right, "
