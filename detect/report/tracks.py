@@ -97,8 +97,10 @@ def tracks_section(directory: Path, segment: str, start: int, assets: Path, note
 
 
 def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, notes: list[str] | None) -> str:
-    before = gallery.crops([s.before for s in switches], directory, assets, f"{gallery.PREFIX}switch_before", notes)
-    after = gallery.crops([s.after for s in switches], directory, assets, f"{gallery.PREFIX}switch_after", notes)
+    befores, afters = [s.before for s in switches], [s.after for s in switches]
+    sources = gallery.source_images(directory, {"switches": {"before": befores, "after": afters}})  # the camera images
+    before = gallery.crops(befores, directory, assets, f"{gallery.PREFIX}switch_before", sources, notes)
+    after = gallery.crops(afters, directory, assets, f"{gallery.PREFIX}switch_after", sources, notes)
     figures = []
     for switch, (_, crop_b, _), (_, crop_a, frame_a) in zip(switches, before, after, strict=True):
         pair = "".join(f"<div>{img(c, f'track #{i}') if c else '(no frame)'}<div class='muted'>#{i}</div></div>"
@@ -131,4 +133,4 @@ def _example(row: dict[str, object]) -> gallery.Example:
     x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))  # type: ignore[arg-type]
     return gallery.Example("id switch", str(row["type_name"]), CameraName(camera).name if camera in CAMERA_NUMBERS
                            else str(camera), int(row[TIMESTAMP]), (x0, y0, x1, y1), None, None,  # type: ignore[call-overload]
-                           str(row[OBJECT_ID] or ""))
+                           str(row[OBJECT_ID] or ""), segment=str(row[SEGMENT]))
