@@ -144,6 +144,15 @@ def test_a_new_track_is_confirmed_by_its_second_frame():
     assert t.update(2 * S // 10, [box(304, 300), box(802, 300)], [0.9, 0.9]).tolist() == [1, 2]
 
 
+def test_only_a_trackers_first_frame_confirms_at_once_even_when_it_held_nothing_before():
+    t = tracker()
+    assert t.update(0, [box(300, 300)], [0.3]).tolist() == [-1] and len(t) == 0  # a low box alone: no track
+    assert t.update(S // 10, [box(600, 300)], [0.9]).tolist() == [-1]  # born on a later frame: unconfirmed
+    assert t.update(2 * S // 10, [box(602, 300)], [0.9]).tolist() == [1]
+    fresh = tracker()
+    assert fresh.update(0, [box(600, 300), box(900, 300)], [0.9, 0.3]).tolist() == [1, -1]
+
+
 def test_boxes_below_the_low_score_and_new_boxes_below_the_new_track_score_get_no_id():
     t = tracker()
     assert t.update(0, [box(300, 300), box(600, 300)], [0.05, 0.55]).tolist() == [-1, -1]

@@ -155,6 +155,12 @@ def test_the_pool_scores_sequences_added_one_at_a_time_as_trackeval_scores_them_
         for frames in seqs:
             pool.add(waymo_type, frames)
     assert pool.scores() == score_tracks(sequences, WAYMO_PROTOCOL)
+    merged, part = TrackingPool(WAYMO_PROTOCOL), TrackingPool(WAYMO_PROTOCOL)  # a segment's pool, then the run's
+    merged.add(1, sequences[1][0])
+    part.add(1, sequences[1][1])
+    part.add(2, sequences[2][0])
+    merged.merge(part)
+    assert merged.scores() == pool.scores()
 
 
 def test_eval_scores_the_tracks_against_the_labels_object_ids_as_trackeval_does(tracked):
@@ -169,10 +175,30 @@ def test_eval_scores_the_tracks_against_the_labels_object_ids_as_trackeval_does(
     report = json.loads((tracked / "eval.json").read_text())["tracking_level_2"]
     segment = load_segment(tracked)
     sequences: dict[int, list] = {}
-    for waymo_type, frames in segment_sequences(segment, default_class_map(), [1, 2, 3, 4]):
-        sequences.setdefault(waymo_type, []).append(frames)
+    for sequence in segment_sequences(segment, default_class_map(), [1, 2, 3, 4]):
+        sequences.setdefault(sequence.waymo_type, []).append(sequence.frames)
     expected = {WaymoType(t).name: s.to_json() for t, s in score_tracks(sequences, COCO_PROTOCOL).items()
                 if s.label_boxes}
     assert report == expected and report  # the tiny fixture's labels carry object ids
     for name, scores in report.items():
         assert 0 <= scores["hota"] <= 1 and scores["label_boxes"] > 0, name
+    # tracking.parquet: every tracked box of a labeled type, its flags summing to eval.json's counts
+    table = pq.read_table(tracked / "tracking.parquet").to_pandas()
+    _, ids = ids_of(tracked)
+    assert set(table["track_id"]) <= set(ids[ids >= 0].tolist()) and len(table) > 0
+    for name, scores in report.items():
+        rows = table[table["type_name"] == name]
+        assert (int(rows["id_switch"].sum()), int(rows["fragmentation"].sum())) == (
+            scores["id_switches"], scores["fragmentations"])
+        assert rows["key.camera_object_id"].notna().sum() == rows["iou"].notna().sum()
+
+
+def test_eval_of_an_untracked_run_removes_an_earlier_tracking_parquet(tracked):
+    assert main(["eval", str(tracked), "--quiet"]) == 0
+    assert (tracked / "tracking.parquet").is_file()
+    table = pq.read_table(tracked / "detections.parquet")
+    nulls = pa.nulls(len(table), pa.int64())
+    pq.write_table(table.set_column(table.column_names.index("track_id"), "track_id", nulls), tracked / "detections.parquet")
+    assert main(["eval", str(tracked), "--quiet"]) == 0
+    assert not (tracked / "tracking.parquet").exists()
+    assert "tracking_level_2" not in json.loads((tracked / "eval.json").read_text())

@@ -26,6 +26,7 @@ from detect.compare.comparison import (
 from detect.compare.naming import side_names
 from detect.compare.sides import Pairing, Side, load_side, pair
 from detect.compare.stats import Collected, Mark, average_precision, bootstrap_difference, collect
+from detect.compare.tracking import compare_tracking, tracking_lines
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, Protocol
@@ -55,12 +56,14 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     pairing = pair(a, b)
     collected = collect(a, b, pairing.common, dict(pairing.labels) if pairing.labels else None, class_map, protocol)
     types = _types(a, b, pairing, collected, replicates, seed)
-    comparison = _comparison(a, b, pairing, collected, types, protocol, replicates, seed)
+    tracking, tracking_notes = compare_tracking(a, b, pairing, class_map, protocol, replicates, seed)
+    comparison = dataclasses.replace(_comparison(a, b, pairing, collected, types, protocol, replicates, seed),
+                                     tracking=tuple(tracking))
     target = real_folder(Path(out))
     names = (f"A: {comparison.names[0]}", f"B: {comparison.names[1]}")
     frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
     frames_b = pictures.frame_files({n: s.directory for n, s in b.segments.items()})
-    notes = [*a.notes, *b.notes, *pairing.left_out_lines()]
+    notes = [*a.notes, *b.notes, *pairing.left_out_lines(), *tracking_notes]
     if not frames_a or not frames_b:
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
     marks = {d.key: d.marks for d in collected.disagreement}
@@ -138,6 +141,7 @@ def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[s
             interval = "-" if t.low is None or t.high is None else f"[{t.low:+.3f}, {t.high:+.3f}]"
             lines.append(f"{t.name:<11}{t.labels:>7}{_ap(t.ap_a, t.outputs_a):>11}{_ap(t.ap_b, t.outputs_b):>11}"
                          f"{_fmt(t.difference, '+'):>8}  {interval:<18}{t.verdict}")
+        lines.extend(tracking_lines(comparison.tracking))
     else:
         lines.append("no labels: agreement only")
     for name, agree in comparison.agreement.items():

@@ -70,6 +70,32 @@ class TypeComparison:
 
 
 @dataclasses.dataclass(frozen=True)
+class TrackingComparison:
+    """One Waymo type and one metric: each side's value, B - A and its 95% paired-bootstrap interval."""
+
+    name: str
+    metric: str  # "HOTA", "MOTA" or "IDF1"
+    a: float
+    b: float
+    difference: float
+    low: float | None  # None: too few frames, or no resample
+    high: float | None
+
+    @property
+    def verdict(self) -> str:
+        if self.low is None or self.high is None:
+            return "-"
+        if self.low > 0:
+            return "B better"
+        if self.high < 0:
+            return "A better"
+        return "within noise"
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self) | {"verdict": self.verdict}
+
+
+@dataclasses.dataclass(frozen=True)
 class AgreementRow:
     """Boxes of one Waymo type both sides drew, matched A to B at IoU 0.5."""
 
@@ -120,6 +146,7 @@ class Comparison:
     animations: tuple[str, ...] = ()
     gallery: tuple[GalleryEntry, ...] = ()
     notes: tuple[str, ...] = ()
+    tracking: tuple[TrackingComparison, ...] = ()  # per type: HOTA, MOTA, IDF1 (none: not tracked)
 
     @property
     def differs(self) -> list[str]:
@@ -140,6 +167,7 @@ class Comparison:
             "animations": list(self.animations),
             "gallery": [entry.to_json() for entry in self.gallery],
             "notes": list(self.notes),
+            **({"tracking": [row.to_json() for row in self.tracking]} if self.tracking else {}),
         }
 
 

@@ -38,6 +38,7 @@ def write(path: Path, comparison: Comparison, shown: list[FrameKey], disagreemen
                 f"{safe.text(' '.join(comparison.left_out))}</p>",
                 _facts(a.to_json(), b.to_json(), comparison.differs)]
     sections.append(_types(comparison))
+    sections.append(_tracking(comparison))
     sections.append(_agreement(comparison))
     animations = comparison.animations
     if animations:
@@ -105,6 +106,20 @@ def _types(comparison: Comparison) -> str:
             f"made up for it). Found: labeled objects each run found at its own drawing threshold.</p>"
             + table(["type", "labels", "A", "B", "B - A", "95% interval", "verdict", "found by both", "only A", "only B",
                      "neither"], rows))
+
+
+def _tracking(comparison: Comparison) -> str:
+    """Both sides' HOTA, MOTA and IDF1 per type, with the same bootstrap ("" when not tracked)."""
+    rows = [[t.name, t.metric, num(t.a, 3), num(t.b, 3), num(t.difference, 3),
+             "-" if t.low is None or t.high is None else f"{t.low:+.3f} to {t.high:+.3f}", t.verdict]
+            for t in comparison.tracking]
+    if not rows:
+        return ""
+    return ("<h2>Tracking</h2><p class='muted'>Each run's track ids against the labels' object ids on the common "
+            "images (TrackEval: HOTA over IoU 0.05-0.95, MOTA and IDF1 at the protocol's IoU), with the same paired "
+            "bootstrap over frames as AP: the same resamples weight each image's share of the scores (the matching "
+            "decided on the whole sequence).</p>"
+            + table(["type", "metric", "A", "B", "B - A", "95% interval", "verdict"], rows))
 
 
 def _agreement(comparison: Comparison) -> str:

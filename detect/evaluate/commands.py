@@ -22,10 +22,11 @@ from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, library_version, to_json, write_outputs
 from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
+from detect.evaluate.tracking_table import TrackingWriter
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
-from detect.sinks.layout import MATCHES_FILE
+from detect.sinks.layout import MATCHES_FILE, TRACKING_FILE
 from detect.sinks.results_folder import Manifest, read_manifest
 
 FOLDERS_NAMED = 3  # a refusal names this many folders, then counts the rest
@@ -66,13 +67,14 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
         if pooled_run and out is None:
             write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory))
 
-    with MatchesWriter(target / MATCHES_FILE) as matches:
+    with MatchesWriter(target / MATCHES_FILE) as matches, TrackingWriter(target / TRACKING_FILE, protocol) as tracks:
         evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
-                              on_segment=segment_pages, protocol=protocol)
+                              on_segment=segment_pages, protocol=protocol, on_tracks=tracks.write)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
-    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE]
+    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE,
+               *([target / TRACKING_FILE] if tracks.rows else [])]
     return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped), class_map.source,
                       library_version())
 

@@ -28,7 +28,7 @@ from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
 from detect.evaluate.thresholds import Sweep, sweep
-from detect.evaluate.tracking import segment_sequences
+from detect.evaluate.tracking import CameraSequence, segment_sequences
 from detect.model.classmap import ClassMap
 from detect.track import TrackingPool, TrackingScores
 
@@ -74,11 +74,13 @@ class Evaluation:
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
              on_matches: Callable[[list[Match]], None] | None = None,
              on_segment: Callable[[SegmentResults, Evaluation], None] | None = None,
-             protocol: Protocol = COCO_PROTOCOL) -> Evaluation:
+             protocol: Protocol = COCO_PROTOCOL,
+             on_tracks: Callable[[list[CameraSequence]], None] | None = None) -> Evaluation:
     """Everything `detect eval` reports, for `types` (the ones the model can output), pooled over
     `segments`, which are read one at a time (see `detect.evaluate.pooled`: memory stays flat
     however many there are). `on_matches` receives each segment's matches (the protocol's IoU,
-    LEVEL_2); `on_segment` each segment's own evaluation, from the same matching."""
+    LEVEL_2); `on_segment` each segment's own evaluation, from the same matching; `on_tracks` each
+    segment's tracked sequences (one per camera and type; none when it was not tracked)."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     tracks = TrackingPool(protocol)
     names: list[str] = []
@@ -96,15 +98,26 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                 if target is not None:
                     target.add(run, gt_coco, dt_coco, cameras, threshold)
             del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
-        for waymo_type, frames in segment_sequences(segment, class_map, types):
-            tracks.add(waymo_type, frames)
+        sequences = list(segment_sequences(segment, class_map, types))
+        own_tracks = TrackingPool(protocol)
+        for sequence in sequences:
+            own_tracks.add(sequence.waymo_type, sequence.frames)
+        tracks.merge(own_tracks)
+        if on_tracks is not None and sequences:
+            on_tracks(sequences)
         if on_matches is not None:
             on_matches(segment_matches(segment, class_map, types, protocol))
         if on_segment is not None:
-            on_segment(segment, _evaluation(own, types, threshold, [segment.name], len(segment.images),
-                                            segment.labels_dropped, protocol))
+            on_segment(segment, dataclasses.replace(
+                _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
+                tracking=_labeled(own_tracks)))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
-                               tracking={t: s for t, s in tracks.scores().items() if s.label_boxes})  # labeled types
+                               tracking=_labeled(tracks))
+
+
+def _labeled(tracks: TrackingPool) -> dict[int, TrackingScores]:
+    """The pool's scores of the types that have labels."""
+    return {t: s for t, s in tracks.scores().items() if s.label_boxes}
 
 
 def _evaluation(pools: dict[int, Pool], types: list[int], threshold: float, names: list[str], images: int,

@@ -9,42 +9,62 @@ nothing: its boxes were not tracked, or there is nothing to follow.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
 from detect.core.records import FrameKey, Labels
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.results import DetectionRows, SegmentResults
 from detect.model.classmap import ClassMap
 from detect.track import FrameTracks
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class CameraSequence:
+    """One camera's images of one Waymo type, in time order, as tracking evaluation sees them."""
+
+    waymo_type: int
+    keys: tuple[FrameKey, ...]  # one per frame
+    frames: list[FrameTracks]
+
+
 def segment_sequences(segment: SegmentResults, class_map: ClassMap,
-                      types: list[int]) -> Iterator[tuple[int, list[FrameTracks]]]:
-    """(Waymo type, frames) per camera of `segment` that has tracked boxes or labels of that type."""
-    rows = segment.detections
-    if rows.track_ids is None or not (rows.track_ids >= 0).any() or not _has_object_ids(segment):
+                      types: list[int]) -> Iterator[CameraSequence]:
+    """Per camera of `segment` and Waymo type: its frames, when it has tracked boxes or labels of the type."""
+    if not has_object_ids(segment.labels):
+        return
+    yield from image_sequences(segment.detections, segment.images, segment.labels, class_map, types)
+
+
+def image_sequences(rows: DetectionRows, images: Iterable[FrameKey], labels: Mapping[FrameKey, Labels],
+                    class_map: ClassMap, types: list[int]) -> Iterator[CameraSequence]:
+    """`segment_sequences` over some of a segment's images (`detect compare`: the ones both sides
+    processed), with `labels` for them; nothing when the table has no track ids."""
+    if rows.track_ids is None or not (rows.track_ids >= 0).any():
         return
     tracked = np.flatnonzero(rows.track_ids >= 0)
     row_types = np.array([class_map.waymo_type(int(c)) or 0 for c in rows.class_ids[tracked]], np.int64)
     by_image: dict[FrameKey, list[int]] = {}
     for k, row in enumerate(tracked):
         by_image.setdefault(rows.keys[row], []).append(k)
-    for camera in sorted({k.camera_name for k in segment.images}):
-        images = sorted((k for k in segment.images if k.camera_name == camera), key=lambda k: k.frame_timestamp_micros)
+    keys = list(images)
+    for camera in sorted({k.camera_name for k in keys}):
+        ordered = sorted((k for k in keys if k.camera_name == camera), key=lambda k: k.frame_timestamp_micros)
         for waymo_type in types:
             frames = []
-            for key in images:
-                labels = segment.labels.get(key, Labels.empty())
-                of_type = labels.types == waymo_type
+            for key in ordered:
+                image_labels = labels.get(key, Labels.empty())
+                of_type = image_labels.types == waymo_type
                 mine = [k for k in by_image.get(key, []) if row_types[k] == waymo_type]
                 frames.append(FrameTracks(
-                    label_ids=tuple(i for i, t in zip(labels.object_ids, of_type, strict=True) if t),
-                    label_xyxy=labels.xyxy[of_type], track_ids=rows.track_ids[tracked[mine]],
+                    label_ids=tuple(i for i, t in zip(image_labels.object_ids, of_type, strict=True) if t),
+                    label_xyxy=image_labels.xyxy[of_type], track_ids=rows.track_ids[tracked[mine]],
                     track_xyxy=rows.xyxy[tracked[mine]]))
             if any(len(f.label_ids) or len(f.track_ids) for f in frames):
-                yield waymo_type, frames
+                yield CameraSequence(waymo_type, tuple(ordered), frames)
 
 
-def _has_object_ids(segment: SegmentResults) -> bool:
-    return any(any(labels.object_ids) for labels in segment.labels.values())
+def has_object_ids(labels: Mapping[FrameKey, Labels]) -> bool:
+    """Whether any label carries an object id (without them there is nothing to follow)."""
+    return any(any(image.object_ids) for image in labels.values())

@@ -22,6 +22,7 @@ from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
 from detect.report.html import num as _num
 from detect.report.html import table as _table
+from detect.report.tracks import tracks_section
 from detect.sinks.eval_record import read_eval_record
 from detect.sinks.layout import real_folder
 from detect.sinks.results_folder import Manifest
@@ -91,6 +92,9 @@ def segment_page(data: SegmentData) -> Path:
     if data.evaluation is not None:
         sections.append(("evaluation", "Against Waymo's labels",
                          evaluation_section(data.evaluation, directory, data.name, assets, data.notes, heading=False)))
+    tracks = tracks_section(directory, data.name, data.timestamps[0], assets, data.notes) if data.timestamps else ""
+    if tracks:
+        sections.append(("tracks", "Tracks", tracks))
     sections.append(("boxes", "Boxes", _boxes(data, assets)))
     stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
                 if isinstance(v, (int, float)) and safe.number(v) != "-"}

@@ -47,6 +47,7 @@ from detect.tools.bench_scaling import scaling, scaling_lines
 from detect.tools.bench_sizes import SizeCost, size_cost, size_lines
 from detect.tools.bench_targets import verdict
 from detect.tools.bench_tiles import tile_lines, tile_rates
+from detect.tools.bench_tracking import TrackingCost, tracking_cost, tracking_lines
 from detect.waymo.readers import iter_frames
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the COCO model's rows (detector alone, pipeline without and with outputs)")
     parser.add_argument("--scaling", action="store_true",
                         help="only the output stages (1 vs 2 workers) and the steady part of a stub-model run")
+    parser.add_argument("--tracking-only", action="store_true",
+                        help="only the tracking row: its share of a default `detect segment` run, the tracker's memory")
     memory_runs = parser.add_mutually_exclusive_group()
     memory_runs.add_argument("--skip-rss", action="store_true", help="skip the fresh-process memory runs")
     memory_runs.add_argument("--only-rss", action="store_true", help="only the fresh-process memory runs")
@@ -147,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     import_tensorflow()  # timed here: building the inputs below would import it anyway
     args.import_seconds = time.perf_counter() - t0
     runtimes = tuple(args.runtimes)
+    if args.tracking_only:
+        tracked = tracking(args)
+        for line in tracking_lines(tracked):
+            print(line)
+        (args.out / "bench_tracking.json").write_text(json.dumps(tracked.to_json(), indent=2))
+        return 0
     if args.coco_only:
         segments = make_segments(args.frame, args.out, [args.images])
         coco_rates = rates(args, segments, args.coco_model, blog=False, runtimes=runtimes)
@@ -197,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = size_cost(coco)
         results["tiles"], results["input_size"] = coco_tiles.to_json(), sizes_json(sizes)
         tiles = [*tile_lines(coco_tiles), *size_lines(sizes)]
+    if not args.only_rss:
+        tracked = tracking(args)
+        results["tracking"] = tracked.to_json()
+        tiles += tracking_lines(tracked)
     rss = None if args.skip_rss else memory(args, segments, model)
     if rss is not None:
         results |= rss.to_json()
@@ -205,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     (args.out / "bench.json").write_text(json.dumps(results, indent=2))
     return 0
+
+
+def tracking(args: argparse.Namespace) -> TrackingCost:
+    """The tracking row, with the default model (the benchmark model when it is absent)."""
+    model = args.coco_model if args.coco_model is not None and args.coco_model.exists() else ensure_model(args.models)
+    segment = make_segments(args.frame, args.out, [args.images])[args.images]
+    return tracking_cost(model, segment, args.out / "tracking", args.images, args.big_images, args.repeats)
 
 
 def sizes_json(sizes: SizeCost) -> dict[str, object]:

@@ -2,12 +2,13 @@
 
 from detect.track.bytetrack import ByteTracker, IdAllocator
 from detect.track.flags import TrackFlags, track_flags
+from detect.track.frame_scores import FrameCounts, frame_counts, weighted_scores
 from detect.track.groups import CLASS_GROUP_BASE, group_keys
 from detect.track.params import TrackerParams
 from detect.track.scoring import TrackingPool, TrackingScores, metric_results, score_tracks
 from detect.track.segment_tracker import SegmentTracker
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
-__all__ = ["CLASS_GROUP_BASE", "ByteTracker", "FrameTracks", "IdAllocator", "SegmentTracker", "TrackFlags",
+__all__ = ["CLASS_GROUP_BASE", "ByteTracker", "FrameCounts", "FrameTracks", "IdAllocator", "SegmentTracker", "TrackFlags",
            "TrackerParams", "TrackingPool", "TrackingScores", "group_keys", "metric_results", "score_tracks",
-           "to_trackeval", "track_flags"]
+           "frame_counts", "to_trackeval", "track_flags", "weighted_scores"]

@@ -76,9 +76,15 @@ class ByteTracker:
         if self._last_ts is not None and ts <= self._last_ts:
             raise ValueError(f"timestamps must increase: got {ts} after {self._last_ts}")
         first_frame = self._last_ts is None
-        if not len(xyxy) and not len(self):  # nothing to track, nothing tracked: most class groups of a frame
+        if not len(self):  # nothing tracked (most class groups of a frame): at most births, no matching
             self._last_ts = ts
-            return np.full(0, -1, np.int64)
+            out = np.full(len(xyxy), -1, np.int64)
+            born = np.flatnonzero((scores >= p.high_score) & (scores >= p.new_track_score))
+            if len(born):
+                self._birth(xyxy[born], ts)
+                if first_frame:
+                    self._track_id[:] = out[born] = self._ids.take(len(born))
+            return out
         self._predict(0.0 if self._last_ts is None else (ts - self._last_ts) / 1e6)
         self._last_ts = ts
         out = np.full(len(xyxy), -1, np.int64)

@@ -24,13 +24,16 @@ _EPS = np.finfo("float").eps
 class TrackFlags:
     """Aligned with the frames' tracked boxes, concatenated in frame order (boxes with track id -1
     included, never matched): the frame's index, the track id, the matched label's id (None: no
-    label, or a label whose id could not identify it), and the two flags."""
+    label, or a label whose id could not identify it), the IoU with the label it matched, the two
+    flags, and a switch's previous track id."""
 
     frame: np.ndarray
     track_id: np.ndarray
     label_id: np.ndarray  # object: str | None
+    iou: np.ndarray  # with the matched label; NaN when none
     switch: np.ndarray
     fragment: np.ndarray
+    previous: np.ndarray  # int64: on a switch, the track id its label had before; -1 elsewhere
 
 
 def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
@@ -38,14 +41,15 @@ def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
     seq = to_trackeval(frames)
     data = seq.data
     n_gt = int(data["num_gt_ids"])  # type: ignore[call-overload]
+    track_ids = _track_ids(frames)  # dense id -> ours
     prev_track = np.full(n_gt, np.nan)
     prev_step_track = np.full(n_gt, np.nan)
     frag_count = np.zeros(n_gt, np.int64)
-    out_frame, out_track, out_label, out_switch, out_fragment = [], [], [], [], []
+    out_frame, out_track, out_label, out_iou, out_switch, out_fragment, out_previous = [], [], [], [], [], [], []
     for t, frame in enumerate(frames):
         n = len(frame.track_ids)
-        label = np.full(n, None, object)
-        switch, fragment = np.zeros(n, bool), np.zeros(n, bool)
+        label, overlap = np.full(n, None, object), np.full(n, np.nan)
+        switch, fragment, previous = np.zeros(n, bool), np.zeros(n, bool), np.full(n, -1, np.int64)
         gt_ids, tr_ids = data["gt_ids"][t], data["tracker_ids"][t]  # type: ignore[index]
         rows = seq.kept[t]
         if len(gt_ids) and len(tr_ids):
@@ -56,8 +60,11 @@ def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
             ok = score[r, c] > _EPS
             r, c = r[ok], c[ok]
             gts, trs = gt_ids[r], tr_ids[c]
+            overlap[rows[c]] = similarity[r, c]
             before = prev_track[gts]
-            switch[rows[c]] = ~np.isnan(before) & (trs != before)
+            switched = ~np.isnan(before) & (trs != before)
+            switch[rows[c]] = switched
+            previous[rows[c[switched]]] = [track_ids[int(b)] for b in before[switched]]
             was_tracked = ~np.isnan(prev_step_track[gts])
             fragment[rows[c]] = ~was_tracked & (frag_count[gts] > 0)
             frag_count[gts[~was_tracked]] += 1
@@ -69,9 +76,20 @@ def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
         out_frame.append(np.full(n, t, np.int64))
         out_track.append(frame.track_ids)
         out_label.append(label)
+        out_iou.append(overlap)
         out_switch.append(switch)
         out_fragment.append(fragment)
+        out_previous.append(previous)
     cat = np.concatenate
     return TrackFlags(cat([np.zeros(0, np.int64), *out_frame]), cat([np.zeros(0, np.int64), *out_track]),
-                      cat([np.zeros(0, object), *out_label]), cat([np.zeros(0, bool), *out_switch]),
-                      cat([np.zeros(0, bool), *out_fragment]))
+                      cat([np.zeros(0, object), *out_label]), cat([np.zeros(0), *out_iou]),
+                      cat([np.zeros(0, bool), *out_switch]),
+                      cat([np.zeros(0, bool), *out_fragment]), cat([np.zeros(0, np.int64), *out_previous]))
+
+
+def _track_ids(frames: Sequence[FrameTracks]) -> list[int]:
+    """Our track ids in the order `to_trackeval` numbers them densely (first seen, first numbered)."""
+    seen: dict[int, None] = {}
+    for frame in frames:
+        seen.update((int(i), None) for i in frame.track_ids if i >= 0)
+    return list(seen)

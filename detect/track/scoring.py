@@ -105,6 +105,15 @@ class TrackingPool:
         for name, metric in metrics.items():
             per_type[name][key] = metric.eval_sequence(data)
 
+    def merge(self, other: TrackingPool) -> None:
+        """Add `other`'s sequences (one segment's, already scored on their own) without scoring them again."""
+        for waymo_type, per_metric in other._results.items():
+            per_type = self._results.setdefault(waymo_type, {name: {} for name in per_metric})
+            start = len(per_type["HOTA"])
+            for name, per_sequence in per_metric.items():
+                for n, result in enumerate(per_sequence.values()):
+                    per_type[name][str(start + n)] = result
+
     def scores(self) -> dict[int, TrackingScores]:
         m = trackeval_metrics()
         out = {}

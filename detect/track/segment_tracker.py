@@ -42,14 +42,19 @@ class SegmentTracker:
             raise ValueError(f"camera {camera}: timestamps must increase, got {ts} after {self._last_ts[camera]}")
         self._last_ts[camera] = ts
         out = np.full(len(xyxy), -1, np.int64)
+        order = np.argsort(groups, kind="stable")  # each group's rows, in row order: one sort, not a scan per group
+        present, starts = np.unique(groups[order], return_index=True)
+        ends = [*starts[1:].tolist(), len(order)][: len(starts)]
+        rows_of = {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends, strict=True)}
+        none = np.zeros(0, np.int64)
         # every tracker of the camera sees every frame, so lost tracks age even when a group has no box;
         # groups in a fixed order: they take new ids from the camera's one sequence
-        for group in sorted({g for (c, g) in self._trackers if c == camera} | {int(g) for g in groups}):
+        for group in sorted({g for (c, g) in self._trackers if c == camera} | set(rows_of)):
             tracker = self._trackers.get((camera, group))
             if tracker is None:
                 ids = self._ids.setdefault(camera, IdAllocator(first=camera, step=ID_STEP))
                 tracker = self._trackers[camera, group] = ByteTracker(self.params, ids)
-            rows = np.flatnonzero(groups == group)
+            rows = rows_of.get(group, none)
             out[rows] = tracker.update(ts, xyxy[rows], scores[rows])
         return out
 

@@ -1,0 +1,97 @@
+"""`detect compare` on tracked runs: both sides' HOTA, MOTA and IDF1 per type, as `detect eval` gives
+them, with the paired bootstrap over frames that AP uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from test_eval import PERSON, dets, key, labels, results_dir
+
+from detect.cli import main
+from detect.compare.comparison import TrackingComparison
+from detect.compare.tracking import tracking_lines
+from detect.sinks.table import with_track_ids
+
+PED = 2
+LEFT, RIGHT = (100, 100, 200, 300), (600, 100, 700, 300)
+FRAMES = 12
+
+
+def tracked_folder(tmp_path: Path, name: str, swap_every: int | None) -> Path:
+    """Two pedestrians (labels obj0 left, obj1 right) boxed in every frame; the tracker keeps ids 1
+    (left) and 2 (right), or swaps them every `swap_every` frames."""
+    images = {key(i): (labels((LEFT, PED, 1), (RIGHT, PED, 1)), dets((LEFT, 0.9, PERSON), (RIGHT, 0.8, PERSON)))
+              for i in range(FRAMES)}
+    segment = results_dir(tmp_path / name, images, knows=[PERSON])
+    path = segment / "detections.parquet"
+    table = pq.read_table(path)
+    frame = (np.asarray(table.column("key.frame_timestamp_micros")) - key(0).frame_timestamp_micros) // 100_000
+    left = np.asarray(table.column("xmin")) < 300
+    swapped = (frame // swap_every) % 2 == 1 if swap_every else np.zeros(len(frame), bool)
+    ids = np.where(left ^ swapped, 1, 2)
+    pq.write_table(with_track_ids(table, ids), path)
+    return segment.parent
+
+
+def compare(a: Path, b: Path, out: Path, *extra: str) -> dict:
+    assert main(["compare", str(a), str(b), "--out", str(out), "--quiet", *extra]) == 0
+    return json.loads((out / "compare.json").read_text())
+
+
+def test_a_side_that_swaps_ids_scores_lower_outside_the_noise_and_as_eval_scores_it(tmp_path):
+    a, b = tracked_folder(tmp_path, "a", None), tracked_folder(tmp_path, "b", 2)
+    report = compare(a, b, tmp_path / "out")
+    rows = {r["metric"]: r for r in report["tracking"] if r["name"] == "PEDESTRIAN"}
+    assert list(rows) == ["HOTA", "MOTA", "IDF1"]
+    assert rows["HOTA"]["a"] == rows["MOTA"]["a"] == rows["IDF1"]["a"] == pytest.approx(1.0)
+    # B: both objects switch ids at frames 2, 4, 6, 8, 10: 10 switches on 24 labels
+    assert rows["MOTA"]["b"] == pytest.approx(1 - 10 / 24)
+    for metric, row in rows.items():
+        assert row["difference"] == pytest.approx(row["b"] - row["a"]) and row["difference"] < 0, metric
+        assert row["high"] < 0 and row["verdict"] == "A better", metric
+    for side, results in (("a", a), ("b", b)):  # the same numbers `detect eval` writes
+        assert main(["eval", str(results), "--quiet"]) == 0
+        scores = json.loads((results / "seg_eval" / "eval.json").read_text())["tracking_level_2"]["PEDESTRIAN"]
+        assert (rows["HOTA"][side], rows["MOTA"][side], rows["IDF1"][side]) == pytest.approx(
+            (scores["hota"], scores["mota"], scores["idf1"]), abs=1e-9)
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert "<h2>Tracking</h2>" in page and "IDF1" in page
+
+
+def test_identical_tracks_differ_by_nothing_in_every_resample(tmp_path):
+    a = tracked_folder(tmp_path, "a", 3)
+    report = compare(a, a, tmp_path / "out")
+    for row in report["tracking"]:
+        assert row["difference"] == row["low"] == row["high"] == 0.0 and row["verdict"] == "within noise"
+
+
+def test_an_untracked_side_is_a_note_and_no_tracking_rows(tmp_path, capsys):
+    a = tracked_folder(tmp_path, "a", None)
+    images = {key(i): (labels((LEFT, PED, 1)), dets((LEFT, 0.9, PERSON))) for i in range(FRAMES)}
+    b = results_dir(tmp_path / "b", images, knows=[PERSON]).parent
+    report = compare(a, b, tmp_path / "out")
+    assert "tracking" not in report
+    assert "detect: note: B has no track ids (run with tracking, or `detect track`): no tracking comparison" in (
+        capsys.readouterr().err)
+
+
+def test_too_few_frames_give_values_without_an_interval(tmp_path):
+    a = tracked_folder(tmp_path, "a", None)
+    b = tracked_folder(tmp_path, "b", 1)
+    report = compare(a, b, tmp_path / "out", "--bootstrap", "0")
+    assert {(r["low"], r["high"], r["verdict"]) for r in report["tracking"]} == {(None, None, "-")}
+
+
+def test_the_terminal_table_lines():
+    rows = [TrackingComparison("PEDESTRIAN", "MOTA", 1.0, 0.5833333, -0.4166667, -0.5, -0.3),
+            TrackingComparison("VEHICLE", "IDF1", 0.5, 0.5, 0.0, None, None)]
+    assert tracking_lines(rows) == [
+        "tracking (track ids against the labels' object ids; same bootstrap):",
+        "type        metric       A       B   B - A  95% interval      verdict",
+        "PEDESTRIAN    MOTA   1.000   0.583  -0.417  [-0.500, -0.300]  A better",
+        "VEHICLE       IDF1   0.500   0.500  +0.000  -                 -"]
+    assert tracking_lines([]) == []
