@@ -23,9 +23,11 @@ PLOTS = ("pr_curves.png", "thresholds.png")  # the evaluation's
 
 def outputs(seg, plots: bool = False) -> dict[str, bytes]:
     """Every file a run draws or tabulates, by relative path (the manifest, eval and pages aside;
-    the evaluation's plots when asked)."""
+    the evaluation's plots when asked). tracking.parquet is eval's, as eval.json: the tracks follow the
+    threshold, so a redraw with --no-eval leaves the old one."""
     files = sorted(p for p in seg.rglob("*") if p.is_file() and not {".detect", "report"} & set(p.parts)
-                   and p.suffix in (".png", ".jpg", ".gif", ".mp4", ".parquet") and (plots or p.name not in PLOTS))
+                   and p.suffix in (".png", ".jpg", ".gif", ".mp4", ".parquet") and p.name != "tracking.parquet"
+                   and (plots or p.name not in PLOTS))
     return {str(p.relative_to(seg)): p.read_bytes() for p in files}
 
 

@@ -4,8 +4,9 @@ Runs `detect segment` on the real Waymo frame (the default model and settings; `
 for the plain picture; `--tile 512` for the comparison), a slow pan over its FRONT image for the
 tracking picture (a v2 segment with Waymo's object ids, written by `write_pan_segment`), `detect
 compare` of the untiled and the tiled run, then copies frames, animations and plots into `media/`
-and takes screenshots of the pages with Debian's Chromium (Playwright drives it; no browser is
-downloaded). Every picture is written at the size a reader sees it; look at them before committing.
+and takes screenshots of the pages (docs/screenshots/) with Debian's Chromium (Playwright drives it;
+no browser is downloaded). Every picture is written at the size a reader sees it; look at them
+before committing.
 
     python -m detect.tools.media [--frame ../shared/fixtures/waymo_v1_one_frame.tfrecord] [--out media]
 """
@@ -31,7 +32,11 @@ FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 CHROMIUM = Path("/usr/bin/chromium")
 PAN_SEGMENT = "pan_over_the_real_front_camera"
 PAN_FRAMES, PAN_WIDTH, PAN_STEP = 40, 1600, 6  # 6 px a frame at 10 Hz: trails a reader can see
-README_WIDTH = 880  # what GitHub shows a README picture at, in CSS pixels
+# Windows (left, top, right, bottom) of the real frame's images worth showing at full resolution:
+# 960 px wide, about what GitHub shows a README picture at, so the chips read at their drawn size.
+FRONT_LEFT_WINDOW = (0, 380, 960, 1020)
+FRONT_WINDOW = (480, 380, 1440, 1020)
+PAN_WINDOW = (300, 380, 1260, 1020)
 
 
 def write_pan_segment(frame_file: Path, out: Path, camera: CameraName = CameraName.FRONT) -> Path:
@@ -85,6 +90,13 @@ def screenshot(page_file: Path, out: Path, width: int, selector: str | None = No
         browser.close()
 
 
+def _cut(frame: Path, out: Path, window: tuple[int, int, int, int]) -> None:
+    from PIL import Image
+
+    with Image.open(frame) as image:
+        image.crop(window).save(out, optimize=True)
+
+
 def _segment(args: Sequence[str | Path]) -> Path:
     code = detect(["segment", *map(str, args), "--quiet"])
     if code != 0:
@@ -107,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m detect.tools.media", description=__doc__.splitlines()[0])
     parser.add_argument("--frame", type=Path, default=FRAME)
     parser.add_argument("--out", type=Path, default=ROOT / "media")
+    parser.add_argument("--screenshots", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--work", type=Path, default=None, help="where the runs go (default: a temporary folder)")
     args = parser.parse_args(argv)
     if not args.frame.is_file():
@@ -119,22 +132,28 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
 
-    default = _segment([args.frame, "--out", work / "default"])
+    if detect(["run", str(args.frame), "--out", str(work / "default"), "--quiet"]) != 0:
+        raise SystemExit("media: detect run failed")
+    [default] = [p for p in (work / "default").iterdir() if p.is_dir() and not p.name.startswith(".")]
     plain = _segment([args.frame, "--out", work / "plain", "--draw", "detections", "--no-gif", "--no-report"])
     tiled = _segment([args.frame, "--out", work / "tiled", "--tile", "512", "--no-gif"])
     pan = _segment([write_pan_segment(args.frame, work / "pan_in"), "--out", work / "pan"])
     if detect(["compare", str(default), str(tiled), "--out", str(work / "compare"), "--quiet"]) != 0:
         raise SystemExit("media: detect compare failed")
 
-    shutil.copyfile(_frame(plain, "FRONT_LEFT"), out / "front_left_coco.png")
-    shutil.copyfile(_frame(default, "FRONT"), out / "front_errors_coco.png")
+    # Frames at full resolution, cut to the part that matters: chips read as they are drawn.
+    _cut(_frame(plain, "FRONT_LEFT"), out / "front_left_coco.png", FRONT_LEFT_WINDOW)
+    _cut(_frame(default, "FRONT"), out / "front_errors_coco.png", FRONT_WINDOW)
+    _cut(_middle_frame(pan, "FRONT"), out / "tracking_pan.png", PAN_WINDOW)
     shutil.copyfile(default / "mosaic.gif", out / "mosaic_coco.gif")
     shutil.copyfile(default / "pr_curves.png", out / "pr_curves_coco.png")
     shutil.copyfile(default / "thresholds.png", out / "thresholds_coco.png")
-    shutil.copyfile(_middle_frame(pan, "FRONT"), out / "tracking_pan.png")
-    screenshot(default / "report.html", out / "report.png", README_WIDTH + 400)
-    screenshot(default / "report.html", out / "report_phone.png", 390, height=844)
-    screenshot(work / "compare" / "compare.html", out / "compare.png", README_WIDTH + 400)
+    shots = args.screenshots
+    shots.mkdir(parents=True, exist_ok=True)
+    for width in (1280, 390):
+        screenshot(default / "report.html", shots / f"report_{width}.png", width)
+        screenshot(work / "default" / "index.html", shots / f"index_{width}.png", width)
+    screenshot(work / "compare" / "compare.html", out / "compare.png", 1000, height=1150)
     print(f"media: pictures in {out}; runs in {work}")
     return 0
 
