@@ -75,7 +75,8 @@ def test_an_untracked_side_is_a_note_and_no_tracking_rows(tmp_path, capsys):
     b = results_dir(tmp_path / "b", images, knows=[PERSON]).parent
     report = compare(a, b, tmp_path / "out")
     assert "tracking" not in report
-    assert "detect: note: B has no track ids (run with tracking, or `detect track`): no tracking comparison" in (
+    assert ("detect: note: B has no track ids (one timestamp, --no-track, or a run from before tracking: "
+            "`detect track`): no tracking comparison") in (
         capsys.readouterr().err)
 
 

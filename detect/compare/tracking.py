@@ -46,8 +46,9 @@ def compare_tracking(a: Side, b: Side, pairing: Pairing, class_map: ClassMap, pr
     counted = {side.label: _counts(side, pairing, class_map, types, protocol, frame_of) for side in (a, b)}
     untracked = [label for label, per_type in counted.items() if per_type is None]
     if untracked:
-        return [], [f"{' and '.join(untracked)} has no track ids (run with tracking, or `detect track`): "
-                    f"no tracking comparison"]
+        verb = "have" if len(untracked) > 1 else "has"
+        return [], [f"{' and '.join(untracked)} {verb} no track ids (one timestamp, --no-track, or a run from "
+                    f"before tracking: `detect track`): no tracking comparison"]
     out = []
     frames = len(frame_of)
     for waymo_type in types:
