@@ -63,7 +63,7 @@ def test_defaults_are_the_references_but_a_lower_first_gate_for_10_hz():
     p = TrackerParams()
     assert (p.high_score, p.low_score, p.new_track_score) == (0.5, 0.1, 0.6)
     assert (p.low_match_min_iou, p.unconfirmed_min_similarity, p.lost_seconds) == (0.5, 0.3, 1.0)
-    assert (p.position_noise, p.velocity_noise, p.first_match_min_similarity) == (1 / 20, 1 / 160, 0.1)
+    assert (p.position_noise, p.velocity_noise, p.first_match_min_similarity) == (1 / 20, 1 / 160, 0.05)
     assert TrackerParams(**p.to_json()) == p
 
 
