@@ -202,3 +202,19 @@ def test_eval_of_an_untracked_run_removes_an_earlier_tracking_parquet(tracked):
     assert main(["eval", str(tracked), "--quiet"]) == 0
     assert not (tracked / "tracking.parquet").exists()
     assert "tracking_level_2" not in json.loads((tracked / "eval.json").read_text())
+
+
+def test_without_trackeval_eval_says_how_to_install_it_in_one_line(tracked, monkeypatch):
+    import sys
+
+    from detect.track import scoring
+
+    monkeypatch.setitem(sys.modules, "trackeval", None)  # `import trackeval` now raises ImportError
+    monkeypatch.setitem(sys.modules, "trackeval.metrics", None)
+    scoring.trackeval_metrics.cache_clear()
+    try:
+        err = io.StringIO()
+        assert main(["eval", str(tracked)], stderr=err) == 2
+        assert err.getvalue().strip().splitlines()[-1] == f"detect: error: {scoring.TRACKEVAL_MISSING}"
+    finally:
+        scoring.trackeval_metrics.cache_clear()

@@ -24,16 +24,26 @@ from typing import Any
 
 import numpy as np
 
+from detect.core.errors import InputError
 from detect.core.matching import Protocol
 from detect.track.trackeval_input import FrameTracks, to_trackeval
+
+TRACKEVAL_MISSING = ("tracking scores need TrackEval, installed without its declared dependencies: "
+                     "pip install --no-deps trackeval==1.3.0 (or evaluate a run made with --no-track)")
+
+
+class TrackEvalMissing(InputError):
+    """TrackEval is not installed (`make install` installs it; an environment of one's own may not)."""
 
 
 @functools.cache
 def trackeval_metrics() -> ModuleType:
     """`trackeval.metrics`, imported without the package's import-time print reaching our stdout."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        import trackeval.metrics
-
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            import trackeval.metrics
+    except ImportError:
+        raise TrackEvalMissing(TRACKEVAL_MISSING) from None
     return trackeval.metrics
 
 
