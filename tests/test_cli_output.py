@@ -27,6 +27,7 @@ def run(*args: object, terminal: bool = False) -> tuple[int, list[str], list[str
     return code, out.getvalue().splitlines(), err.getvalue().splitlines()
 
 
+@pytest.mark.slow  # runs the commands end to end
 def test_every_line_the_main_commands_print_is_under_100_characters(tiny_v2_path, stub_dynamic_dir, tmp_path,
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)  # as a user types them: results/ below where they stand
@@ -57,6 +58,7 @@ def test_every_line_the_main_commands_print_is_under_100_characters(tiny_v2_path
     assert long_lines == []
 
 
+@pytest.mark.slow  # runs the commands end to end
 def test_a_segment_says_what_it_is_doing_before_each_slow_step_and_nothing_when_quiet(tiny_v2_path, stub_dynamic_dir,
                                                                                       tmp_path):
     code, _, err = run("segment", tiny_v2_path, "--out", tmp_path / "a", "--model", stub_dynamic_dir)
@@ -69,6 +71,7 @@ def test_a_segment_says_what_it_is_doing_before_each_slow_step_and_nothing_when_
     assert (code, out, err) == (0, [], [])
 
 
+@pytest.mark.slow  # runs the commands end to end
 def test_the_commands_over_results_say_what_they_do(tiny_v2_path, stub_dynamic_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert run("segment", tiny_v2_path, "--out", tmp_path / "out", "--model", stub_dynamic_dir, "--quiet")[0] == 0

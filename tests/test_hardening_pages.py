@@ -208,6 +208,7 @@ def test_any_results_files_give_safe_pages_or_a_note(segment_results, tmp_path_f
         assert_safe(page)
 
 
+@pytest.mark.slow  # starts Chromium
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_the_policy_lets_the_page_own_script_run_and_nothing_else(segment_results, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")

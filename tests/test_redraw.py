@@ -37,6 +37,10 @@ def scores(seg) -> dict:
     return evaluation
 
 
+# Every test here redraws a run made for it (a full pipeline, twice): `make test`, not `make test-fast`.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def runs(tiny_v2_path, stub_dynamic_dir, tmp_path_factory):
     """A run at 0.2, and a fresh run at 0.6 to compare a redraw with."""
