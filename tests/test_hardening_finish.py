@@ -155,6 +155,7 @@ def test_gif_leaves_a_fifo_frame_out_with_a_note_and_writes_the_rest(results, fi
         assert im.n_frames == frames - 1
 
 
+@pytest.mark.slow  # eval and report, each in a process of its own, over FIFO frames
 def test_report_finishes_with_fifo_frames_and_notes_the_pictures_it_left_out(results):
     assert _cli("eval", str(results)).returncode == 0
     fifos = sorted((results / TINY_SEGMENT / "frames").rglob("*.png"))

@@ -162,6 +162,7 @@ def test_a_damaged_cache_heals_instead_of_stopping_the_run(model, built, damage,
     assert_healed(model, built, set() if forged else {name})
 
 
+@pytest.mark.slow  # two runs through OpenVINO
 def test_a_healed_run_says_nothing_under_quiet(model, built, tiny_v2_path, tmp_path, capfd):
     folder = folder_of(model)
     (folder / XML).write_text("<net><layers>" + "garbage " * 100)  # OpenVINO's frontends log about this on fd 2
