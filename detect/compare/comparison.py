@@ -60,13 +60,18 @@ class TypeComparison:
 
     @property
     def verdict(self) -> str:
-        if self.difference is None or self.low is None or self.high is None:
-            return "-"
-        if self.low > 0:
-            return "B better"
-        if self.high < 0:
-            return "A better"
-        return "within noise"
+        return "-" if self.difference is None else interval_verdict(self.low, self.high)
+
+
+def interval_verdict(low: float | None, high: float | None) -> str:
+    """What a 95% interval of B - A says: "-" without one, else which side is better or neither."""
+    if low is None or high is None:
+        return "-"
+    if low > 0:
+        return "B better"
+    if high < 0:
+        return "A better"
+    return "within noise"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +88,7 @@ class TrackingComparison:
 
     @property
     def verdict(self) -> str:
-        if self.low is None or self.high is None:
-            return "-"
-        if self.low > 0:
-            return "B better"
-        if self.high < 0:
-            return "A better"
-        return "within noise"
+        return interval_verdict(self.low, self.high)
 
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self) | {"verdict": self.verdict}
