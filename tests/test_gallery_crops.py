@@ -100,6 +100,14 @@ def test_each_example_has_its_partner_and_its_caption_says_what_it_is():
     assert alone.partner is None and alone.caption() == "missed PEDESTRIAN 16x16 px, FRONT 1; no box near it (IoU under 0.05)"
 
 
+def test_a_type_without_labels_has_no_gallery():
+    """SIGN (no 2D labels in Waymo's data) is not scored: its boxes are no false alarms to show."""
+    sign = {"kind": "detection", "type_name": "SIGN", "score": 0.9, "matched": False, "class_id": 13,
+            "xmin": 10, "ymin": 10, "xmax": 40, "ymax": 40}
+    chosen = gallery.select(pd.concat([example_rows(), matches_frame([sign])], ignore_index=True), threshold=0.5)
+    assert set(chosen) == {"VEHICLE", "PEDESTRIAN"}
+
+
 def manifest(directory: Path, path: Path | None, recorded: Path | None = None, name: str = REAL_SEGMENT) -> Manifest:
     found = take_fingerprint(str(recorded or path)) if path is not None else None
     data = {"segment_context_name": name, "input": {"path": None if path is None else str(path),

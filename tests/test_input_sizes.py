@@ -91,7 +91,7 @@ def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_
     (theirs,) = as_function(graph, centernet.INPUT, (centernet.GRAPH_DECODE,), path=centernet_json)(at_512)
     xyxy, scores, classes = centernet.decode(tf, *rewritten(at_512))
     ours = tf.concat([xyxy, scores[..., None], tf.cast(classes, tf.float32)[..., None]], axis=-1).numpy()
-    np.testing.assert_array_equal(ours, theirs.numpy())
+    np.testing.assert_array_equal(ours[:, :theirs.shape[1]], theirs.numpy())  # its top 100 of our 1000
     assert scores.numpy()[0, 0] > 0.5
 
     fixed = read_graph_model(centernet_json)  # the constants themselves set to 640x960's targets

@@ -66,15 +66,23 @@ def test_a_person_beside_a_bicycle_stays_a_pedestrian():
     assert boxes.riders == 0 and sorted(boxes.types.tolist()) == [WaymoType.PEDESTRIAN, WaymoType.CYCLIST]
 
 
-def test_a_faint_bicycle_does_not_take_a_confident_pedestrian():
+def test_a_faint_bicycle_does_not_take_a_confident_pedestrian_but_gives_a_cyclist_reading():
     boxes = default_class_map().to_waymo(np.array([RIDER, BIKE]), np.array([0.9, 0.2]), np.array([PERSON, BICYCLE]))
-    assert boxes.riders == 0 and boxes.types.tolist() == [WaymoType.PEDESTRIAN, WaymoType.CYCLIST]
+    assert boxes.riders == 1 and boxes.types.tolist() == [WaymoType.PEDESTRIAN, WaymoType.CYCLIST]
+    assert boxes.xyxy.tolist() == [RIDER, [90, 50, 150, 170]] and boxes.rows == ((0,), (0, 1))
+    assert boxes.scores.tolist() == pytest.approx([0.9, np.sqrt(0.9 * 0.2)])
 
 
-def test_each_bicycle_carries_one_rider_the_best_scoring():
-    second = [105, 55, 145, 165]
+def test_each_bicycle_carries_one_rider_the_best_fitting():
+    # The real frame's FRONT_LEFT cyclist: a faint person box 10x as wide covers the bicycle too; the
+    # rider's own person box (nearly the bicycle's) takes it, scores apart or not.
+    wide = [0, 100, 260, 180]
+    for scores in ([0.5, 0.5, 0.45], [0.5, 0.05, 0.06]):
+        pairs = pair_riders(np.array([RIDER, wide, BIKE], float), np.array(scores), np.array([PERSON, PERSON, BICYCLE]))
+        assert pairs == [(0, 2)]
+    second = [95, 55, 150, 168]  # fits the bicycle better than RIDER does, scores lower
     pairs = pair_riders(np.array([second, RIDER, BIKE], float), np.array([0.6, 0.7, 0.6]), np.array([PERSON, PERSON, BICYCLE]))
-    assert pairs == [(1, 2)]
+    assert pairs == [(0, 2)]
     boxes = default_class_map().to_waymo(np.array([second, RIDER, BIKE]), np.array([0.6, 0.7, 0.6]),
                                          np.array([PERSON, PERSON, BICYCLE]))
     assert sorted(boxes.types.tolist()) == [WaymoType.PEDESTRIAN, WaymoType.CYCLIST]

@@ -6,9 +6,13 @@ Waymo's 2D labels (see Waymo's labeling specifications) cover VEHICLE, PEDESTRIA
 - car, truck, bus -> VEHICLE; motorcycle -> VEHICLE too: "Motorcycles and motorcyclists are
   labeled as vehicles" in Waymo's specification, so a COCO motorcycle box is a VEHICLE box.
 - person -> PEDESTRIAN, bicycle -> CYCLIST, and a rider becomes one CYCLIST: Waymo labels rider and
-  bicycle as one CYCLIST box, where a COCO detector sees a `person` and a `bicycle`. A person box
-  that overlaps a bicycle box (see `pair_riders`) is replaced, with that bicycle box, by one
-  CYCLIST detection: their union, scored by the geometric mean of the two scores. Unpaired
+  bicycle as one CYCLIST box, where a COCO detector sees a `person` and a `bicycle`. A bicycle box
+  and the person box that rides it (see `pair_riders`) become one CYCLIST detection: their union,
+  scored by the geometric mean of the two scores. The union replaces the bicycle; it replaces the
+  person too when the two scores are within a factor 2 (RIDER_SCORE_RATIO) of each other; further
+  apart (a confident person over a faint bicycle), the person stays a PEDESTRIAN as well: one box,
+  two readings, each judged within its own type, as the model itself scores one box as several
+  classes. Unpaired
   bicycles (parked ones, which Waymo does not label) stay CYCLIST boxes and count as false positives.
 - stop sign -> SIGN, reported only where SIGN labels exist.
 - train is not mapped ("Trains and trams are not considered vehicles"); nor is any other class.
@@ -25,15 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from detect.core.boxes import overlap_of_smaller
+from detect.core.boxes import box_iou, overlap_of_smaller
 from detect.core.errors import UsageError
 from detect.core.files import UnreadableFileError, read_json
 from detect.core.records import WaymoType
 from detect.model.coco_classes import UnknownClassError, label_for, parse_classes
 
 # A person box rides a bicycle box when at least this share of the smaller of the two lies in both,
-# and the person's horizontal center is over the bicycle. Both scores must be within a factor
-# RIDER_SCORE_RATIO of each other: a confident pedestrian is not traded for a faint bicycle's guess.
+# and the person's horizontal center is over the bicycle. The person stays a PEDESTRIAN too unless
+# both scores are within a factor RIDER_SCORE_RATIO of each other: a confident pedestrian is not
+# traded for a faint bicycle's guess.
 RIDER_OVERLAP = 0.3
 RIDER_SCORE_RATIO = 0.5
 PERSON_ID, BICYCLE_ID = 1, 2
@@ -71,7 +76,7 @@ class ClassMap:
         class_ids = np.asarray(class_ids, np.int64).reshape(-1)
         types = np.array([self.by_class.get(int(c), -1) for c in class_ids], np.int64)
         pairs = pair_riders(xyxy, scores, class_ids) if self.pairs_riders else []
-        used = {i for pair in pairs for i in pair}
+        used = {i for p, b in pairs for i in ((p, b) if _one_reading(scores[p], scores[b]) else (b,))}
         keep = [i for i in range(len(types)) if types[i] >= 0 and i not in used]
         boxes = [xyxy[i] for i in keep] + [_union(xyxy[p], xyxy[b]) for p, b in pairs]
         return WaymoBoxes(
@@ -97,7 +102,7 @@ class ClassMap:
 @dataclasses.dataclass(frozen=True, eq=False)
 class WaymoBoxes:
     """One image's detections in Waymo types (pixel xyxy); `class_ids` is the model class behind each
-    (a paired rider: bicycle), `riders` how many person + bicycle pairs became one CYCLIST, `rows`
+    (a paired rider: bicycle), `riders` how many person + bicycle pairs became a CYCLIST, `rows`
     the input rows behind each box (two for a rider)."""
 
     xyxy: np.ndarray
@@ -109,25 +114,33 @@ class WaymoBoxes:
 
 
 def pair_riders(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> list[tuple[int, int]]:
-    """`(person index, bicycle index)` pairs, each box in one pair at most, best-scoring persons first."""
-    persons = [i for i in np.argsort(-scores, kind="stable") if class_ids[i] == PERSON_ID]
+    """`(person index, bicycle index)` pairs of a rider and the bicycle it rides, each box in one pair
+    at most, the best-fitting pairs first (the highest IoU of the two boxes; then the higher person
+    score): a detector that sees a rider gives its person and its bicycle nearly one box, so a large
+    faint person box that happens to cover a bicycle does not take it from its rider."""
+    persons = [i for i in range(len(class_ids)) if class_ids[i] == PERSON_ID]
     bicycles = [i for i in range(len(class_ids)) if class_ids[i] == BICYCLE_ID]
+    if not persons or not bicycles:
+        return []
+    overlaps = overlap_of_smaller(xyxy[persons], xyxy[bicycles])  # [persons, bicycles]
+    fits = box_iou(xyxy[persons], xyxy[bicycles])
+    candidates = sorted(
+        (-float(fits[row, column]), -float(scores[p]), p, b)
+        for row, p in enumerate(persons) for column, b in enumerate(bicycles)
+        if overlaps[row, column] >= RIDER_OVERLAP and xyxy[b][0] <= (xyxy[p][0] + xyxy[p][2]) / 2 <= xyxy[b][2])
     pairs: list[tuple[int, int]] = []
     taken: set[int] = set()
-    overlaps = overlap_of_smaller(xyxy[persons], xyxy[bicycles])  # [persons, bicycles]
-    for row, p in enumerate(persons):
-        best, best_overlap = None, RIDER_OVERLAP
-        for column, b in enumerate(bicycles):
-            if b in taken or min(scores[p], scores[b]) < RIDER_SCORE_RATIO * max(scores[p], scores[b]):
-                continue
-            overlap = float(overlaps[row, column])
-            center = (xyxy[p][0] + xyxy[p][2]) / 2
-            if overlap >= best_overlap and xyxy[b][0] <= center <= xyxy[b][2]:
-                best, best_overlap = b, overlap
-        if best is not None:
-            pairs.append((int(p), int(best)))
-            taken.add(best)
+    for _, _, p, b in candidates:
+        if p not in taken and b not in taken:
+            pairs.append((int(p), int(b)))
+            taken |= {p, b}
     return pairs
+
+
+def _one_reading(person_score: float, bicycle_score: float) -> bool:
+    """Whether a rider's person box is read as the CYCLIST only (scores within RIDER_SCORE_RATIO of
+    each other), or as a PEDESTRIAN too (a confident person over a faint bicycle, or the reverse)."""
+    return min(person_score, bicycle_score) >= RIDER_SCORE_RATIO * max(person_score, bicycle_score)
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:

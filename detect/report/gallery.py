@@ -131,12 +131,14 @@ def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
 
 
 def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) -> dict[str, dict[str, list[Example]]]:
-    """Per type: its `per_type` highest-scoring false alarms and largest missed labels (ties: in
-    time order), each with its partner box (`Partner`)."""
+    """Per type with labels: its `per_type` highest-scoring false alarms and largest missed labels
+    (ties: in time order), each with its partner box (`Partner`)."""
     chosen: dict[str, dict[str, list[Example]]] = {}
     ordered = matches.sort_values([TIMESTAMP, CAMERA], kind="stable")
     for name in sorted(set(ordered["type_name"])):
         rows = ordered[ordered["type_name"] == name]
+        if not (rows["kind"] == "label").any():
+            continue  # no labels of the type (SIGN in Waymo's 2D labels): not scored, so no false alarms
         false_alarms = rows[(rows["kind"] == "detection") & ~rows["matched"] & (rows["score"] >= threshold)]
         false_alarms = false_alarms.sort_values("score", ascending=False, kind="stable")[:per_type]
         labels = rows[rows["kind"] == "label"]
