@@ -5,9 +5,9 @@ The boxes come from the journal (every box down to the score floor, as the run r
 the images are read again from the segment file the manifest names, after its fingerprint
 (`detect.waymo.source_check`) says it is the file the run read; the track ids are computed again
 for the new threshold (the tracker's scores follow it) and each image's trail is rebuilt from the
-table. Frames go through the run's own decode (tf.data) and the run's render pool and drawing
-(`render_pixels`), and the animations through the same `AnimationSet`, so a redraw at 0.4 writes
-the bytes a fresh run at 0.4 writes.
+table. Frames are decoded to the run's own pixels without TensorFlow (`detect.model.full_frames`)
+and go through the run's render pool and drawing (`render_pixels`), and the animations through the
+same `AnimationSet`, so a redraw at 0.4 writes the bytes a fresh run at 0.4 writes.
 
 One segment at a time, in its lock. The manifest is the commit point: before the first frame is
 drawn it records the new drawing settings with status `redrawing` (and settings.json a key no
@@ -37,7 +37,7 @@ from detect.engine.render_pool import open_renderer
 from detect.engine.spec import DRAW_MODES, SegmentJob, SegmentSettings
 from detect.engine.stages import Rendered, StageTimings
 from detect.model.classmap import ClassMap, default_class_map, load_class_map
-from detect.model.inputs import decode_stream
+from detect.model.full_frames import decode_full_frames
 from detect.render.draw import DrawStyle
 from detect.sinks import journal
 from detect.sinks.animations import AnimationSet
@@ -186,8 +186,7 @@ def _redraw_pixels(directory: Path, uri: str, keys: SegmentKeys, job: SegmentJob
 
     drawn = 0
     try:
-        for decoded in decode_stream(numbered(), input_size=None, keep_full=True, max_pixels=settings.max_pixels,
-                                     parallel=settings.decode_threads):
+        for decoded in decode_full_frames(numbered(), threads=settings.decode_threads, max_pixels=settings.max_pixels):
             key = by_index.pop(decoded.index)
             frame_labels = labels.get(key) if labels is not None and job.errors is not None else None
             window.append(renderer.submit(decoded, key, results[key].detections, frame_labels, tracks.get(key)))
