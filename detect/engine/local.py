@@ -54,7 +54,7 @@ def process_segment(
     """
     keys = read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
-    job = SegmentJob.judged(settings, labels is not None, model_facts.knows_classes)
+    job = SegmentJob.judged(settings, None if labels is None else labels.types, model_facts.knows_classes)
     if settings.tile is not None:  # full frames in, each also cut into tiles for the model
         detector = TiledDetector(detector, settings.tile, settings.input_size, resize_images)
     opened = SegmentLifecycle.open(keys, out_root, job, model_facts, claims=claims, clock=clock, labels=labels)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import DetectError, UsageError, error_text
+from detect.core.records import WaymoType
 from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import load_model
@@ -171,7 +172,7 @@ class _Job:
                 raise _PlanError(planned)
             names, index, note, labels = planned
             keys = SegmentKeys(source, names, index, note)
-            job = SegmentJob.judged(self.spec.settings, labels is not None, self.facts.knows_classes)
+            job = SegmentJob.judged(self.spec.settings, None if labels is None else labels.types, self.facts.knows_classes)
             opened = SegmentLifecycle.open(keys, self.spec.out, job, self.facts, claims=self.claims,
                                            labels=labels)
             if isinstance(opened, SegmentLifecycle) and job.errors is not None and labels is not None:
@@ -262,8 +263,10 @@ def _stream(ray: Any, segments: list[_InFlight], spec: RunSpec, facts: ModelFact
                                           {k.order for k in s.lifecycle.done}).to_json()} for s in segments]
     batch_size = spec.model.batch_size or DEFAULT_BATCH_SIZE
     actors, gpus = _count(engine, "detector_actors"), _count(engine, "gpus_per_actor")
-    # Animations come from the frames; errors are drawn where a segment's labels were written for it.
-    render_job = SegmentJob.judged(dataclasses.replace(settings, gif=False, mp4=False), True, facts.knows_classes)
+    # Animations come from the frames; errors are drawn where a segment's labels were written for it,
+    # judged on the types those labels have (`SegmentJob.for_label_types`, in the render task).
+    render_job = SegmentJob.judged(dataclasses.replace(settings, gif=False, mp4=False), frozenset(WaymoType),
+                                   facts.knows_classes)
     # Ray 2.5x takes actor options such as max_restarts only as extra map_batches arguments, and
     # warns that this goes away in Ray 2.64 (our pin stops before it): the warning is not the user's.
     with warnings.catch_warnings():

@@ -40,7 +40,7 @@ from detect.model.tiles import TiledDetector, TileSpec
 from detect.sinks import journal
 from detect.sinks.ground_truth import RENDER_LABELS_FILE, read_ground_truth
 from detect.sinks.layout import segment_dir
-from detect.waymo.camera_labels import SegmentLabels, read_labels
+from detect.waymo.camera_labels import SegmentLabels, label_types, read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 from detect.waymo.selection import FrameFilter
@@ -257,8 +257,9 @@ def render_frames(batch: Batch, *, root: str, job: SegmentJob) -> Batch:
                 result = journal.decode(str(batch["result"][i]), segment)
                 directory = segment_dir(Path(root), segment)
                 labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if job.errors else None
-                render_frame(decoded, result.key, result.detections, directory, job, timings,
-                             None if labels is None else labels.get(result.key, Labels.empty()))
+                here = job if labels is None else job.for_label_types(labels[1])
+                render_frame(decoded, result.key, result.detections, directory, here, timings,
+                             None if labels is None else labels[0].get(result.key, Labels.empty()))
             except Exception as err:  # one frame's drawing or writing failed: skip it
                 stage[i], error[i] = RENDER, error_text(err)
             t_draw[i] = timings.values.get("draw", 0.0)
@@ -272,13 +273,15 @@ def render_frames(batch: Batch, *, root: str, job: SegmentJob) -> Batch:
 
 
 @functools.lru_cache(maxsize=8)
-def _labels_file(path: Path, stamp: tuple[int, int]) -> dict[FrameKey, Labels]:
-    return read_ground_truth(path)[0]
+def _labels_file(path: Path, stamp: tuple[int, int]) -> tuple[dict[FrameKey, Labels], frozenset[int]]:
+    labels = read_ground_truth(path)[0]
+    return labels, label_types(labels.values())
 
 
-def _render_labels(path: Path) -> dict[FrameKey, Labels] | None:
-    """A segment's labels for drawing its errors (read once per task process and file version);
-    None when the driver wrote none (no labels: the detections are drawn alone)."""
+def _render_labels(path: Path) -> tuple[dict[FrameKey, Labels], frozenset[int]] | None:
+    """A segment's labels for drawing its errors, and the Waymo types they have (read once per task
+    process and file version); None when the driver wrote none (no labels: the detections are drawn
+    alone)."""
     try:
         stat = path.stat()
     except OSError:

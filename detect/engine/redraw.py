@@ -127,7 +127,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
     labels = _labels(keys, source_info.get("ground_truth")) if source_info.get("labels") is not None else None
     if settings.draw_labels and labels is None:
         raise InputError(f"{directory}: --draw errors asks for labels, but the run had none; cannot redraw")
-    job = SegmentJob.judged(settings, labels is not None, manifest.model.knows_classes)
+    job = SegmentJob.judged(settings, None if labels is None else labels.types, manifest.model.knows_classes)
     params = _tracker(settings, manifest, request.threshold is not None)
 
     # The commit point's first half: from here on the folder says it is being redrawn.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
 
@@ -149,14 +150,29 @@ class SegmentJob:
     errors: ErrorRules | None = None
 
     @classmethod
-    def judged(cls, settings: SegmentSettings, has_labels: bool, model_classes: tuple[int, ...] | None) -> SegmentJob:
-        """The job with the rules that judge a segment's frames, when its frames show errors:
-        it has labels, the drawing asks for errors, and the model outputs a Waymo type.
+    def judged(cls, settings: SegmentSettings, label_types: Collection[int] | None,
+               model_classes: tuple[int, ...] | None) -> SegmentJob:
+        """The job with the rules that judge a segment's frames, when its frames show errors: it has
+        labels, the drawing asks for errors, and the model outputs a Waymo type the labels have.
+        `label_types`: the Waymo types among the segment's labels (None: it has none); a type with
+        no labels is not scored (its evaluation is left out), so its boxes are drawn as other
+        classes, not as false alarms (a stop sign: Waymo's 2D labels have no SIGN).
         `model_classes`: the model facts' `knows_classes` (None: the whole COCO label map)."""
         types = tuple(settings.class_map.types_for(None if model_classes is None else list(model_classes)))
-        if settings.draw == "detections" or not has_labels or not types:
+        if label_types is not None:
+            types = tuple(t for t in types if t in label_types)
+        if settings.draw == "detections" or label_types is None or not types:
             return cls(settings)
         return cls(settings, ErrorRules(settings.class_map, types, PROTOCOLS[settings.protocol]))
+
+    def for_label_types(self, label_types: Collection[int]) -> SegmentJob:
+        """This job's rules kept to the types one segment's labels have (`judged` for a job made
+        before the segment's labels were read: Ray's render tasks, one job for every segment)."""
+        rules = self.errors
+        if rules is None:
+            return self
+        types = tuple(t for t in rules.types if t in label_types)
+        return dataclasses.replace(self, errors=dataclasses.replace(rules, types=types) if types else None)
 
     def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
         """The settings' resume key and how the frames were judged (settings.json)."""

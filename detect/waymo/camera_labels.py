@@ -10,7 +10,7 @@ Boxes are Waymo's center and size in pixels; they become pixel `xyxy` here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +57,16 @@ class SegmentLabels:
 
     def get(self, key: FrameKey) -> Labels:
         return self.by_key.get(key) or Labels.empty()
+
+    @property
+    def types(self) -> frozenset[int]:
+        """The Waymo types among the labels."""
+        return label_types(self.by_key.values())
+
+
+def label_types(labels: Iterable[Labels]) -> frozenset[int]:
+    """The Waymo types among some images' labels."""
+    return frozenset(int(t) for image in labels for t in np.unique(image.types))
 
 
 def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | None:
