@@ -36,7 +36,8 @@ from detect.engine.render_pool import FrameSlots, attach, init_worker
 from detect.model.inputs import decode_stream
 from detect.render.draw import DrawStyle, draw_detections, to_canvas
 from detect.render.mosaic import mosaic_layout
-from detect.sinks.animations import downscale_to_width, mosaic_tile_width, render_mosaic_frame
+from detect.render.mosaic_tile import downscale_to_width
+from detect.sinks.animations import mosaic_tile_width, render_mosaic_frame
 from detect.sinks.frames import encode_frame
 from detect.sinks.gif import encode_gif_frame
 from detect.sinks.mp4 import Mp4Writer
