@@ -137,7 +137,7 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     seconds["draw"] = t1 - t0
     if settings.write_frames:
         write_frame(segment_dir, key, annotated, settings.frame_format)
-        write_tile(segment_dir, key, tile, settings.frame_format)
+        tile = write_tile(segment_dir, key, tile)  # the mosaic is built from the tile as kept
         t2 = time.thread_time()
         seconds["frame_write"] = t2 - t1
         t1 = t2

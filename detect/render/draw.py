@@ -240,9 +240,9 @@ def draw_boxes(
     lines: Sequence[str] | None = None,
     widths: Sequence[int] | None = None,
     fit_chips: bool = False,
-) -> int:
+) -> PlacedChips:
     """Draw pixel `xyxy` boxes with optional chips onto `canvas` (uint8 `(H, W, 3)`) in place;
-    returns the number of chips left out (only `fit_chips` leaves any out).
+    returns where the chips went and how many were left out (only `fit_chips` leaves any out).
 
     The building block for overlays: ground truth can go on the same canvas you own, e.g. dashed
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
@@ -278,11 +278,23 @@ def draw_boxes(
     sizes = [(chip_width(t, size), chip_h) if t and t.split() else None for t in texts]
     # the first box's chip gets the best spot
     spots = place_chips(clipped, sizes, width, height, fit=fit_chips)
+    rects = []
     for i in order:
-        spot, text = spots[i], texts[i]
-        if spot is not None and text:
+        spot, text, chip = spots[i], texts[i], sizes[i]
+        if spot is not None and text and chip is not None:
             paint_chip_at(canvas, spot, text, colors[i], size)
-    return sum(1 for box, s, spot in zip(clipped, sizes, spots, strict=True) if box and s and spot is None)
+            rects.append((spot[0], spot[1], spot[0] + chip[0], spot[1] + chip[1]))
+    left_out = sum(1 for box, chip, spot in zip(clipped, sizes, spots, strict=True) if box and chip and spot is None)
+    return PlacedChips(tuple(rects[::-1]), left_out)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacedChips:
+    """The chips `draw_boxes` drew, `(x0, y0, x1, y1)` (ends exclusive) in box order, and how
+    many chips it left out."""
+
+    rects: tuple[tuple[int, int, int, int], ...]
+    left_out: int
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:

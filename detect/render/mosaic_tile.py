@@ -96,6 +96,8 @@ class MosaicTile:
     image: Image.Image = dataclasses.field(repr=False)  # RGB
     legend: tuple[LegendEntry, ...] = ()
     chips_left_out: int = 0
+    # the chips drawn, (x0, y0, x1, y1) ends exclusive (not kept on disk)
+    chips: tuple[tuple[int, int, int, int], ...] = dataclasses.field(default=(), compare=False)
 
 
 def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
@@ -137,11 +139,11 @@ def draw_mosaic_tile(tile: np.ndarray, boxes: TileBoxes, scale: tuple[float, flo
     texts = [t if not tall or (b[3] - b[1]) >= 2 * chip_height(size) else None
              for t, tall, b in zip(boxes.texts, boxes.tall_only, xyxy, strict=True)]
     widths = [max(1, lw // 2) if thin else lw for thin in boxes.thin]
-    left_out = draw_boxes(tile, xyxy, texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
-                          widths=widths, fit_chips=True)
+    placed = draw_boxes(tile, xyxy, texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
+                        widths=widths, fit_chips=True)
     if watermark:
         paint_chip(tile, (0, height, 0, height), watermark, WATERMARK_COLOR, size)
-    return MosaicTile(Image.fromarray(tile, mode="RGB"), boxes.legend, left_out)
+    return MosaicTile(Image.fromarray(tile, mode="RGB"), boxes.legend, placed.left_out, placed.rects)
 
 
 def merged_legend(legends: Sequence[tuple[LegendEntry, ...]]) -> tuple[LegendEntry, ...]:

@@ -285,7 +285,7 @@ def rebuild_animations(
             if notes is None:
                 raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
             return f"{first_line(err)}; frame left out of the animations"
-        tile = read_tile(tile_path(segment_dir, f.camera_name, f.frame_timestamp_micros, f.path.suffix.lstrip(".")))
+        tile = read_tile(tile_path(segment_dir, f.camera_name, f.frame_timestamp_micros))
         return prepare_animation_frame(image, key, width, gif=gif, tile=tile)
 
     skipped: list[str] = []
