@@ -231,3 +231,18 @@ def test_overwrite_deletes_the_kept_tiles_with_the_frames(tmp_path):
     (tmp_path / ".detect" / "mosaic" / "FRONT" / "notes.txt").write_text("mine")
     assert clear_outputs(tmp_path) == 3  # two tiles and the settings
     assert [p.name for p in (tmp_path / ".detect").rglob("*")] == ["mosaic", "FRONT", "notes.txt"]
+
+
+def test_the_render_bench_times_each_camera_of_a_finished_segment(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    from detect.cli import main
+    from detect.tools.bench_render import main as bench
+
+    out = tmp_path / "out"
+    assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
+                 "--no-report", "--no-eval"]) == 0
+    (segment,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    capsys.readouterr()
+    assert bench([str(segment), "--repeats", "1", "--frames"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert [word for word in line.split() if word.isupper()] == [c.name for c in CameraName]
+    assert line.endswith("ms an image")
