@@ -51,9 +51,9 @@ def test_a_run_the_disk_cannot_hold_is_refused_before_the_model_loads(tiny_v2_pa
             "--no-report"]
     assert main(args, stdout=out, stderr=err) == 2
     assert err.getvalue().splitlines() == [
-        "detect: disk: about 47 MB for 15 images (PNG frames 44 MB, GIFs 3.0 MB, tables 86 kB); 1.0 MB free",
-        f"detect: error: {tmp_path / 'out'}: 1.0 MB free, but the outputs of 15 images need about 47 MB; use "
-        f"--frame-format jpg (9.7 MB) or --no-png (3.1 MB), free some space, or pass --no-disk-check to start anyway"]
+        "detect: disk: about 49 MB for 15 images (PNG frames 45 MB, GIFs 3.1 MB, tables 86 kB); 1.0 MB free",
+        f"detect: error: {tmp_path / 'out'}: 1.0 MB free, but the outputs of 15 images need about 49 MB; use "
+        f"--frame-format jpg (11 MB) or --no-png (3.2 MB), free some space, or pass --no-disk-check to start anyway"]
     assert not (tmp_path / "out").exists()
     assert main([*args, "--no-disk-check", "--quiet"]) == 0
 
@@ -68,5 +68,5 @@ def test_jpeg_frames_are_named_alone_and_a_resumed_run_counts_only_what_is_left(
     err = io.StringIO()
     assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path / "b"), *model, "--frame-format", "jpg"],
                 stderr=err) == 2
-    assert "; use --no-png (3.1 MB), free some space, or pass --no-disk-check" in err.getvalue()
+    assert "; use --no-png (3.2 MB), free some space, or pass --no-disk-check" in err.getvalue()
     assert Path(tmp_path / "b").exists() is False

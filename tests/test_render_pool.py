@@ -174,7 +174,7 @@ def test_the_16_core_prediction_divides_each_stage_by_its_efficiency_and_names_t
     table_only, png, default, _ = predict(rows, main_ms=4.0, cores=16)
     assert table_only.core_ms == pytest.approx(14 / 0.95 + 4)
     assert table_only.rate == pytest.approx(250.0) and table_only.bound == "the main process (one core)"
-    assert png.core_ms == pytest.approx(14 / 0.95 + 4 + 2 * 10)
+    assert png.core_ms == pytest.approx(14 / 0.95 + 4 + 3 * 10)  # drawing, PNG, the mosaic tile kept with it
     assert len(OUTPUT_SETS["default: PNG + 5 GIFs + mosaic"]) == 5
     assert default.core_ms == pytest.approx(14 / 0.95 + 4 + 5 * 10)
     assert default.rate == pytest.approx(16000 / default.core_ms) and default.bound == "all cores busy"

@@ -21,7 +21,7 @@ from detect.core.errors import first_line
 from detect.core.files import UnreadableFileError
 from detect.core.records import FrameKey
 from detect.render.chips import font
-from detect.sinks.animations import downscale_to_width
+from detect.render.mosaic_tile import downscale_to_width
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.gif import GifWriter
 

@@ -21,10 +21,12 @@ from detect.core.records import Detections, FrameFailure, FrameKey, FrameResult,
 from detect.engine.spec import SegmentJob
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections, paint_watermark
+from detect.render.mosaic_tile import detection_boxes, draw_mosaic_tile, error_boxes, shrink
 from detect.render.trails import FrameTracks
-from detect.render.verdicts import draw_errors, judge
-from detect.sinks.animations import AnimationFrame, prepare_animation_frame
+from detect.render.verdicts import draw_errors, judge, judged_legend
+from detect.sinks.animations import AnimationFrame, mosaic_tile_width, prepare_animation_frame
 from detect.sinks.frames import write_frame
+from detect.sinks.mosaic_tiles import write_tile
 from detect.track.live import ImageTracks
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.selection import FrameFilter, duplicate_rows, select
@@ -111,30 +113,37 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
                   job: SegmentJob, labels: Labels | None = None,
                   tracks: ImageTracks | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
     """Draw on `frame` in place (the labels first, when asked; `tracks`: the boxes' ids and trails),
-    write it, prepare its animation frame. The same code runs in a render thread or a render
-    process; returns the animation frame and the thread CPU seconds of each step."""
+    write it, prepare its animation frame; the mosaic's tile is the raw frame shrunk, then drawn
+    for the size the mosaic is shown at (kept beside the frames when frames are written, for the
+    animations rebuilt from them). The same code runs in a render thread or a render process;
+    returns the animation frame and the thread CPU seconds of each step."""
     settings = job.settings
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
+    raw_tile, scale = shrink(frame, mosaic_tile_width(settings.gif_width))  # before the frame is drawn on
     drawn_tracks = None if tracks is None else FrameTracks(tracks.track_ids, tracks.trails)
     if job.errors is not None and labels is not None:
-        draw_errors(frame, judge(detections, labels, job.errors, settings.style, drawn_tracks),
-                    line_width=settings.style.line_width)
+        judged = judge(detections, labels, job.errors, settings.style, drawn_tracks)
+        draw_errors(frame, judged, line_width=settings.style.line_width)
         annotated = paint_watermark(frame, settings.style)
+        boxes = error_boxes(judged, judged_legend(judged))
     else:
         drawn = draw_detections(frame, detections, settings.style, in_place=True, tracks=drawn_tracks)  # ours
         assert isinstance(drawn, np.ndarray)
         annotated = drawn
+        boxes = detection_boxes(detections, settings.style, drawn_tracks)
+    tile = draw_mosaic_tile(raw_tile, boxes, scale, settings.style.watermark)
     t1 = time.thread_time()
     seconds["draw"] = t1 - t0
     if settings.write_frames:
         write_frame(segment_dir, key, annotated, settings.frame_format)
+        tile = write_tile(segment_dir, key, tile)  # the mosaic is built from the tile as kept
         t2 = time.thread_time()
         seconds["frame_write"] = t2 - t1
         t1 = t2
     animation = None
     if settings.animations:
-        animation = prepare_animation_frame(annotated, key, settings.gif_width, gif=settings.gif)
+        animation = prepare_animation_frame(annotated, key, settings.gif_width, gif=settings.gif, tile=tile)
         seconds["animation_prepare"] = time.thread_time() - t1
     return animation, seconds
 

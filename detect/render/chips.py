@@ -82,19 +82,25 @@ CHIP_SPOTS = ("above", "inside top", "below", "inside bottom", "above right", "i
 
 
 def place_chips(boxes: Sequence[tuple[int, int, int, int] | None], sizes: Sequence[tuple[int, int] | None],
-                width: int, height: int, spots: Sequence[str] = CHIP_SPOTS) -> list[tuple[int, int] | None]:
+                width: int, height: int, spots: Sequence[str] = CHIP_SPOTS, *,
+                fit: bool = False) -> list[tuple[int, int] | None]:
     """The top-left corner of each box's chip (`sizes`: chip width and height; None: no chip),
-    chips placed in order (the first box's chip first: it gets the best spot) inside the image."""
+    chips placed in order (the first box's chip first: it gets the best spot) inside the image.
+    With `fit`, a chip that would cover part of one placed before it, or is larger than the
+    image, gets no spot (None): it is left out (the mosaic's small tiles)."""
     placed = np.zeros((0, 4), np.int64)
     out: list[tuple[int, int] | None] = []
     for box, size in zip(boxes, sizes, strict=True):
-        if box is None or size is None:
+        if box is None or size is None or fit and (size[0] > width or size[1] > height):
             out.append(None)
             continue
         candidates = np.array([_spot(box, size, name, width, height) for name in spots], np.int64)
         rects = np.concatenate([candidates, candidates + np.array(size, np.int64)], 1)
         covered = _overlap(rects, placed).sum(1) if len(placed) else np.zeros(len(rects), np.int64)
         best = int(np.argmin(covered))  # the first of the least covered: the preferred spot when free
+        if fit and covered[best] > 0:
+            out.append(None)
+            continue
         out.append((int(candidates[best, 0]), int(candidates[best, 1])))
         placed = np.concatenate([placed, rects[best:best + 1]])
     return out

@@ -172,14 +172,7 @@ def draw_detections(
         canvas = _checked(image)
     else:
         canvas = to_array(image)
-    rows = selected_rows(detections, style)
-    chosen = detections.select(rows)
-    ids = tracks.ids_of(rows, len(detections)) if tracks is not None else [None] * len(rows)
-    texts = [
-        chip_text(label, int(cid), float(score), style, track_id)
-        for label, cid, score, track_id in zip(chosen.labels, chosen.class_ids, chosen.scores, ids, strict=True)
-    ]
-    colors = [style.palette[int(cid) % len(style.palette)] for cid in chosen.class_ids]
+    chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
     if tracks is not None:  # under the boxes and chips
         height, width = canvas.shape[:2]
         paint_trails(canvas, *tracks.trails_of(ids, colors), style.line_width or scaled_line_width(width, height))
@@ -196,6 +189,21 @@ def draw_detections(
         paint_track_legend(canvas)
     paint_watermark(canvas, style)
     return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
+
+
+def chosen_boxes(detections: Detections, style: DrawStyle, tracks: FrameTracks | None = None
+                 ) -> tuple[Detections, list[str | None], list[RGB], list[int | None]]:
+    """The boxes `draw_detections` draws, best first: their detections, chip texts, class colors
+    and track ids (None: untracked)."""
+    rows = selected_rows(detections, style)
+    chosen = detections.select(rows)
+    ids: list[int | None] = tracks.ids_of(rows, len(detections)) if tracks is not None else [None] * len(rows)
+    texts = [
+        chip_text(label, int(cid), float(score), style, track_id)
+        for label, cid, score, track_id in zip(chosen.labels, chosen.class_ids, chosen.scores, ids, strict=True)
+    ]
+    colors = [style.palette[int(cid) % len(style.palette)] for cid in chosen.class_ids]
+    return chosen, texts, colors, ids
 
 
 def legend_font_size(width: int, height: int) -> int:
@@ -231,15 +239,18 @@ def draw_boxes(
     dashed: bool = False,
     lines: Sequence[str] | None = None,
     widths: Sequence[int] | None = None,
-) -> None:
-    """Draw pixel `xyxy` boxes with optional chips onto `canvas` (uint8 `(H, W, 3)`) in place.
+    fit_chips: bool = False,
+) -> PlacedChips:
+    """Draw pixel `xyxy` boxes with optional chips onto `canvas` (uint8 `(H, W, 3)`) in place;
+    returns where the chips went and how many were left out (only `fit_chips` leaves any out).
 
     The building block for overlays: ground truth can go on the same canvas you own, e.g. dashed
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
     fully outside, non-finite or empty after clipping draw nothing. The first box ends up on top.
     Chips go where they hide no other chip when there is room (`detect.render.chips.place_chips`).
     `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
-    solid, as `dashed` says), `widths` its own line width.
+    solid, as `dashed` says), `widths` its own line width. `fit_chips` (the mosaic's small
+    tiles): a chip that would hide part of a chip placed before it is left out, its box drawn.
     """
     if not isinstance(canvas, np.ndarray) or canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
         raise ValueError("canvas must be a uint8 numpy array of shape (H, W, 3)")
@@ -265,11 +276,25 @@ def draw_boxes(
             paint_outline(canvas, box, colors[i], widths[i] if widths is not None else lw, styles[i])
     chip_h = chip_height(size)
     sizes = [(chip_width(t, size), chip_h) if t and t.split() else None for t in texts]
-    spots = place_chips(clipped, sizes, width, height)  # the first box's chip gets the best spot
+    # the first box's chip gets the best spot
+    spots = place_chips(clipped, sizes, width, height, fit=fit_chips)
+    rects = []
     for i in order:
-        spot, text = spots[i], texts[i]
-        if spot is not None and text:
+        spot, text, chip = spots[i], texts[i], sizes[i]
+        if spot is not None and text and chip is not None:
             paint_chip_at(canvas, spot, text, colors[i], size)
+            rects.append((spot[0], spot[1], spot[0] + chip[0], spot[1] + chip[1]))
+    left_out = sum(1 for box, chip, spot in zip(clipped, sizes, spots, strict=True) if box and chip and spot is None)
+    return PlacedChips(tuple(rects[::-1]), left_out)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacedChips:
+    """The chips `draw_boxes` drew, `(x0, y0, x1, y1)` (ends exclusive) in box order, and how
+    many chips it left out."""
+
+    rects: tuple[tuple[int, int, int, int], ...]
+    left_out: int
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:

@@ -1,7 +1,10 @@
 """All cameras of one frame tiled like the car sees them; a pure function of small tiles.
 
-    FRONT_LEFT | FRONT   | FRONT_RIGHT     (1920x1280 cameras)
-    SIDE_LEFT  | caption | SIDE_RIGHT      (1920x886 cameras)
+    FRONT_LEFT | FRONT            | FRONT_RIGHT     (1920x1280 cameras)
+    SIDE_LEFT  | legend + caption | SIDE_RIGHT      (1920x886 cameras)
+
+The tiles carry no legend of their own (`detect.render.mosaic_tile`): the mosaic has one, in the
+empty cell, sized to read at the size the page shows the mosaic.
 """
 
 from __future__ import annotations
@@ -10,10 +13,13 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from PIL import Image, ImageDraw
 
 from detect.core.cameras import CameraName
-from detect.render.chips import font
+from detect.render.chips import chip_height, font
+from detect.render.mosaic_tile import MIN_LEGEND_DISPLAY_PX, display_font_size
+from detect.render.verdicts import LegendEntry, legend_size, paint_legend_at
 
 GRID: tuple[tuple[CameraName | None, ...], ...] = (
     (CameraName.FRONT_LEFT, CameraName.FRONT, CameraName.FRONT_RIGHT),
@@ -53,9 +59,11 @@ def mosaic_layout(tile_width: int) -> MosaicLayout:
 
 
 def compose_mosaic(
-    tiles: Mapping[CameraName, Image.Image], layout: MosaicLayout, caption: Sequence[str] = ()
+    tiles: Mapping[CameraName, Image.Image], layout: MosaicLayout, caption: Sequence[str] = (),
+    legend: tuple[LegendEntry, ...] = (),
 ) -> Image.Image:
-    """A new RGB image: tiles in their cells with camera names; missing cameras say "no image".
+    """A new RGB image: tiles in their cells with camera names; missing cameras say "no image";
+    the empty cell holds `legend` (what the boxes' colors and lines mean) above the caption.
 
     Tiles of another size than their cell are fitted (aspect kept) and centered.
     """
@@ -66,7 +74,8 @@ def compose_mosaic(
         for col, camera in enumerate(cameras):
             x, y, w, h = layout.cell(row, col)
             if camera is None:
-                _caption(draw, (x, y, w, h), caption, label_size)
+                top = _legend(canvas, (x, y, w, h), legend)
+                _caption(draw, (x, top, w, y + h - top), caption, label_size)
                 continue
             tile = tiles.get(camera)
             if tile is None:
@@ -106,6 +115,25 @@ def _name_chip(draw: ImageDraw.ImageDraw, origin: tuple[int, int], text: str, si
     draw.text((x + pad, y + pad), text, font=face, fill=TEXT, anchor="la")
 
 
+def _legend(canvas: Image.Image, cell: tuple[int, int, int, int], legend: tuple[LegendEntry, ...]) -> int:
+    """`legend` centered at the top of `cell`, sized to read as shown (smaller only when the cell
+    is too small for it); returns the y below it."""
+    x, y, w, h = cell
+    if not legend:
+        return y
+    size = display_font_size(w, MIN_LEGEND_DISPLAY_PX)
+    margin = max(2, w // 32)
+    while size > 6 and (legend_size(legend, size)[0] > w - 2 * margin or legend_size(legend, size)[1] > h * 2 // 3):
+        size -= 1
+    block_w, block_h = legend_size(legend, size)
+    if block_w > w - 2 * margin or block_h > h * 2 // 3:
+        return y  # a cell too small for any legend
+    region = np.array(canvas.crop((x, y, x + w, y + h)))
+    paint_legend_at(region, legend, size, ((w - block_w) // 2, margin))
+    canvas.paste(Image.fromarray(region, mode="RGB"), (x, y))
+    return y + margin + block_h + chip_height(size) // 2
+
+
 def _caption(
     draw: ImageDraw.ImageDraw, cell: tuple[int, int, int, int], lines: Sequence[str], size: int
 ) -> None:
@@ -114,7 +142,8 @@ def _caption(
         return
     # Shrink until the longest line (a 37-character segment name) fits the cell.
     margin = max(2, w // 32)
-    while size > 7 and max(draw.textlength(s, font=font(size)) for s in lines) > w - 2 * margin:
+    while size > 7 and (max(draw.textlength(s, font=font(size)) for s in lines) > w - 2 * margin
+                        or round(size * 1.3) * len(lines) > h):
         size -= 1
     face = font(size)
     line_h = round(size * 1.3)

@@ -26,7 +26,7 @@ import numpy as np
 from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
-from detect.render.chips import RGB, chip_height, chip_width, paint_chip
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
 from detect.render.draw import (
     DrawStyle,
     chip_text,
@@ -125,32 +125,74 @@ def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = 
     paint_error_legend(canvas, [OTHER] if OTHER in judged.states else [], judged.left_out, tracked=judged.tracked)
 
 
+# A legend row: the state whose line sample it shows (None: a chip alone), and its words.
+LegendEntry = tuple[str | None, str]
+
+
+def error_legend(extra: list[str], left_out: tuple[int, ...], *, tracked: bool = False) -> tuple[LegendEntry, ...]:
+    """The rows of a frame's legend: the states, `extra` ones (OTHER when drawn), the label types
+    left out, if any, and the track ids' line when the segment is tracked."""
+    entries: list[LegendEntry] = [(s, LEGEND[s]) for s in (HIT, FALSE_ALARM, MISSED, *extra)]
+    if left_out:
+        entries.append((None, f"not drawn: {', '.join(WaymoType(t).name for t in left_out)} labels (model has no such class)"))
+    if tracked:
+        entries.append((None, TRACK_LEGEND))
+    return tuple(entries)
+
+
+def judged_legend(judged: Judged) -> tuple[LegendEntry, ...]:
+    """The rows of the legend `draw_errors` paints for `judged`."""
+    return error_legend([OTHER] if OTHER in judged.states else [], judged.left_out, tracked=judged.tracked)
+
+
 def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int, ...], *, tracked: bool = False) -> None:
     """The states (a line sample and a chip each) stacked in the top-right corner, sized to fit
     within half the image's width; then the label types left out, if any, and the track ids'
     line when the segment is tracked."""
     height, width = canvas.shape[:2]
-    entries: list[tuple[str | None, str]] = [(s, LEGEND[s]) for s in (HIT, FALSE_ALARM, MISSED, *extra)]
-    if left_out:
-        entries.append((None, f"not drawn: {', '.join(WaymoType(t).name for t in left_out)} labels (model has no such class)"))
-    if tracked:
-        entries.append((None, TRACK_LEGEND))
-    size = legend_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF and mosaic tiles
+    entries = error_legend(extra, left_out, tracked=tracked)
+    size = legend_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF
     while size > 8 and max(chip_width(text, size) + 2 * chip_height(size) for _, text in entries) > width // 2:
         size -= 1
     step = chip_height(size)
     if step * len(entries) > height:
         return  # an image too small for any legend: the boxes alone
-    lw = max(1, round(step / 8))
     for row, (state, text) in enumerate(entries):
         top, bottom = row * step, (row + 1) * step
         right = width - chip_width(text, size)
         color = COLORS[state] if state else (40, 40, 40)
         paint_chip(canvas, (width, bottom, width, bottom), text, color, size)
         if state is not None and right - 2 * step >= 0:
-            canvas[top:bottom, right - 2 * step:right] = (20, 20, 20)
-            paint_outline(canvas, (right - 2 * step + lw, top + lw, right - lw - 1, bottom - lw - 1), COLORS[state], lw,
-                          LINES[state])
+            _paint_sample(canvas, state, right - 2 * step, top, step)
+
+
+def legend_size(entries: tuple[LegendEntry, ...], size: int) -> tuple[int, int]:
+    """The width and height `paint_legend_at` takes for `entries` at text `size`."""
+    step = chip_height(size)
+    return max((2 * step + chip_width(text, size) for _, text in entries), default=0), step * len(entries)
+
+
+def paint_legend_at(canvas: np.ndarray, entries: tuple[LegendEntry, ...], size: int, origin: tuple[int, int]) -> None:
+    """`entries` as rows of a line sample and a chip, left-aligned from `origin` (the top-left
+    corner), on `canvas` in place (the mosaic's one legend); rows that do not fit are left out."""
+    height, width = canvas.shape[:2]
+    step = chip_height(size)
+    x, y = origin
+    for row, (state, text) in enumerate(entries):
+        top = y + row * step
+        if top < 0 or top + step > height or x < 0 or x + 2 * step + chip_width(text, size) > width:
+            continue
+        paint_chip_at(canvas, (x + 2 * step, top), text, COLORS[state] if state else (40, 40, 40), size)
+        if state is not None:
+            _paint_sample(canvas, state, x, top, step)
+
+
+def _paint_sample(canvas: np.ndarray, state: str, left: int, top: int, step: int) -> None:
+    """A state's line sample, `2 * step` wide and `step` tall, on a dark ground."""
+    lw = max(1, round(step / 8))
+    right, bottom = left + 2 * step, top + step
+    canvas[top:bottom, left:right] = (20, 20, 20)
+    paint_outline(canvas, (left + lw, top + lw, right - lw - 1, bottom - lw - 1), COLORS[state], lw, LINES[state])
 
 
 def _track_id(rows: tuple[int, ...], tracks: FrameTracks | None, boxes: int) -> int | None:

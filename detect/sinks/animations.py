@@ -19,13 +19,16 @@ import numpy as np
 from PIL import Image
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError, UsageError, first_line
+from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.render.draw import to_canvas
 from detect.render.mosaic import MIN_TILE_WIDTH, MosaicLayout, compose_mosaic, letterbox, mosaic_layout
+from detect.render.mosaic_tile import MosaicTile, downscale_to_width, merged_legend
+from detect.render.verdicts import LegendEntry
 from detect.sinks.frames import FRAMES_DIR, list_frames, read_frame
 from detect.sinks.gif import GifFrame, GifWriter, encode_gif_frame
+from detect.sinks.mosaic_tiles import read_tile, tile_path
 from detect.sinks.mp4 import Mp4Writer
 from detect.sinks.sink import Sink
 
@@ -33,22 +36,9 @@ DEFAULT_WIDTH = 640
 MOSAIC = "mosaic"
 
 
-def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
-    """Shrink to `width` (never enlarge): `reduce` by an exact integer factor, else bilinear."""
-    if width < 1:
-        raise UsageError(f"animation width must be at least 1, got {width}")
-    if image.width <= width:
-        return image
-    if image.width % width == 0:
-        return image.reduce(image.width // width)
-    height = max(1, round(image.height * width / image.width))
-    return image.resize((width, height), Image.Resampling.BILINEAR, reducing_gap=2.0)
-
-
 def mosaic_tile_width(width: int) -> int:
-    """The mosaic's tiles are the camera animations' frames, not shrunk again: a label chip (50 px
-    tall on a 1920-wide frame) stays 17 px tall at the default 640, as in the camera GIFs; at half
-    that width (the mosaic was 960 wide) it was 8 px, with text too small to read."""
+    """The mosaic's tiles are as wide as the camera animations' frames (3 x 640 = 1920 by default),
+    drawn for the size the mosaic is shown at (`detect.render.mosaic_tile`)."""
     return max(MIN_TILE_WIDTH, width)
 
 
@@ -60,19 +50,28 @@ class AnimationFrame:
     image: Image.Image = dataclasses.field(repr=False)  # RGB, `width` wide, for MP4
     gif: GifFrame | None = dataclasses.field(repr=False)  # quantized + encoded GIF block (None: no GIFs)
     tile: Image.Image = dataclasses.field(repr=False)  # mosaic tile
+    legend: tuple[LegendEntry, ...] = ()  # what the mosaic's legend says for this image
+    chips_left_out: int = 0  # chips the tile had no room for
 
 
 def prepare_animation_frame(
-    annotated: Image.Image | np.ndarray, key: FrameKey, width: int = DEFAULT_WIDTH, *, gif: bool = True
+    annotated: Image.Image | np.ndarray, key: FrameKey, width: int = DEFAULT_WIDTH, *, gif: bool = True,
+    tile: MosaicTile | None = None,
 ) -> AnimationFrame:
-    """Downscale, quantize and GIF-encode one annotated frame; pure, thread-safe."""
+    """Downscale, quantize and GIF-encode one annotated frame; pure, thread-safe. `tile`: the
+    image drawn for the mosaic (`detect.render.mosaic_tile`); without, the mosaic tile is the
+    animation's frame shrunk (frames of folders written before the mosaic had tiles of its own)."""
     if isinstance(annotated, np.ndarray):
         annotated = to_canvas(annotated)
     elif annotated.mode != "RGB":
         annotated = annotated.convert("RGB")
     small = downscale_to_width(annotated, width)
-    tile = downscale_to_width(small, mosaic_tile_width(width))
-    return AnimationFrame(key, small, encode_gif_frame(small) if gif else None, tile)
+    encoded = encode_gif_frame(small) if gif else None
+    if tile is None:
+        return AnimationFrame(key, small, encoded, downscale_to_width(small, mosaic_tile_width(width)))
+    image = tile.image if tile.image.mode == "RGB" else tile.image.convert("RGB")
+    return AnimationFrame(key, small, encoded, downscale_to_width(image, mosaic_tile_width(width)), tile.legend,
+                          tile.chips_left_out)
 
 
 class AnimationSet(Sink):
@@ -107,7 +106,7 @@ class AnimationSet(Sink):
         self._last: tuple[int, int] | None = None
         self._cameras: set[CameraName] = set()
         self._sizes: dict[CameraName, tuple[int, int]] = {}  # each camera's animation size (its first frame's)
-        self._pending: dict[CameraName, Image.Image] = {}
+        self._pending: dict[CameraName, AnimationFrame] = {}
         self._pending_ts: int | None = None
         self._first_ts: int | None = None
         self._segment = ""
@@ -136,7 +135,7 @@ class AnimationSet(Sink):
             self._flush_mosaic()
         self._pending_ts = key.frame_timestamp_micros
         if self.mosaic:
-            self._pending[key.camera_name] = frame.tile
+            self._pending[key.camera_name] = frame
         self._cameras.add(key.camera_name)
         name = key.camera_name.name
         if self.gif and frame.gif is None:
@@ -198,14 +197,18 @@ class AnimationSet(Sink):
             return
         assert self._first_ts is not None
         ts = self._pending_ts
-        caption = (printable(self._segment), f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
-        tiles, self._pending = self._pending, {}
+        frames, self._pending = self._pending, {}
         self._pending_ts = None
+        caption: tuple[str, ...] = (printable(self._segment), f"t = {(ts - self._first_ts) / 1e6:.1f} s", str(ts))
+        if any(f.chips_left_out for f in frames.values()):
+            caption += (LEFT_OUT_NOTE,)
+        tiles = {camera: f.tile for camera, f in frames.items()}
+        legend = merged_legend([f.legend for f in frames.values()])
         if self._executor is None:
-            self._append_mosaic(render_mosaic_frame(tiles, self._layout, caption, self.gif, self.mp4), ts)
+            self._append_mosaic(render_mosaic_frame(tiles, self._layout, caption, self.gif, self.mp4, legend), ts)
             return
         self._mosaics.append((self._executor.submit(render_mosaic_frame, tiles, self._layout, caption,
-                                                    self.gif, self.mp4), ts))
+                                                    self.gif, self.mp4, legend), ts))
         self._append_mosaics(keep=MOSAICS_AHEAD)
 
     def _append_mosaics(self, keep: int) -> None:
@@ -225,6 +228,8 @@ class AnimationSet(Sink):
             self._mosaics.popleft()[0].cancel()
 
 
+# The caption's last line when a tile had no room for some chips.
+LEFT_OUT_NOTE = "more chips in each camera's GIF"
 # Mosaic frames composed ahead of the one being appended (each holds ~1 MB of tiles).
 MOSAICS_AHEAD = 8
 
@@ -238,9 +243,9 @@ class MosaicFrame:
 
 
 def render_mosaic_frame(tiles: dict[CameraName, Image.Image], layout: MosaicLayout, caption: tuple[str, ...],
-                        gif: bool, mp4: bool) -> MosaicFrame:
+                        gif: bool, mp4: bool, legend: tuple[LegendEntry, ...] = ()) -> MosaicFrame:
     """Compose and encode one mosaic frame; pure, so a render thread or process can run it."""
-    image = compose_mosaic(tiles, layout, caption)
+    image = compose_mosaic(tiles, layout, caption, legend)
     return MosaicFrame(encode_gif_frame(image) if gif else None, image if mp4 else None)
 
 
@@ -257,6 +262,8 @@ def rebuild_animations(
 ) -> list[Path]:
     """Rebuild a segment's animations from `frames/` (same bytes as the pipeline for PNG frames).
 
+    The mosaic's tiles are the ones the run drew (`detect.sinks.mosaic_tiles`); a frame without
+    one (a folder written before they were kept) is shrunk for the mosaic instead.
     The mosaic caption shows `segment_context_name`, by default the directory's name. With `notes`,
     a frame that cannot be read (a link, a FIFO, truncated, oversized) is left out with a line
     there naming it; without, it is an InputError. Every frame unreadable is an InputError.
@@ -278,7 +285,8 @@ def rebuild_animations(
             if notes is None:
                 raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
             return f"{first_line(err)}; frame left out of the animations"
-        return prepare_animation_frame(image, key, width, gif=gif)
+        tile = read_tile(tile_path(segment_dir, f.camera_name, f.frame_timestamp_micros))
+        return prepare_animation_frame(image, key, width, gif=gif, tile=tile)
 
     skipped: list[str] = []
 

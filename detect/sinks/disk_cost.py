@@ -24,15 +24,17 @@ from detect.waymo.sources import SegmentSource
 # The --gif-width the animation sizes were measured at (the default); others scale with the area.
 ANIMATION_WIDTH = 640
 # Bytes per camera image, from the real frame (3 images 1920x1280, 2 at 1920x886) drawn by the default
-# COCO CenterNet at its defaults: `python -m detect.tools.disk_sizes` (2026-11-25). "gif" and "mp4"
+# COCO CenterNet at its defaults: `python -m detect.tools.disk_sizes` (2026-11-25). "png" and "jpg"
+# count each frame's mosaic tile (a 72 kB JPEG, kept with the frames since the mosaic is drawn for
+# its shown size: measured as the difference before/after, the same day); "gif" and "mp4"
 # are the camera animations' share of one image, "mosaic_gif" the mosaic's share of its timestamp
 # (the MP4s, mosaic.mp4 included, are key frames: an upper bound for a video's frames); "tables"
 # is detections, ground truth and manifest, a one-frame upper bound.
 BYTES_PER_IMAGE = {
-    "png": 2_952_626,
-    "jpg": 441_465,
+    "png": 3_024_688,
+    "jpg": 513_527,
     "gif": 98_754,
-    "mosaic_gif": 102_054,
+    "mosaic_gif": 110_220,
     "mp4": 52_808,
     "tables": 5_720,
 }

@@ -3,7 +3,7 @@
 Every directory a segment writes is `OUT/<segment_dir_name(name)>`, resolved and proven to lie
 under OUT (a symlink planted at that name is refused). One process at a time writes it: an
 exclusive `flock` on `.detect/lock`, released by the kernel when the process dies. `--overwrite`
-deletes only files this tool writes (frames, animations, table, manifest, bookkeeping), only in a
+deletes only files this tool writes (frames, mosaic tiles, animations, table, manifest, bookkeeping), only in a
 directory that carries its marker (`.detect/settings.json`), and never follows a symlink.
 """
 
@@ -25,6 +25,7 @@ from detect.sinks.journal import JOURNAL as JOURNAL_FILE
 from detect.sinks.journal import SETTINGS as SETTINGS_FILE
 from detect.sinks.journal import STATE_DIR
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.mosaic_tiles import TILES_DIR
 from detect.sinks.table import DETECTIONS_FILE
 
 LOCK_FILE = "lock"
@@ -79,8 +80,10 @@ def real_file(path: Path) -> Path:
 
 
 # What the tool creates inside a segment directory and then writes into or appends to.
+_TILES = f"{STATE_DIR}/{TILES_DIR}"  # the mosaic's tiles (`detect.sinks.mosaic_tiles`)
 _OWN_PATHS = (STATE_DIR, f"{STATE_DIR}/{LOCK_FILE}", f"{STATE_DIR}/{SETTINGS_FILE}", f"{STATE_DIR}/{JOURNAL_FILE}",
-              FRAMES_DIR, *(f"{FRAMES_DIR}/{c.name}" for c in CameraName), "report")
+              FRAMES_DIR, *(f"{FRAMES_DIR}/{c.name}" for c in CameraName), "report",
+              _TILES, *(f"{_TILES}/{c.name}" for c in CameraName))
 
 
 def is_marked(directory: Path) -> bool:
@@ -180,9 +183,10 @@ def clear_outputs(directory: Path) -> int:
     for path in owned_files(directory):
         path.unlink()
         removed += 1
-    for sub in _real_dirs(directory / FRAMES_DIR):
-        _rmdir_if_empty(sub)
-    _rmdir_if_empty(directory / FRAMES_DIR)
+    for folder in (FRAMES_DIR, _TILES):
+        for sub in _real_dirs(directory / folder):
+            _rmdir_if_empty(sub)
+        _rmdir_if_empty(directory / folder)
     return removed
 
 
@@ -196,7 +200,7 @@ def owned_files(directory: Path) -> Iterator[Path]:
         if entry.is_file(follow_symlinks=False) and (entry.name in (SETTINGS_FILE, JOURNAL_FILE)
                                                       or is_temp_path(Path(entry.path))):
             yield Path(entry.path)
-    for camera_dir in _real_dirs(directory / FRAMES_DIR):
+    for camera_dir in [*_real_dirs(directory / FRAMES_DIR), *_real_dirs(directory / _TILES)]:
         for entry in _entries(camera_dir):
             if entry.is_file(follow_symlinks=False) and (_is_frame(entry.name) or is_temp_path(Path(entry.path))):
                 yield Path(entry.path)

@@ -59,15 +59,17 @@ def steady_lines(rows: list[SteadyRun], images: int) -> list[str]:
 
 # ---- what a 16-core box with one GPU should do ------------------------------------------------------
 
+# Frames are written with their mosaic tile (drawn for the mosaic, kept for `detect gif`).
+MOSAIC_TILE = "mosaic tile (shrink, draw for the shown size, JPEG kept)"
 # Outputs -> the stages each image goes through (names as in STAGES; decode and the main process always).
 OUTPUT_SETS: dict[str, tuple[str, ...]] = {
     "table only (--no-png --no-gif)": (),
-    "PNG frames (--no-gif)": ("drawing (20 boxes + chips)", "PNG frame (fpng)"),
+    "PNG frames (--no-gif)": ("drawing (20 boxes + chips)", "PNG frame (fpng)", MOSAIC_TILE),
     "default: PNG + 5 GIFs + mosaic": ("drawing (20 boxes + chips)", "PNG frame (fpng)",
-                                       "GIF frame (downscale + quantize + LZW)", "mosaic tile (downscale)",
+                                       "GIF frame (downscale + quantize + LZW)", MOSAIC_TILE,
                                        "mosaic frame (compose + GIF), per image"),
     "JPEG frames + GIFs + mosaic": ("drawing (20 boxes + chips)", "JPEG frame (Pillow q90)",
-                                    "GIF frame (downscale + quantize + LZW)", "mosaic tile (downscale)",
+                                    "GIF frame (downscale + quantize + LZW)", MOSAIC_TILE,
                                     "mosaic frame (compose + GIF), per image"),
 }
 

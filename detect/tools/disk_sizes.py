@@ -5,7 +5,8 @@ behind `detect.sinks.disk_cost.BYTES_PER_IMAGE` (`detect run` prints its estimat
                                       [--model models/centernet_mobilenetv3_coco]
 
 Two `detect segment` runs of the frame's 5 images (3 at 1920x1280, 2 at 1920x886): PNG frames with
-GIFs and MP4s, then JPEG frames. Each output's bytes over the images it holds. A GIF frame is
+GIFs and MP4s, then JPEG frames. Each output's bytes over the images it holds; the frames' count
+their mosaic tiles (`.detect/mosaic/`, written with them). A GIF frame is
 encoded on its own (no inter-frame delta), so one frame's share is what every frame costs; an
 MP4 of one frame is a key frame, an upper bound for the frames of a video.
 """
@@ -19,6 +20,8 @@ import tempfile
 from pathlib import Path
 
 from detect.sinks.disk_cost import ANIMATION_WIDTH
+from detect.sinks.journal import STATE_DIR
+from detect.sinks.mosaic_tiles import TILE_SUFFIX, TILES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
@@ -41,7 +44,8 @@ def measure(frame: Path, model: Path | None) -> dict[str, int]:
             (segment,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
             frames = sorted((segment / "frames").rglob(f"*.{kind}"))
             images = len(frames)
-            sizes[kind] = round(sum(p.stat().st_size for p in frames) / images)
+            tiles = sorted((segment / STATE_DIR / TILES_DIR).rglob(f"*{TILE_SUFFIX}"))  # kept with the frames
+            sizes[kind] = round(sum(p.stat().st_size for p in frames + tiles) / images)
             if kind == "png":
                 cameras = [p for p in segment.glob("*.gif") if p.stem != "mosaic"]
                 sizes["gif"] = round(sum(p.stat().st_size for p in cameras) / images)

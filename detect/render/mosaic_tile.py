@@ -1,0 +1,158 @@
+"""A camera image drawn for the mosaic at the size the mosaic is shown, not shrunk from its frame.
+
+The frames and the camera GIFs carry every chip, sized for a 1920-wide frame (50 px: 17 px in the
+640-wide GIF). The mosaic puts five such images in 1920 px and the report shows it about
+`MOSAIC_DISPLAY_WIDTH` wide: shrunk from the frames, its chips came out 7-10 px tall and the five
+in-frame legends 5 px. So each tile is the raw image shrunk first, then drawn: the same boxes in
+the same colors and line styles, lines and chips sized for the shown size; a chip that would hide
+another chip (or not fit) is left out of the tile, its box still drawn, in priority order (missed
+labels, then the best-scoring boxes); no legend, since the mosaic has one for all its tiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from PIL import Image
+
+from detect.core.errors import UsageError
+from detect.core.records import Detections
+from detect.render.chips import RGB, chip_height, paint_chip
+from detect.render.draw import WATERMARK_COLOR, DrawStyle, chosen_boxes, draw_boxes
+from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.verdicts import COLORS, LINES, MISSED, OTHER, Judged, LegendEntry
+
+# The report page's content width: the mosaic is shown this wide (the README's copy, ~880 px, a
+# little smaller). Three tiles side by side.
+MOSAIC_DISPLAY_WIDTH = 1180
+MIN_CHIP_DISPLAY_PX = 12  # a tile's chips, as shown
+MIN_LEGEND_DISPLAY_PX = 16  # the mosaic legend's rows, as shown
+LINE_DISPLAY_PX = 1.5  # a tile's box lines, as shown
+
+
+def display_scale(tile_width: int) -> float:
+    """Shown pixels per pixel of a tile `tile_width` wide (below 1: the mosaic is shown smaller)."""
+    return MOSAIC_DISPLAY_WIDTH / (3 * max(1, tile_width))
+
+
+def display_font_size(tile_width: int, min_display_px: float) -> int:
+    """The smallest text size whose chip is at least `min_display_px` tall as shown."""
+    size = 6
+    while chip_height(size) * display_scale(tile_width) < min_display_px:
+        size += 1
+    return size
+
+
+def tile_line_width(tile_width: int) -> int:
+    return max(1, round(LINE_DISPLAY_PX / display_scale(tile_width)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TileBoxes:
+    """One image's boxes as its tile draws them, in chip priority order, in frame pixels."""
+
+    xyxy: np.ndarray
+    texts: tuple[str | None, ...]
+    colors: tuple[RGB, ...]
+    lines: tuple[str, ...]
+    thin: tuple[bool, ...]  # drawn half as wide (classes no Waymo type covers)
+    tall_only: tuple[bool, ...]  # a chip only where the box is two chips tall (missed labels)
+    legend: tuple[LegendEntry, ...]  # what the mosaic's legend says for this image
+    trails: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    trail_colors: Mapping[int, RGB] = dataclasses.field(default_factory=dict)
+
+
+def error_boxes(judged: Judged, legend: tuple[LegendEntry, ...]) -> TileBoxes:
+    """A judged frame's boxes: missed labels first (their chip says what was missed), then the
+    detections, best score first, as `judge` lists them."""
+    order = [i for i, s in enumerate(judged.states) if s == MISSED] + [
+        i for i, s in enumerate(judged.states) if s != MISSED]
+    states = [judged.states[i] for i in order]
+    ids = judged.track_ids if judged.track_ids is not None else (None,) * len(judged.states)
+    trail_colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
+    return TileBoxes(judged.xyxy[order].reshape(-1, 4), tuple(judged.texts[i] for i in order),
+                     tuple(COLORS[s] for s in states), tuple(LINES[s] for s in states),
+                     tuple(s == OTHER for s in states), tuple(s == MISSED for s in states), legend,
+                     judged.trails, trail_colors)
+
+
+def detection_boxes(detections: Detections, style: DrawStyle, tracks: FrameTracks | None = None) -> TileBoxes:
+    """The boxes `draw_detections` draws, best score first, in their class colors."""
+    chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
+    n = len(chosen)
+    trails, trail_colors = tracks.trails_of(ids, colors) if tracks is not None else ({}, {})
+    legend: tuple[LegendEntry, ...] = ((None, TRACK_LEGEND),) if tracks is not None else ()
+    line = "dashed" if style.dashed else "solid"
+    return TileBoxes(np.asarray(chosen.xyxy, np.float64).reshape(-1, 4), tuple(texts), tuple(colors), (line,) * n,
+                     (False,) * n, (False,) * n, legend, trails, trail_colors)
+
+
+@dataclasses.dataclass(frozen=True)
+class MosaicTile:
+    """One camera image drawn for the mosaic, with what the mosaic's legend and caption say of it."""
+
+    image: Image.Image = dataclasses.field(repr=False)  # RGB
+    legend: tuple[LegendEntry, ...] = ()
+    chips_left_out: int = 0
+    # the chips drawn, (x0, y0, x1, y1) ends exclusive (not kept on disk)
+    chips: tuple[tuple[int, int, int, int], ...] = dataclasses.field(default=(), compare=False)
+
+
+def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
+    """Shrink to `width` (never enlarge): `reduce` by an exact integer factor, else bilinear."""
+    if width < 1:
+        raise UsageError(f"animation width must be at least 1, got {width}")
+    if image.width <= width:
+        return image
+    if image.width % width == 0:
+        return image.reduce(image.width // width)
+    height = max(1, round(image.height * width / image.width))
+    return image.resize((width, height), Image.Resampling.BILINEAR, reducing_gap=2.0)
+
+
+def shrink(frame: np.ndarray, width: int) -> tuple[np.ndarray, tuple[float, float]]:
+    """`frame` shrunk to `width` as the animations shrink (an integer `reduce` where it divides,
+    else bilinear) and its (x, y) scale from frame pixels to tile pixels."""
+    height_in, width_in = frame.shape[:2]
+    small = downscale_to_width(Image.fromarray(frame), width)
+    if small.width == width_in:
+        return np.array(small), (1.0, 1.0)
+    if width_in % small.width == 0:  # `reduce`: pixel i of the tile covers pixels f*i .. f*i + f - 1
+        factor = 1.0 / (width_in // small.width)
+        return np.array(small), (factor, factor)
+    return np.array(small), (small.width / width_in, small.height / height_in)
+
+
+def draw_mosaic_tile(tile: np.ndarray, boxes: TileBoxes, scale: tuple[float, float],
+                     watermark: str | None = None) -> MosaicTile:
+    """`boxes` (frame pixels, scaled by `scale`) drawn on `tile` (a shrunk raw image, drawn in place)."""
+    height, width = tile.shape[:2]
+    size = display_font_size(width, MIN_CHIP_DISPLAY_PX)
+    lw = tile_line_width(width)
+    sx, sy = scale
+    xyxy = boxes.xyxy * np.array([sx, sy, sx, sy])
+    if boxes.trails:
+        paint_trails(tile, {i: np.asarray(p, np.float64) * (sx, sy) for i, p in boxes.trails.items()},
+                     boxes.trail_colors, lw)
+    texts = [t if not tall or (b[3] - b[1]) >= 2 * chip_height(size) else None
+             for t, tall, b in zip(boxes.texts, boxes.tall_only, xyxy, strict=True)]
+    widths = [max(1, lw // 2) if thin else lw for thin in boxes.thin]
+    placed = draw_boxes(tile, xyxy, texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
+                        widths=widths, fit_chips=True)
+    if watermark:
+        paint_chip(tile, (0, height, 0, height), watermark, WATERMARK_COLOR, size)
+    return MosaicTile(Image.fromarray(tile, mode="RGB"), boxes.legend, placed.left_out, placed.rects)
+
+
+def merged_legend(legends: Sequence[tuple[LegendEntry, ...]]) -> tuple[LegendEntry, ...]:
+    """One legend for several tiles: every row any of them has, once, the states first in their
+    usual order."""
+    seen: dict[LegendEntry, None] = {}
+    for legend in legends:
+        seen.update(dict.fromkeys(legend))
+    states = [e for e in seen if e[0] is not None]
+    order = list(COLORS)
+    return tuple(sorted(states, key=lambda e: order.index(e[0]) if e[0] in order else len(order))
+                 + [e for e in seen if e[0] is None])
