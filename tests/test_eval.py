@@ -199,7 +199,7 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["input"]["labels"] == 66 and manifest["settings"]["draw_mode"] == "errors"
     assert manifest["settings"]["errors"] == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
-                                              "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
+                                              "types": ["VEHICLE", "PEDESTRIAN", "CYCLIST"]}  # the labels' types
     with Image.open(directory / "frames" / "FRONT" / "1553735853462203.png") as png:
         corner = np.asarray(png)[:60, -40:]
     assert np.all(corner == ERROR_COLORS[HIT], axis=2).any()  # the legend's first chip

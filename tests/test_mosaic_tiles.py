@@ -12,7 +12,7 @@ from PIL import Image
 from scipy import ndimage
 
 from detect.core.cameras import CameraName
-from detect.core.records import Detections, FrameKey, Labels
+from detect.core.records import Detections, FrameKey, Labels, WaymoType
 from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import render_pixels
 from detect.render.chips import chip_overlap, place_chips
@@ -92,7 +92,7 @@ def segment_name(frames) -> str:
 
 
 def errors_job(**settings) -> SegmentJob:
-    return SegmentJob.judged(SegmentSettings(**settings), True, None)
+    return SegmentJob.judged(SegmentSettings(**settings), frozenset(int(t) for t in WaymoType), None)
 
 
 def render_real(real_frame_path, real_camera_frames, tmp_path, **settings):

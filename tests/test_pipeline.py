@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -90,8 +91,10 @@ def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub
     assert run(real_frame_path, "--out", tmp_path / "n", "--no-png", "--no-gif", "--input-size", "native",
                model=stub_dynamic_dir) == 0
     d, b, n = (table(tmp_path / x / REAL_SEGMENT) for x in "dbn")
-    assert d.equals(b)
     boxes = ["label", "xmin", "ymin", "xmax", "ymax"]
+    # The stub's probe score is a mean over the pixels: a batch of 4 and of 1 may sum in another order.
+    assert d.drop_columns(["score"]).equals(b.drop_columns(["score"]))
+    np.testing.assert_allclose(d["score"].to_numpy(), b["score"].to_numpy(), rtol=1e-6)
     assert d.select(boxes).equals(n.select(boxes))  # the probe score differs: it sees other pixels
 
 

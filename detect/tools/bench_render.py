@@ -26,6 +26,7 @@ from detect.engine.stages import render_pixels
 from detect.render.draw import DrawStyle
 from detect.sinks.ground_truth import read_ground_truth
 from detect.sinks.results_folder import finished_frames, read_manifest
+from detect.waymo.camera_labels import label_types
 from detect.waymo.readers import iter_frames
 
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     results = finished_frames(args.segment, manifest.segment_context_name)
     labels = read_ground_truth(args.segment / "ground_truth.parquet")[0]
     settings = SegmentSettings(write_frames=args.frames, style=DrawStyle(threshold=manifest.threshold))
-    job = SegmentJob.judged(settings, True, None)
+    job = SegmentJob.judged(settings, label_types(labels.values()), None)
     source = args.source or manifest.input_path
     if source is None:
         parser.error(f"{args.segment}: its manifest names no input; pass --source")
