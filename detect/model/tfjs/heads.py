@@ -35,6 +35,10 @@ class SizeCost:
     time_ratio: float
 
 
+# The sidecar's `source` key that says why the default input size is the default.
+DEFAULTS_REASON = "defaults_reason"
+
+
 @dataclasses.dataclass(frozen=True)
 class Head:
     """One TF.js detector family: how to recognise its graph, build our contract around it, and the
@@ -52,12 +56,14 @@ class Head:
     build: Callable[[Any, TfjsGraph, Path], Any]  # (tensorflow, graph, model.json path) -> tf.Module with `serve`
     built_in: str | None = None  # what the network does itself that `detect` would otherwise do (NMS)
     size_costs: Mapping[str, SizeCost] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    defaults_reason: str = ""  # why `defaults.input_size`, from the sweep behind `size_costs`
 
     def source_facts(self) -> dict[str, object]:  # JSON for the sidecar / manifest: merged with the origin's
         """What every model of this family records in its `source` (the converter and the direct
         model.json loader both start from it)."""
         return {"format": "TF.js graph model", "upstream": self.upstream, "license": self.license, "head": self.name,
-                ANY_INPUT_SIZE: True, **({"built_in": self.built_in} if self.built_in else {})}
+                ANY_INPUT_SIZE: True, **({"built_in": self.built_in} if self.built_in else {}),
+                **({DEFAULTS_REASON: self.defaults_reason} if self.defaults_reason else {})}
 
 
 @dataclasses.dataclass(frozen=True)
