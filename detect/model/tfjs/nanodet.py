@@ -43,22 +43,26 @@ PACKAGE_FILES = ("package/models/nanodet.json", "package/models/nanodet.bin")
 # Input size chosen from `python -m detect.tools.sweep` on both data sets (the real Waymo frame, every
 # label, and the four MOT17 pedestrian sequences), docs/models.md: `fit:640x416` (each camera fitted
 # into 640x416 keeping its shape: 624x416 for the 1920x1280 cameras) against 416x416 stretched, the
-# default before: Waymo PEDESTRIAN AP50 0.527 against 0.470, MOT17 PEDESTRIAN 0.457 against 0.337,
-# VEHICLE 0.257 against 0.265 (less than one of its 50 vehicles), for 1.13-1.33x the model time over
-# three interleaved measurements. 640x416 stretched gave the same within a box (0.271, 0.521, 0.465)
-# for 1.36-2.29x; fit:960x640 boxed Waymo best (0.346, 0.604) for 2.6x with no gain on MOT17 (0.457):
-# NanoDet is the fast model, so it keeps a small input. 0.3 is near the F1-best threshold of both
-# types. The model does upstream's NMS itself; a second, class-aware one at 0.5 cost 0.02 VEHICLE
-# AP50. Models converted before any-size graphs keep "416" in their sidecar.
+# default before: MOT17 PEDESTRIAN AP50 0.473 against 0.324 (276 labels), Waymo PEDESTRIAN 0.521
+# against 0.491, VEHICLE 0.263 against 0.256, for 1.32x the model time. 640x416 stretched gave the
+# same within a box (0.267, 0.516, 0.471) for a little more time; fit:960x640 boxed Waymo best
+# (0.313, 0.604) for 2.6x with no gain on MOT17 (0.464): NanoDet is the fast model, so it keeps a
+# small input. 0.3 is near the F1-best threshold of both types. The model does upstream's NMS
+# itself; a second, class-aware one at 0.5 cost 0.02 VEHICLE AP50. Models converted before any-size
+# graphs keep "416" in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:640x416", threshold=0.3, nms_iou=None)
+DEFAULTS_REASON = ("fit:640x416 finds pedestrians better than the old 416x416 on both data sets (MOT17 PEDESTRIAN "
+                   "AP50 0.473 against 0.324 over 276 labels, Waymo 0.521 against 0.491) with vehicles within a "
+                   "box, at 1.32x the model time; larger sizes cost 2-2.6x, which NanoDet, the fast model, is not "
+                   "for (python -m detect.tools.sweep; docs/models.md)")
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against 416x416).
 SIZE_COSTS: dict[str, SizeCost] = {
-    "416": SizeCost(0.265, 0.470, 0.337, 1.0),
-    "640x416": SizeCost(0.271, 0.521, 0.465, 1.36),
-    "fit:640x416": SizeCost(0.257, 0.527, 0.457, 1.13),
-    "fit:864x576": SizeCost(0.284, 0.501, 0.454, 2.03),
-    "fit:960x640": SizeCost(0.346, 0.604, 0.457, 2.60),
+    "416": SizeCost(0.256, 0.491, 0.324, 1.0),
+    "fit:640x416": SizeCost(0.263, 0.521, 0.473, 1.32),
+    "640x416": SizeCost(0.267, 0.516, 0.471, 1.37),
+    "fit:864x576": SizeCost(0.282, 0.502, 0.452, 2.11),
+    "fit:960x640": SizeCost(0.313, 0.604, 0.464, 2.59),
 }
 
 INPUT = "input_1"
@@ -152,4 +156,4 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
 HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
             package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
-            built_in=BUILT_IN, size_costs=SIZE_COSTS)
+            built_in=BUILT_IN, size_costs=SIZE_COSTS, defaults_reason=DEFAULTS_REASON)
