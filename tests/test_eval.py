@@ -99,6 +99,17 @@ def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
     assert (directory / "pr_curves.png").stat().st_size > 10_000
 
 
+def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path):
+    """A stop sign where the data has no SIGN labels (Waymo's 2D labels have none) is not scored:
+    no precision, no false alarm, and ALL's counts are the labelled types' alone."""
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, 13)))},
+                            threshold=0.5)
+    report = evaluation(directory)
+    sign, everything = row(report, "LEVEL_2", "SIGN"), row(report, "LEVEL_2", "ALL")
+    assert (sign["labels"], sign["detections"], sign["false_positives"], sign["precision"]) == (0, 1, 0, None)
+    assert (everything["true_positives"], everything["false_positives"], everything["precision"]) == (1, 0, 1.0)
+
+
 def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
     directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, LEVEL_1), (BOX_B, 2, LEVEL_2)),
                                                dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON)))})

@@ -166,6 +166,8 @@ def _per_type(pool: Pool, camera: CameraName | None, types: list[int], threshold
             ap, ar100 = _mean(precision[:, :, k, 0, -1]), _mean(recall[:, k, 0, -1])
             by_size = {size: _mean(precision[:, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
             by_size_50 = {size: _mean(precision[0, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
+        if not labels:  # not scored (SIGN: Waymo's 2D labels have none): its boxes are no false alarms
+            hits = misses = 0
         rows.append(TypeMetrics(WaymoType(waymo_type).name, labels, detections, ap50, ap_waymo, ap, ar100, by_size,
                                 by_size_50, *_prf(hits, misses, labels), hits, misses))
     rows.append(_mean_row(rows))
