@@ -55,7 +55,8 @@ def test_an_interrupted_command_without_resume_does_not_advise_resume(tmp_path, 
     def stopped(*_args: object) -> int:
         raise stop()
 
-    monkeypatch.setattr(f"detect.cli.parser.cmd_{command}", stopped)
+    module = "detect.cli.compare" if command == "compare" else "detect.cli.info_and_model"
+    monkeypatch.setattr(f"{module}.cmd_{command}", stopped)
     argv = (["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "c")]
             if command == "compare" else ["model", str(tmp_path)])
     assert run_cli(argv) == (code, "", line)
@@ -65,7 +66,7 @@ def test_an_interrupted_run_still_advises_resume(tmp_path, monkeypatch):
     def stopped(*_args: object) -> int:
         raise KeyboardInterrupt()
 
-    monkeypatch.setattr("detect.cli.parser.cmd_run", stopped)
+    monkeypatch.setattr("detect.cli.segment_and_run.cmd_run", stopped)
     assert run_cli(["run", str(tmp_path), "--out", str(tmp_path / "o")]) == (
         130, "", "detect: interrupted; rerun with --resume to continue where it stopped\n")
 

@@ -1,5 +1,7 @@
 import json
 import shutil
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,6 +13,7 @@ from detect.cli.console import relative
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, UnsupportedURIError
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
+from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
 from detect.waymo.sources import resolve, resolve_one
@@ -28,6 +31,23 @@ def test_v1_real_frame_yields_five_cameras_in_order(real_camera_frames):
 
 def test_v2_rewrite_of_the_real_frame_reads_back_identically(real_v2_path, real_camera_frames):
     assert list(iter_frames(str(real_v2_path))) == real_camera_frames
+
+
+def test_a_verified_v1_file_reads_the_same_frames_and_labels_without_tensorflow(real_frame_path):
+    """`detect redraw` reads a file whose fingerprint it checked: directly, not through TensorFlow."""
+    code = ("import json, sys\n"
+            "from detect.waymo.camera_labels import read_labels\n"
+            "from detect.waymo.readers import iter_frames, read_keys\n"
+            f"keys = read_keys({str(real_frame_path)!r}, verified=True)\n"
+            "frames = list(iter_frames(keys.source, keys=keys))\n"
+            "print(json.dumps([[f.frame_timestamp_micros, int(f.camera_name), len(f.jpeg)] for f in frames]))\n"
+            "print(json.dumps([keys.labels, read_labels(keys).count, 'tensorflow' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    keys = read_keys(str(real_frame_path))
+    frames = list(iter_frames(str(real_frame_path), keys=keys))
+    assert json.loads(out[0]) == [[f.frame_timestamp_micros, int(f.camera_name), len(f.jpeg)] for f in frames]
+    assert json.loads(out[1]) == [keys.labels, read_labels(keys).count, False]
+    assert len(frames) == 5 and "66 boxes" in keys.labels
 
 
 def test_tiny_v2_fixture_is_in_waymo_schema(tiny_v2_path):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from detect import __version__
-from detect.cli.compare import cmd_compare
 from detect.cli.flag_values import (
     AUTO_GT,
     MAX_ANIMATION_WIDTH,
@@ -22,10 +24,6 @@ from detect.cli.flag_values import (
     positive_int,
     unit_float,
 )
-from detect.cli.info_and_model import cmd_info, cmd_model
-from detect.cli.over_results import cmd_eval, cmd_export, cmd_gif, cmd_report, cmd_track
-from detect.cli.redraw import cmd_redraw
-from detect.cli.segment_and_run import cmd_run, cmd_segment
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import DEFAULT_MODEL_HELP, MODEL_ENV
 from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
@@ -50,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     _max_pixels(info)
     _common(info)
-    info.set_defaults(handler=cmd_info)
+    info.set_defaults(handler=_handler("detect.cli.info_and_model", "cmd_info"))
 
     model = commands.add_parser("model", help="what a model is, knows and defaults to",
                                 description="Describe a model without loading it: what it is, where it came from, the "
@@ -60,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                        f"${MODEL_ENV} first)")
     model.add_argument("--json", action="store_true", help="print JSON instead of text")
     _common(model)
-    model.set_defaults(handler=cmd_model)
+    model.set_defaults(handler=_handler("detect.cli.info_and_model", "cmd_model"))
 
     segment = commands.add_parser(
         "segment", help="detect objects in one segment",
@@ -69,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord")
     _job_options(segment)
-    segment.set_defaults(handler=cmd_segment)
+    segment.set_defaults(handler=_handler("detect.cli.segment_and_run", "cmd_segment"))
 
     run = commands.add_parser(
         "run", help="detect objects in many segments (resumable)",
@@ -83,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="detector actors for --engine ray (default: one per GPU, else one per node)")
     run.add_argument("--shard", metavar="I/N", help="process every N-th segment starting at I (0-based)")
     run.add_argument("--retry-failed", action="store_true", help="run segments whose manifest records failures again")
-    run.set_defaults(handler=cmd_run)
+    run.set_defaults(handler=_handler("detect.cli.segment_and_run", "cmd_run"))
 
     evaluate = commands.add_parser(
         "eval", help="how good the detections are against Waymo's labels",
@@ -93,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
     _eval_options(evaluate)
-    evaluate.set_defaults(handler=cmd_eval)
+    evaluate.set_defaults(handler=_handler("detect.cli.over_results", "cmd_eval"))
 
     export = commands.add_parser("export", help="labels and detections for other tools",
                                  description="Write the labels and the detections as COCO JSON (instances.json, "
@@ -105,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also copy each image's original JPEG out of the input file its manifest names, to the "
                         "images/ path its file_name gives (for FiftyOne, CVAT, ...)")
     _eval_options(export)
-    export.set_defaults(handler=cmd_export)
+    export.set_defaults(handler=_handler("detect.cli.over_results", "cmd_export"))
 
     report = commands.add_parser(
         "report", help="web pages of the results",
@@ -114,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "copy, zip or serve the directory as it is.")
     report.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
     _common(report)
-    report.set_defaults(handler=cmd_report)
+    report.set_defaults(handler=_handler("detect.cli.over_results", "cmd_report"))
 
     compare = commands.add_parser(
         "compare", help="two results folders over the same frames, side by side",
@@ -133,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder")
     _matching(compare)
     _common(compare)
-    compare.set_defaults(handler=cmd_compare)
+    compare.set_defaults(handler=_handler("detect.cli.compare", "cmd_compare"))
 
     gif = commands.add_parser(
         "gif", help="rebuild animations from annotated frames on disk",
@@ -145,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     gif.add_argument("--fps", type=positive_float, help="frame rate (default: from the timestamps)")
     gif.add_argument("--mp4", action="store_true", help="also write H.264 MP4s")
     _common(gif)
-    gif.set_defaults(handler=cmd_gif)
+    gif.set_defaults(handler=_handler("detect.cli.over_results", "cmd_gif"))
 
     track = commands.add_parser(
         "track", help="track ids again from the detections, without the model",
@@ -160,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     track.add_argument("--class-map", type=Path, metavar="FILE",
                        help="which classes track together (a Waymo type's classes share ids; default: COCO -> Waymo)")
     _common(track)
-    track.set_defaults(handler=cmd_track)
+    track.set_defaults(handler=_handler("detect.cli.over_results", "cmd_track"))
 
     redraw = commands.add_parser(
         "redraw", help="frames, animations, table, eval and report again at a new threshold, without the model",
@@ -181,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     redraw.add_argument("--quiet", action="store_true", help="no status lines, no summary")
     _matching(redraw)
     _common(redraw)
-    redraw.set_defaults(handler=cmd_redraw)
+    redraw.set_defaults(handler=_handler("detect.cli.redraw", "cmd_redraw"))
     return parser
 
 
@@ -300,3 +298,17 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", action="store_true", default=True, help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     _common(parser)
+
+
+Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def _handler(module: str, name: str) -> Handler:
+    """A command's handler, imported when the command runs, not when the parser is built: `detect
+    info` or `detect redraw` does not load what `detect compare` needs."""
+    def handler(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        command: Handler = getattr(importlib.import_module(module), name)
+        return int(command(args, out, err))
+
+    handler.__qualname__ = name
+    return handler

@@ -7,7 +7,7 @@ import argparse
 from typing import TextIO
 
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
-from detect.cli.followup import follow_up
+from detect.cli.followup import FollowUp, follow_up
 from detect.core.errors import InputError, OutputError
 from detect.engine.redraw import RedrawRequest, redraw_segment
 from detect.sinks.manifest import MANIFEST_FILE
@@ -23,21 +23,28 @@ def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise InputError(found.nothing_found(args.results))
     lines: list[str] = []
     failures: list[str] = []
+    pooled = not (args.results / MANIFEST_FILE).is_file()
+
+    def follow(evaluate: bool, report: bool) -> FollowUp:
+        return follow_up(args.results, evaluate=evaluate, report=report, class_map=args.class_map,
+                         protocol=args.protocol, pooled=pooled)
+
+    # one segment: its evaluation (the new table against the labels) runs while its frames are drawn
+    evaluated: list[FollowUp] = []
+    alongside = None if pooled or not args.evaluate else lambda: evaluated.append(follow(True, False))
     for directory in folders:
         if not args.quiet:
             print(f"detect: redrawing {directory} ...", file=err)
         try:
-            lines.append(redraw_segment(directory, request).line())
+            lines.append(redraw_segment(directory, request, alongside).line())
         except (InputError, OutputError) as error:
             failures.append(str(error))
     if failures and not lines:
         raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
-    pooled = not (args.results / MANIFEST_FILE).is_file()
-    after = follow_up(args.results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
-                      protocol=args.protocol, pooled=pooled)
-    for note in [*(f"{failure}; left out" for failure in failures), *after.notes]:
+    after = [*evaluated, follow(args.evaluate and alongside is None, args.report)]
+    for note in [*(f"{failure}; left out" for failure in failures), *(n for a in after for n in a.notes)]:
         print(f"detect: note: {note}", file=err)
     if not args.quiet:
-        for line in [*lines, *after.lines]:
+        for line in [*lines, *(line for a in after for line in a.lines)]:
             print(line, file=out)
     return EXIT_FRAMES_FAILED if failures else EXIT_OK

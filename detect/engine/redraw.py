@@ -23,7 +23,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -86,21 +86,25 @@ class Redrawn:
                 f"({', '.join(self.written) or 'table only'}) in {self.seconds:.1f} s")
 
 
-def redraw_segment(directory: Path, request: RedrawRequest) -> Redrawn:
+def redraw_segment(directory: Path, request: RedrawRequest, alongside: Callable[[], object] | None = None) -> Redrawn:
     """Redraw one segment's outputs in its lock (see the module's docstring); one-line InputError or
-    OutputError when it cannot (not written by detect, unfinished, source gone or changed)."""
+    OutputError when it cannot (not written by detect, unfinished, source gone or changed).
+    `alongside` (the evaluation, which reads the table and the labels only) runs in a thread once
+    the new table is written, while the frames are drawn in the render processes; its exception,
+    if any, is raised once they are."""
     started = time.perf_counter()
     directory = Path(directory)
     if not is_marked(directory):
         raise OutputError(f"{directory}: not written by detect (no .detect/settings.json); nothing to redraw")
     lock = SegmentLock(directory)
     try:
-        return _redraw(directory, request, started)
+        return _redraw(directory, request, started, alongside)
     finally:
         lock.release()
 
 
-def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
+def _redraw(directory: Path, request: RedrawRequest, started: float,
+            alongside: Callable[[], object] | None) -> Redrawn:
     manifest = read_manifest(directory)
     status = manifest.status
     if status not in (COMPLETE, COMPLETE_WITH_FAILURES, REDRAWING):
@@ -117,7 +121,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
     results = finished_frames(directory, segment)
     if not results:
         raise InputError(f"{directory}: no journal of the frames the run finished (.detect/journal.jsonl); cannot redraw")
-    keys = read_keys(resolve_one(uri))
+    keys = read_keys(resolve_one(uri), verified=True)  # its fingerprint was checked just above
     if keys.segment_context_name != segment:
         raise InputError(f"{directory}: cannot redraw: its source file {uri} has changed since the run "
                          f"(it holds segment {printable(keys.segment_context_name)})")
@@ -146,7 +150,12 @@ def _redraw(directory: Path, request: RedrawRequest, started: float) -> Redrawn:
 
     write_table(directory / DETECTIONS_FILE, results.values(), track)
     tracked = params is not None and len({k.frame_timestamp_micros for k in results}) >= 2
-    written = _redraw_pixels(directory, uri, keys, job, results, labels, ids if tracked else None, manifest)
+    # the render processes draw while this process's main thread mostly waits on them: room for `alongside`
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraw-alongside") as side:
+        beside = side.submit(alongside) if alongside is not None else None
+        written = _redraw_pixels(directory, uri, keys, job, results, labels, ids if tracked else None, manifest)
+    if beside is not None:
+        beside.result()
 
     data = _updated_manifest(manifest, settings, job, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
     data["tracking"] = tracking_record(params, ids)

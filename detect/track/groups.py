@@ -18,9 +18,11 @@ def group_keys(class_ids: np.ndarray, class_map: ClassMap) -> np.ndarray:
     class_ids = np.asarray(class_ids, np.int64).reshape(-1)
     if len(class_ids) and class_ids.min() < 0:
         raise ValueError(f"class ids: expected values >= 0, got {int(class_ids.min())}")
-    out = CLASS_GROUP_BASE + class_ids
-    for i, c in enumerate(class_ids):
-        waymo_type = class_map.waymo_type(int(c))
-        if waymo_type is not None and waymo_type != WaymoType.UNKNOWN:
-            out[i] = int(waymo_type)
-    return out
+    classes, where = np.unique(class_ids, return_inverse=True)  # the map asked once per class, not per box
+    keys = np.array([_key(int(c), class_map) for c in classes.tolist()], np.int64)
+    return keys[where.reshape(-1)] if len(class_ids) else np.zeros(0, np.int64)
+
+
+def _key(class_id: int, class_map: ClassMap) -> int:
+    waymo_type = class_map.waymo_type(class_id)
+    return int(waymo_type) if waymo_type is not None and waymo_type != WaymoType.UNKNOWN else CLASS_GROUP_BASE + class_id

@@ -47,6 +47,9 @@ class SegmentTracker:
         ends = [*starts[1:].tolist(), len(order)][: len(starts)]
         rows_of = {int(g): order[a:b] for g, a, b in zip(present.tolist(), starts.tolist(), ends, strict=True)}
         none = np.zeros(0, np.int64)
+        # a box below the low score is never matched nor born from: its group's tracker still sees the
+        # frame (it ages its tracks, and its first frame is this one), without it
+        usable = scores >= self.params.low_score
         # every tracker of the camera sees every frame, so lost tracks age even when a group has no box;
         # groups in a fixed order: they take new ids from the camera's one sequence
         for group in sorted({g for (c, g) in self._trackers if c == camera} | set(rows_of)):
@@ -55,6 +58,7 @@ class SegmentTracker:
                 ids = self._ids.setdefault(camera, IdAllocator(first=camera, step=ID_STEP))
                 tracker = self._trackers[camera, group] = ByteTracker(self.params, ids)
             rows = rows_of.get(group, none)
+            rows = rows[usable[rows]]
             out[rows] = tracker.update(ts, xyxy[rows], scores[rows])
         return out
 

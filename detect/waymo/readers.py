@@ -42,13 +42,16 @@ def as_source(path_or_source: str | SegmentSource) -> SegmentSource:
     return path_or_source if isinstance(path_or_source, SegmentSource) else resolve_one(path_or_source)
 
 
-def read_keys(path_or_source: str | SegmentSource) -> SegmentKeys:
+def read_keys(path_or_source: str | SegmentSource, verified: bool = False) -> SegmentKeys:
+    """`verified`: the file is one a run read whole and its fingerprint still matches
+    (`detect.waymo.source_check`); a local v1 file is then read without TensorFlow, as are the
+    frames `iter_frames` reads with these keys."""
     source = as_source(path_or_source)
     if source.format == "v2":
         keys: parquet.ParquetKeys | tfrecord.TFRecordKeys = parquet.read_keys(source, parquet.open_parquet(source))
         labels = _camera_box_sibling(source)
     else:
-        v1_keys = tfrecord.read_keys(source)
+        v1_keys = tfrecord.read_keys(source, verified)
         count = v1_keys.num_camera_labels
         keys = v1_keys
         labels = f"camera_labels in the frames ({count} boxes)" if count else None

@@ -35,10 +35,12 @@ class TFRecordKeys:
     # `camera_labels` by (frame_timestamp_micros, camera), read in the same pass (they are small).
     labels: dict[tuple[int, int], Labels] = dataclasses.field(default_factory=dict, repr=False, compare=False)
     labels_dropped: int = 0  # label rows refused by `valid_label_rows` (NaN or negative boxes, unknown types)
+    verified: bool = False  # read without TensorFlow (`_records`): iter_frames reads the same way
 
 
-def read_keys(source: SegmentSource) -> TFRecordKeys:
-    """One pass over the records, keeping keys only (the images are dropped right away)."""
+def read_keys(source: SegmentSource, verified: bool = False) -> TFRecordKeys:
+    """One pass over the records, keeping keys only (the images are dropped right away). `verified`:
+    the file is one a run read whole and its fingerprint still matches (`_records`)."""
     timestamps: list[int] = []
     cameras: list[int] = []
     records: list[int] = []
@@ -47,7 +49,7 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
     by_image: dict[tuple[int, int], Labels] = {}
     dropped = 0
     count = 0
-    for record_number, frame in _frames(source):
+    for record_number, frame in _records(source, verified):
         names.add(segment_name(frame, source, record_number))
         labels += sum(len(camera.labels) for camera in frame.camera_labels)
         for camera in frame.camera_labels:
@@ -72,7 +74,7 @@ def read_keys(source: SegmentSource) -> TFRecordKeys:
         cameras=np.asarray(cameras, dtype=np.int64),
         positions=np.asarray(records, dtype=np.int64),
     )
-    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image, dropped)
+    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image, dropped, verified)
 
 
 def _labels(labels: Any) -> tuple[Labels, int]:
@@ -110,7 +112,7 @@ def iter_frames(source: SegmentSource, frame_filter: FrameFilter = FrameFilter()
 
     def scan(wanted: set[int]) -> Iterator[tuple[int, list[CameraFrame]]]:
         last = max(wanted)
-        for record_number, frame in _frames(source):
+        for record_number, frame in _records(source, keys.verified):
             if record_number in wanted:
                 chosen = wanted_cameras[record_number]
                 first: dict[int, Any] = {}  # a camera repeated inside one record: its first image (the rest are duplicates)
@@ -145,6 +147,14 @@ def iter_wanted(source: SegmentSource, wanted: Collection[tuple[int, int]]) -> I
                                   image.image)
         if not left:
             return
+
+
+def _records(source: SegmentSource, verified: bool) -> Iterator[tuple[int, Any]]:
+    """A verified local file (one a run read whole, its fingerprint checked since: `detect redraw`)
+    is read directly, without TensorFlow (importing it takes seconds, and its reader is slower than
+    the parsing); any other through TensorFlow, which checks each record's CRC and reads any
+    filesystem it knows."""
+    return _local_frames(source) if verified and source.is_local else _frames(source)
 
 
 def _local_frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
