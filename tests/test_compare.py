@@ -187,3 +187,12 @@ def test_what_differs_between_the_sides_leaves_out_where_and_how_fast():
     comparison = Comparison(one, other, ("a", "b"), 5, 1, (), None, COCO_PROTOCOL, 0, 0, (), {}, (1.0, 2.0))
     assert comparison.differs == ["threshold", "tiles"]
     assert comparison.to_json()["differs"] == ["threshold", "tiles"] and comparison.to_json()["a"] == one.to_json()
+
+
+def test_the_printed_summary_counts_one_frame_and_one_box_in_the_singular(tmp_path, capsys):
+    a = folder(tmp_path, "a", [True])
+    assert main(["compare", str(a), str(a), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "1 common image (1 frame); differs: nothing recorded" in out
+    assert "(none: 1 frame, at least 5 needed)" in out
+    assert "PEDESTRIAN: 1 box in both, 0 only in A, 0 only in B" in out

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from detect.core.errors import InputError
 from detect.core.matching import PROTOCOLS
+from detect.core.names import counted
 from detect.evaluate.commands import EvalResult, run_eval
 from detect.evaluate.outputs import best_threshold_lines
 from detect.report.build import build_reports
@@ -59,7 +60,7 @@ def evaluation_lines(result: EvalResult) -> list[str]:
     if not rows:
         return []
     per_type = ", ".join(f"{r.name} {_fmt(r.ap50)} / {_fmt(r.ap_waymo)}" for r in rows)
-    counts = "; ".join(f"{r.name} {_n(r.true_positives, 'hit')}, {_n(r.false_positives, 'false alarm')}, "
+    counts = "; ".join(f"{r.name} {counted(r.true_positives, 'hit')}, {counted(r.false_positives, 'false alarm')}, "
                        f"{r.labels - r.true_positives} missed" for r in rows)
     return [f"AP50 / AP70/50 (COCO / Waymo, LEVEL_2): {per_type}",
             f"at threshold {evaluation.threshold:g} ({evaluation.protocol.describe()}): {counts}",
@@ -74,6 +75,3 @@ def _has_labels(results: Path, pooled: bool) -> bool:
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -30,6 +30,7 @@ from detect.compare.tracking import compare_tracking, tracking_lines
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, Protocol
+from detect.core.names import counted
 from detect.core.records import WaymoType
 from detect.model.classmap import load_class_map
 from detect.sinks.layout import real_folder
@@ -129,13 +130,13 @@ def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types:
 def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[str]:
     a, b = comparison.a, comparison.b
     lines = [_side_line("A", comparison.names[0], a), _side_line("B", comparison.names[1], b),
-             f"{comparison.images} common images ({comparison.frames} frames); "
+             f"{counted(comparison.images, 'common image')} ({counted(comparison.frames, 'frame')}); "
              f"differs: {', '.join(comparison.differs) or 'nothing recorded'}"]
     if comparison.labels:
         ap = comparison.protocol.ap_name
         few = comparison.frames < MIN_FRAMES
         lines.append(f"{comparison.protocol.describe()}; intervals: paired bootstrap over frames"
-                     + (f" (none: {comparison.frames} frame(s), at least {MIN_FRAMES} needed)" if few else ""))
+                     + (f" (none: {counted(comparison.frames, 'frame')}, at least {MIN_FRAMES} needed)" if few else ""))
         lines.append(f"{'type':<11}{'labels':>7}{ap + ' A':>11}{ap + ' B':>11}{'B - A':>8}  {'95% interval':<18}verdict")
         for t in types:
             interval = "-" if t.low is None or t.high is None else f"[{t.low:+.3f}, {t.high:+.3f}]"
@@ -148,7 +149,7 @@ def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[s
         if not (agree.pairs or agree.only_a or agree.only_b):
             continue  # neither drew a box of this type
         corr = agree.score_correlation
-        lines.append(f"{name}: {agree.pairs} boxes in both, {agree.only_a} only in A, {agree.only_b} only in B"
+        lines.append(f"{name}: {counted(agree.pairs, 'box')} in both, {agree.only_a} only in A, {agree.only_b} only in B"
                      + ("" if corr is None else f"; score correlation {corr:.2f}"))
     return lines
 

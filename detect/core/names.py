@@ -51,3 +51,8 @@ def printable(name: str, limit: int = 80) -> str:
     if not text:
         return "(empty name)"
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """"1 box", "3 boxes", "1 frame", "2 frames": the one way a count and its noun are written."""
+    return f"{count} {word if count == 1 else plural or (word + 'es' if word.endswith(('s', 'x')) else word + 's')}"

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from detect.core.names import counted
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
 from detect.report import charts, gallery, pictures, safe
@@ -127,8 +128,8 @@ def _segment_lead(data: SegmentData) -> str:
     status = data.manifest.status
     css = status if status.replace("_", "").isalpha() else "unknown"
     flag = "" if status == "complete" else f"<span class='status-{css}'>{safe.text(status)}</span>; "
-    return (f"{flag}{_plural(len(data.timestamps), 'frame')}, {_plural(len(data.images), 'image')} from "
-            f"{_plural(cameras, 'camera')}; {safe.text(model)}; {drawn_phrase(len(data.drawn), data.threshold)} "
+    return (f"{flag}{counted(len(data.timestamps), 'frame')}, {counted(len(data.images), 'image')} from "
+            f"{counted(cameras, 'camera')}; {safe.text(model)}; {drawn_phrase(len(data.drawn), data.threshold)} "
             f"({len(data.detections)} kept in the table, for evaluation).")
 
 
@@ -162,8 +163,8 @@ def _timeline(data: SegmentData, assets: Path) -> str:
         return ""
     if frames == 1:
         drawn = len(data.drawn)
-        return (f"<p>One frame, so nothing to plot over time: {_plural(drawn, 'box')} drawn on its "
-                f"{_plural(len(data.images), 'image')}{' (per camera and class in the table below)' if drawn else ''}.</p>")
+        return (f"<p>One frame, so nothing to plot over time: {counted(drawn, 'box')} drawn on its "
+                f"{counted(len(data.images), 'image')}{' (per camera and class in the table below)' if drawn else ''}.</p>")
     charts.timeline(data.boxes_per_image(), assets / "timeline.png")
     return f"<h3>Over time</h3>{_plot(f'{ASSETS}/timeline.png', 'boxes drawn per frame and class')}"
 
@@ -172,9 +173,9 @@ def _drawn_note(data: SegmentData) -> str:
     """What the frames show and what the table keeps, in plain words."""
     drawn, kept = len(data.drawn), len(data.detections)
     floor = safe.number(data.manifest.model.score_floor, 2)
-    below = (f"{_plural(kept - drawn, 'more box', 'more boxes')} down to the score floor {safe.text(floor)}"
-             if floor != "-" else f"{_plural(kept - drawn, 'more box', 'more boxes')} below it")
-    return (f"<p class='muted'>Drawn on the frames: the {_plural(drawn, 'box', 'boxes')} scoring at least "
+    below = (f"{counted(kept - drawn, 'more box', 'more boxes')} down to the score floor {safe.text(floor)}"
+             if floor != "-" else f"{counted(kept - drawn, 'more box', 'more boxes')} below it")
+    return (f"<p class='muted'>Drawn on the frames: the {counted(drawn, 'box', 'boxes')} scoring at least "
             f"{data.threshold:g} (the drawing threshold). detections.parquet also keeps {below}, "
             f"{kept} in all, so evaluation can try other thresholds.</p>")
 
@@ -218,18 +219,18 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                          evaluation_section(evaluation, root, heading=False)))
     images = sum(safe.count(m.section("counts").get("images_processed")) or 0 for _, m in segments)
     threshold = next(iter(thresholds)) if len(thresholds) == 1 else None
-    lead = (f"{_plural(len(segments), 'segment')}, {_plural(images, 'image')}; "
+    lead = (f"{counted(len(segments), 'segment')}, {counted(images, 'image')}; "
             f"{drawn_phrase(total_drawn, threshold)}{'' if len(thresholds) < 2 else ' (at each one' + chr(39) + 's threshold)'}."
             + "".join(f" {_run_line(run, len(runs))}" for run in runs))
     matches = gallery.read_matches(root, None) if evaluation is not None else None
     outcomes = (gallery.outcomes(matches, evaluation.threshold)
                 if matches is not None and evaluation is not None and evaluation.threshold is not None else None)
-    top = [f"<h1>detect run: {_plural(len(segments), 'segment')}</h1>",
+    top = [f"<h1>detect run: {counted(len(segments), 'segment')}</h1>",
            headline(evaluation, outcomes, lead, None if evaluation is None else evaluation.section("tracking_level_2"))
            if evaluation is not None else f"<section class='headline' id='headline'><p class='lead'>{lead}</p></section>",
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
-    return _write(root / INDEX_FILE, f"detect: {_plural(len(segments), 'segment')}", top + body, script=SORT_SCRIPT)
+    return _write(root / INDEX_FILE, f"detect: {counted(len(segments), 'segment')}", top + body, script=SORT_SCRIPT)
 
 
 def _run_line(run: RunRecord, runs: int) -> str:
@@ -263,7 +264,7 @@ def _facts(data: SegmentData) -> str:
         "drawn": f"boxes scoring at least {data.threshold:g} (the drawing threshold)",
         "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
         "labels": str(source.get("ground_truth") or "none")
-        + (f" ({_plural(dropped, 'unusable row')} dropped)" if dropped else ""),
+        + (f" ({counted(dropped, 'unusable row')} dropped)" if dropped else ""),
         "engine": m.section("engine").get("name"),
         "finished": m.data.get("finished_at"),
     }
@@ -286,15 +287,11 @@ def _segment_ap(directory: Path) -> str:
     return _num(None if overall is None else overall.get("ap50"), 3)
 
 
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    """"1 box", "3 boxes", "1 segment", "2 segments"."""
-    return f"{count} {word if count == 1 else plural or (word + 'es' if word.endswith(('s', 'x')) else word + 's')}"
-
 
 def _count_of(value: Any, word: str) -> str:
     """A count from a results file with its noun, or "-" and the plural when it is not a count."""
     checked = safe.count(value)
-    return f"- {word}s" if checked is None else _plural(checked, word)
+    return f"- {word}s" if checked is None else counted(checked, word)
 
 
 def _if_file(directory: Path, name: str) -> str:
