@@ -4,7 +4,7 @@ Runs `detect segment` on the real Waymo frame (the default model and settings; `
 for the plain picture; `--tile 512` for the comparison), a slow pan over its FRONT image for the
 tracking picture (a v2 segment with Waymo's object ids, written by `write_pan_segment`), `detect
 compare` of the untiled and the tiled run, then copies frames, animations and plots into `media/`
-and takes screenshots of the pages (docs/screenshots/) with Debian's Chromium (Playwright drives it;
+and takes screenshots of the pages (docs/screenshots/, and parts of them for docs/evaluation.md) with Debian's Chromium (Playwright drives it;
 no browser is downloaded). Every picture is written at the size a reader sees it; look at them
 before committing.
 
@@ -80,11 +80,10 @@ def screenshot(page_file: Path, out: Path, width: int, selector: str | None = No
         page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(page_file.resolve().as_uri())
         page.wait_for_timeout(500)
-        if selector is not None:
-            page.locator(selector).first.scroll_into_view_if_needed()
+        if selector is not None:  # the clip is in the page's coordinates (full_page): the element's top down
             box = page.locator(selector).first.bounding_box()
-            y = 0.0 if box is None else box["y"]
-            page.screenshot(path=str(out), clip={"x": 0, "y": y, "width": width, "height": height})
+            y = 0.0 if box is None else box["y"] + float(page.evaluate("window.scrollY"))
+            page.screenshot(path=str(out), full_page=True, clip={"x": 0, "y": y, "width": width, "height": height})
         else:
             page.screenshot(path=str(out))
         browser.close()
@@ -154,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         screenshot(default / "report.html", shots / f"report_{width}.png", width)
         screenshot(work / "default" / "index.html", shots / f"index_{width}.png", width)
     screenshot(work / "compare" / "compare.html", out / "compare.png", 1000, height=1150)
+    # docs/evaluation.md's close-ups of the pages: the evaluation, its galleries, where compare's sides disagree
+    screenshot(default / "report.html", out / "report_eval.png", 1000, "#evaluation", height=1000)
+    screenshot(default / "report.html", out / "report_errors.png", 1000, "h3:has-text('VEHICLE: highest-scoring')",
+               height=1000)
+    screenshot(work / "compare" / "compare.html", out / "compare_disagree.png", 1000,
+               "h2:has-text('Where they disagree most')", height=800)
     print(f"media: pictures in {out}; runs in {work}")
     return 0
 
