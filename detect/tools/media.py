@@ -4,9 +4,9 @@ Runs `detect segment` on the real Waymo frame (the default model and settings; `
 for the plain picture; `--tile 512` for the comparison), a slow pan over its FRONT image for the
 tracking picture (a v2 segment with Waymo's object ids, written by `write_pan_segment`), `detect
 compare` of the untiled and the tiled run, then copies frames, animations and plots into `media/`
-and takes screenshots of the pages (docs/screenshots/, and parts of them for docs/evaluation.md) with Debian's Chromium (Playwright drives it;
-no browser is downloaded). Every picture is written at the size a reader sees it; look at them
-before committing.
+and takes screenshots of the pages (docs/screenshots/, and parts of them for docs/evaluation.md)
+with Debian's Chromium (Playwright drives it; no browser is downloaded). Every picture is written at
+the size a reader sees it; look at them before committing.
 
     python -m detect.tools.media [--frame ../shared/fixtures/waymo_v1_one_frame.tfrecord] [--out media]
 """
