@@ -310,5 +310,4 @@ def _handler(module: str, name: str) -> Handler:
         command: Handler = getattr(importlib.import_module(module), name)
         return int(command(args, out, err))
 
-    handler.__qualname__ = name
     return handler

@@ -183,7 +183,7 @@ def _redraw_pixels(directory: Path, uri: str, keys: SegmentKeys, job: SegmentJob
     window: collections.deque[concurrent.futures.Future[Rendered]] = collections.deque()
 
     def numbered() -> Iterator[tuple[int, bytes]]:
-        for index, frame in enumerate(f for f in iter_frames(resolve_one(uri), settings.frame_filter, keys)
+        for index, frame in enumerate(f for f in iter_frames(keys.source, settings.frame_filter, keys)
                                       if f.key in results):
             by_index[index] = frame.key
             yield index, frame.jpeg

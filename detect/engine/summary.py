@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from detect.core.names import printable
+from detect.core.names import counted, printable
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import ModelFacts
@@ -43,13 +43,9 @@ def _boxes(report: SegmentReport) -> str:
     """"3 boxes drawn (at or above the threshold); 14 kept in detections.parquet": the table also
     keeps the low scores evaluation needs."""
     if report.drawn is None or report.drawn == report.detections:
-        return f"{report.detections} {_plural(report.detections, 'detection')}"
-    return (f"{report.drawn} {_plural(report.drawn, 'box', 'boxes')} drawn (at or above the threshold); "
+        return counted(report.detections, 'detection')
+    return (f"{counted(report.drawn, 'box')} drawn (at or above the threshold); "
             f"{report.detections} kept in the table (low scores too, for evaluation)")
-
-
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return one if count == 1 else many or f"{one}s"
 
 
 def failure_lines(report: SegmentReport) -> list[str]:
@@ -82,10 +78,10 @@ def format_table(outcomes: Sequence[SegmentOutcome], seconds: float) -> list[str
             lines.append(f"{'':<{width}}  {o.error}")
     images = sum(o.images for o in outcomes)
     counts = {s: sum(o.status == s for o in outcomes) for s in Status}
-    segments = f"{len(outcomes)} {_plural(len(outcomes), 'segment')}"
+    segments = counted(len(outcomes), 'segment')
     lines.append(
         f"{segments}: {counts[Status.DONE]} done, {counts[Status.PARTIAL]} with failed frames, "
-        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {images} {_plural(images, 'image')} "
+        f"{counts[Status.SKIPPED]} skipped, {counts[Status.FAILED]} failed; {counted(images, 'image')} "
         f"in {seconds:.1f} s" + (f" ({images / seconds:.1f} images/s)" if seconds > 0 and images else "")
     )
     return lines

@@ -173,9 +173,9 @@ def _drawn_note(data: SegmentData) -> str:
     """What the frames show and what the table keeps, in plain words."""
     drawn, kept = len(data.drawn), len(data.detections)
     floor = safe.number(data.manifest.model.score_floor, 2)
-    below = (f"{counted(kept - drawn, 'more box', 'more boxes')} down to the score floor {safe.text(floor)}"
-             if floor != "-" else f"{counted(kept - drawn, 'more box', 'more boxes')} below it")
-    return (f"<p class='muted'>Drawn on the frames: the {counted(drawn, 'box', 'boxes')} scoring at least "
+    below = (f"{counted(kept - drawn, 'more box')} down to the score floor {safe.text(floor)}"
+             if floor != "-" else f"{counted(kept - drawn, 'more box')} below it")
+    return (f"<p class='muted'>Drawn on the frames: the {counted(drawn, 'box')} scoring at least "
             f"{data.threshold:g} (the drawing threshold). detections.parquet also keeps {below}, "
             f"{kept} in all, so evaluation can try other thresholds.</p>")
 
@@ -285,7 +285,6 @@ def _segment_ap(directory: Path) -> str:
     evaluation = read_eval_record(directory)
     overall = None if evaluation is None else evaluation.overall("LEVEL_2")
     return _num(None if overall is None else overall.get("ap50"), 3)
-
 
 
 def _count_of(value: Any, word: str) -> str:

@@ -138,7 +138,7 @@ def iter_wanted(source: SegmentSource, wanted: Collection[tuple[int, int]]) -> I
     left = set(wanted)
     if not left:
         return
-    for record_number, frame in (_local_frames(source) if source.is_local else _frames(source)):
+    for record_number, frame in _records(source, verified=True):  # a few images: no TensorFlow import for them
         for image in frame.images:
             key = (int(frame.timestamp_micros), int(image.name))
             if key in left:
