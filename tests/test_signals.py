@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,6 +93,24 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int
     pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
 
 
+def signal_mid_run(args: list[str], journal: Path, lines: int, sig: signal.Signals, attempts: int = 3) -> subprocess.Popen:
+    """Start `detect args` and send `sig` once `lines` frames are journaled, the run still under way.
+
+    On a loaded machine the test process can lose the CPU between reading the journal and
+    signalling, long enough for the run to end first. Popen then sends nothing (it does not signal
+    a process it has reaped), so that attempt says nothing about how a run handles a signal: it is
+    made again on a fresh OUT. A signal that was sent is never retried."""
+    out = journal.parents[2]
+    for _ in range(attempts):
+        proc = start(args)
+        wait_for_lines(proc, journal, lines, IMAGES)
+        proc.send_signal(sig)
+        if proc.returncode is None:  # sent: the run was still going
+            return proc
+        shutil.rmtree(out)
+    pytest.fail(f"the run ended before the test process could signal it, {attempts} times: the machine was too busy")
+
+
 @pytest.mark.signals
 @pytest.mark.parametrize("sig, lines", [(signal.SIGTERM, 2), (signal.SIGINT, 14), (signal.SIGTERM, 29),
                                         (signal.SIGINT, 40)])
@@ -100,9 +119,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     out = tmp_path / "out"
     args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
             "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
-    proc = start(args)
-    wait_for_lines(proc, out / SEGMENT / ".detect" / "journal.jsonl", lines, IMAGES)
-    proc.send_signal(sig)
+    proc = signal_mid_run(args, out / SEGMENT / ".detect" / "journal.jsonl", lines, sig)
     _, err = proc.communicate(timeout=120)
     code, message = MESSAGES[sig]
     run_file = (out / "run.json").read_text() if (out / "run.json").exists() else None
