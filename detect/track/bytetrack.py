@@ -22,7 +22,7 @@ reference), so the first box of a new object carries -1.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from detect.track.assignment import linear_sum_assignment
 
 from detect.core.boxes import box_iou
 from detect.track.params import TrackerParams

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from detect.track.assignment import linear_sum_assignment
 
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
