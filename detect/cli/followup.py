@@ -6,15 +6,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from detect.core.errors import InputError
 from detect.core.matching import PROTOCOLS
 from detect.core.names import counted
-from detect.evaluate.commands import EvalResult, run_eval
-from detect.evaluate.outputs import best_threshold_lines
-from detect.report.build import build_reports
-from detect.report.pages import INDEX_FILE, REPORT_FILE
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
+
+if TYPE_CHECKING:
+    from detect.evaluate.commands import EvalResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +28,17 @@ class FollowUp:
 def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
               pooled: bool, status: Callable[[str], None] = lambda text: None) -> FollowUp:
     """`detect eval` on `results` when a segment there has labels, then `detect report`; `status`
-    says which of the two is under way (each takes seconds)."""
+    says which of the two is under way (each takes seconds).
+
+    The evaluation and the report (matplotlib, pandas: ~0.7 s to import) load when they are
+    first needed, so a command starts its own work first, and `detect redraw` imports them in
+    the thread that evaluates while its frames are drawn."""
     lines: list[str] = []
     notes: list[str] = []
     if evaluate and _has_labels(results, pooled):
         status("evaluating against Waymo's labels")
+        from detect.evaluate.commands import run_eval
+
         try:
             result = run_eval(results, class_map_path=class_map, protocol=PROTOCOLS[protocol])
         except InputError as err:
@@ -42,6 +48,9 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
             lines += evaluation_lines(result)
     if report:
         status("writing the report")
+        from detect.report.build import build_reports
+        from detect.report.pages import INDEX_FILE, REPORT_FILE
+
         try:
             written = build_reports(results)
         except InputError as err:
@@ -53,8 +62,15 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
     return FollowUp(lines, notes)
 
 
+def load_report_code() -> None:
+    """Import the report's modules (pandas, matplotlib) ahead of `follow_up` writing it."""
+    import detect.report.build  # noqa: F401
+
+
 def evaluation_lines(result: EvalResult) -> list[str]:
     """AP per type with labels (LEVEL_2, both protocols) and the F1-best thresholds."""
+    from detect.evaluate.outputs import best_threshold_lines
+
     evaluation = result.evaluation
     rows = [r for r in evaluation.levels["LEVEL_2"] if r.name != "ALL" and r.labels]
     if not rows:

@@ -22,9 +22,9 @@ reference), so the first box of a new object carries -1.
 from __future__ import annotations
 
 import numpy as np
-from detect.track.assignment import linear_sum_assignment
 
 from detect.core.boxes import box_iou
+from detect.track.assignment import linear_sum_assignment
 from detect.track.params import TrackerParams
 
 _REFERENCE_STEP_S = 1 / 30  # ByteTrack's noise settings are per frame at 30 fps

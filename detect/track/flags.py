@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-from detect.track.assignment import linear_sum_assignment
 
+from detect.track.assignment import linear_sum_assignment
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
 _EPS = np.finfo("float").eps

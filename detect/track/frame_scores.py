@@ -17,8 +17,8 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-from detect.track.assignment import linear_sum_assignment
 
+from detect.track.assignment import linear_sum_assignment
 from detect.track.flags import track_flags
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
