@@ -15,6 +15,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
+import numpy as np
+
 from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
@@ -112,12 +114,15 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
         for key in sorted(by_image, key=lambda k: k.order):
             index = by_image[key]
             boxes = class_map.to_waymo(rows.xyxy[index], rows.scores[index], rows.class_ids[index])
-            for box, score, waymo_type, class_id in zip(boxes.xyxy, boxes.scores, boxes.types, boxes.class_ids, strict=True):
-                if int(waymo_type) not in types:
+            image = image_id(key)
+            wanted = set(types)
+            for (x0, y0, x1, y1), score, waymo_type, class_id in zip(  # Python numbers, as JSON writes them
+                    boxes.xyxy.astype(np.float64).tolist(), boxes.scores.astype(np.float64).tolist(),
+                    boxes.types.tolist(), boxes.class_ids.tolist(), strict=True):
+                if int(waymo_type) not in wanted:
                     continue
-                x0, y0, x1, y1 = (float(v) for v in box)
-                out.append({"image_id": image_id(key), "category_id": int(waymo_type), "bbox": [x0, y0, x1 - x0, y1 - y0],
-                            "score": float(score), "model_class_id": int(class_id)})
+                out.append({"image_id": image, "category_id": int(waymo_type), "bbox": [x0, y0, x1 - x0, y1 - y0],
+                            "score": score, "model_class_id": int(class_id)})
     return out
 
 

@@ -177,10 +177,24 @@ def _read_detections(path: Path) -> DetectionRows:
         ok &= (numbers["class_id"] < 2**31) & (np.abs(numbers[TIMESTAMP]) < 2**62)
     rows = np.flatnonzero(ok)
     timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)
-    keys = [FrameKey(str(segments[i]), int(timestamps[i]), CameraName(int(numbers[CAMERA][i]))) for i in rows]
+    keys = _keys(segments, timestamps, numbers[CAMERA], rows)
     xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
     return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy,
                          _track_ids(table, rows))
+
+
+def _keys(segments: list[object], timestamps: np.ndarray, cameras: np.ndarray, rows: np.ndarray) -> list[FrameKey]:
+    """Each kept row's image key; one FrameKey per image, shared by its boxes (a tiled run's table
+    has a few hundred images and tens of thousands of boxes)."""
+    made: dict[tuple[object, int, int], FrameKey] = {}
+    keys = []
+    for segment, timestamp, camera in zip([segments[i] for i in rows], timestamps[rows].tolist(),
+                                          cameras[rows].astype(np.int64).tolist(), strict=True):
+        key = made.get((segment, timestamp, camera))
+        if key is None:
+            key = made[segment, timestamp, camera] = FrameKey(str(segment), int(timestamp), CameraName(camera))
+        keys.append(key)
+    return keys
 
 
 def _track_ids(table: pa.Table, rows: np.ndarray) -> np.ndarray | None:

@@ -143,8 +143,9 @@ def load(directory: Path) -> SegmentData:
     detections = _detections(directory / DETECTIONS_FILE)
     evaluation = read_eval_record(directory)
     name = manifest.segment_context_name
+    shown = detections[["camera", "timestamp"]].drop_duplicates()  # an image per pair, not a key per box
     table = [FrameKey(name, int(ts), CameraName[str(c)]) for c, ts in
-             zip(detections["camera"], detections["timestamp"], strict=True) if str(c) in CameraName.__members__]
+             zip(shown["camera"], shown["timestamp"], strict=True) if str(c) in CameraName.__members__]
     images = processed_images(directory, name, table)
     return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
                        frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images))
