@@ -184,6 +184,35 @@ def test_the_journal_round_trips_a_result_exactly(tmp_path):
     assert '"x"' not in journal.encode(FrameResult(key, 1, 1, Detections.empty()))  # older journals read the same
 
 
+def test_an_unchanged_journal_is_parsed_once_and_a_changed_one_again(tmp_path, monkeypatch):
+    segment_dir = tmp_path / "seg"
+    frames = [FrameResult(FrameKey("seg", 1_000_000 * t, CameraName.FRONT), 96, 64,
+                          Detections(np.array([[1, 2, 30, 40]], np.float32), np.array([0.5], np.float32),
+                                     np.array([3], np.int32), ("car",))) for t in (1, 2)]
+    with journal.Journal(segment_dir) as log:
+        log.append(frames[0])
+    parsed = []
+    monkeypatch.setattr(journal, "decode", lambda line, segment: _decode(line, segment, parsed))
+    first, intact = journal.load(segment_dir, "seg")
+    second, again = journal.load(segment_dir, "seg")
+    assert len(parsed) == 1 and first == second and intact == again and first is not second  # each caller's own dict
+    second.clear()
+    assert list(journal.load(segment_dir, "seg")[0]) == [frames[0].key]  # a caller's change stays its own
+    assert not next(iter(first.values())).detections.scores.flags.writeable  # shared arrays cannot be changed
+    with journal.Journal(segment_dir, intact) as log:
+        log.append(frames[1])  # the file changed: parsed again
+    assert list(journal.load(segment_dir, "seg")[0]) == [f.key for f in frames] and len(parsed) == 3
+    assert list(journal.load(segment_dir, "other")[0])[0].segment_context_name == "other"  # another segment's reading
+
+
+_real_decode = journal.decode
+
+
+def _decode(line: str, segment: str, parsed: list[str]) -> FrameResult:
+    parsed.append(line)
+    return _real_decode(line, segment)
+
+
 ALL_TYPES = frozenset(int(t) for t in WaymoType)
 
 

@@ -44,14 +44,17 @@ def segment_matches(segment: SegmentResults, class_map: ClassMap, types: list[in
         frame = match_frame(found.xyxy[index], found.scores[index], found.class_ids[index], labels, class_map, types,
                             protocol)
         boxes, matches = frame.boxes, frame.matches
+        # as Python numbers once per image (a tiled run has hundreds of boxes an image)
+        types_of, scores, xyxy = boxes.types.tolist(), boxes.scores.astype(np.float64).tolist(), boxes.xyxy.tolist()
+        class_ids, label_of, ious = boxes.class_ids.tolist(), matches.label_of.tolist(), matches.iou.tolist()
         detections = []
-        for j, i in enumerate(frame.detections):
-            label = int(matches.label_of[j])
-            waymo_type = int(boxes.types[i])
-            detections.append(Match(key, "detection", waymo_type, float(boxes.scores[i]),
-                                    None if label < 0 else float(matches.iou[j]), label >= 0, None,
+        for j, i in enumerate(frame.detections.tolist()):
+            label = int(label_of[j])
+            waymo_type = int(types_of[i])
+            detections.append(Match(key, "detection", waymo_type, scores[i],
+                                    None if label < 0 else float(ious[j]), label >= 0, None,
                                     None if label < 0 else labels.object_ids[frame.labels[label]],
-                                    _box(boxes.xyxy[i]), int(boxes.class_ids[i]), protocol.iou(waymo_type)))
+                                    _box(xyxy[i]), int(class_ids[i]), protocol.iou(waymo_type)))
         out.extend(sorted(detections, key=lambda m: -(m.score or 0.0)))
         for g, label_index in enumerate(frame.labels):
             j = int(matches.detection_of[g])
@@ -63,6 +66,6 @@ def segment_matches(segment: SegmentResults, class_map: ClassMap, types: list[in
     return out
 
 
-def _box(values: np.ndarray) -> tuple[float, float, float, float]:
+def _box(values: np.ndarray | list[float]) -> tuple[float, float, float, float]:
     x0, y0, x1, y1 = (float(v) for v in values)
     return x0, y0, x1, y1
