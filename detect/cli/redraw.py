@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from detect.cli.console import note, say, status
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
 from detect.cli.followup import FollowUp, follow_up, load_report_code
 from detect.core.errors import InputError, OutputError
@@ -39,8 +40,7 @@ def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     alongside = None if pooled or not args.evaluate else evaluate
     for directory in folders:
-        if not args.quiet:
-            print(f"detect: redrawing {directory} ...", file=err)
+        status(f"redrawing {directory} ...", err, args.quiet)
         try:
             lines.append(redraw_segment(directory, request, alongside).line())
         except (InputError, OutputError) as error:
@@ -48,9 +48,9 @@ def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if failures and not lines:
         raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
     after = [*evaluated, follow(args.evaluate and alongside is None, args.report)]
-    for note in [*(f"{failure}; left out" for failure in failures), *(n for a in after for n in a.notes)]:
-        print(f"detect: note: {note}", file=err)
+    for text in [*(f"{failure}; left out" for failure in failures), *(n for a in after for n in a.notes)]:
+        note(text, err)
     if not args.quiet:
         for line in [*lines, *(line for a in after for line in a.lines)]:
-            print(line, file=out)
+            say(line, out)  # under 100 characters, as every command's summary
     return EXIT_FRAMES_FAILED if failures else EXIT_OK
