@@ -128,8 +128,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
     recorded = _recorded_settings(manifest)
     class_map = _class_map(manifest, request.class_map)
     settings = _settings(recorded, manifest, request, class_map)
-    if settings.render_mode == "processes" and settings.needs_full_frames:
-        start_processes(settings.workers)  # they start up while the labels, table and tracks are prepared
+    start_processes(settings)  # they start up while the labels, table and tracks are prepared
     labels = _labels(keys, source_info.get("ground_truth")) if source_info.get("labels") is not None else None
     if settings.draw_labels and labels is None:
         raise InputError(f"{directory}: --draw errors asks for labels, but the run had none; cannot redraw")

@@ -32,7 +32,7 @@ import numpy as np
 from detect.core.errors import OutputError
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
 from detect.engine import shm
-from detect.engine.spec import SegmentJob
+from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import Rendered, StageTimings, render_frame, render_pixels
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
 from detect.model.inputs import DecodedImage
@@ -68,10 +68,13 @@ class Renderer:
 
 def open_renderer(segment_dir: Path, job: SegmentJob, timings: StageTimings) -> Renderer:
     """The renderer the settings' `render` and `workers` ask for."""
-    settings = job.settings
-    if settings.render_mode == "processes" and settings.needs_full_frames:
+    if _in_processes(job.settings):
         return ProcessRenderer(segment_dir, job, timings)
     return ThreadRenderer(segment_dir, job, timings)
+
+
+def _in_processes(settings: SegmentSettings) -> bool:
+    return settings.render_mode == "processes" and settings.needs_full_frames
 
 
 class ThreadRenderer(Renderer):
@@ -277,12 +280,13 @@ def process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
         return pool
 
 
-def start_processes(workers: int) -> None:
-    """Start the pool's processes now without waiting for them, so their start-up (~0.4 s of
-    imports each) overlaps what the caller prepares before its first frame."""
-    pool = process_pool(workers)
-    for _ in range(workers):  # each task finding no idle process starts one
-        pool.submit(os.getpid)
+def start_processes(settings: SegmentSettings) -> None:
+    """When `open_renderer` will draw in processes, start them now without waiting, so their
+    start-up (~0.4 s of imports each) overlaps what the caller prepares before its first frame."""
+    if _in_processes(settings):
+        pool = process_pool(settings.workers)
+        for _ in range(settings.workers):  # each task finding no idle process starts one
+            pool.submit(os.getpid)
 
 
 def frame_slots(workers: int) -> FrameSlots:

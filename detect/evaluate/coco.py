@@ -15,8 +15,6 @@ import hashlib
 from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
-import numpy as np
-
 from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
@@ -108,6 +106,7 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
     """The detections as a COCO results list in Waymo types (see `ClassMap.to_waymo`: unmapped
     classes dropped, a person riding a bicycle one CYCLIST box)."""
     out: list[CocoDetection] = []
+    wanted = set(types)
     for segment in segments:
         rows = segment.detections
         by_image = {key: index for key, index in rows_by_image(rows.keys).items() if key in segment.images}
@@ -115,14 +114,12 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
             index = by_image[key]
             boxes = class_map.to_waymo(rows.xyxy[index], rows.scores[index], rows.class_ids[index])
             image = image_id(key)
-            wanted = set(types)
             for (x0, y0, x1, y1), score, waymo_type, class_id in zip(  # Python numbers, as JSON writes them
-                    boxes.xyxy.astype(np.float64).tolist(), boxes.scores.astype(np.float64).tolist(),
-                    boxes.types.tolist(), boxes.class_ids.tolist(), strict=True):
-                if int(waymo_type) not in wanted:
-                    continue
-                out.append({"image_id": image, "category_id": int(waymo_type), "bbox": [x0, y0, x1 - x0, y1 - y0],
-                            "score": score, "model_class_id": int(class_id)})
+                    boxes.xyxy.tolist(), boxes.scores.tolist(), boxes.types.tolist(), boxes.class_ids.tolist(),
+                    strict=True):
+                if waymo_type in wanted:
+                    out.append({"image_id": image, "category_id": waymo_type, "bbox": [x0, y0, x1 - x0, y1 - y0],
+                                "score": score, "model_class_id": class_id})
     return out
 
 

@@ -45,16 +45,14 @@ def segment_matches(segment: SegmentResults, class_map: ClassMap, types: list[in
                             protocol)
         boxes, matches = frame.boxes, frame.matches
         # as Python numbers once per image (a tiled run has hundreds of boxes an image)
-        types_of, scores, xyxy = boxes.types.tolist(), boxes.scores.astype(np.float64).tolist(), boxes.xyxy.tolist()
+        types_of, scores, xyxy = boxes.types.tolist(), boxes.scores.tolist(), boxes.xyxy.tolist()
         class_ids, label_of, ious = boxes.class_ids.tolist(), matches.label_of.tolist(), matches.iou.tolist()
         detections = []
         for j, i in enumerate(frame.detections.tolist()):
-            label = int(label_of[j])
-            waymo_type = int(types_of[i])
-            detections.append(Match(key, "detection", waymo_type, scores[i],
-                                    None if label < 0 else float(ious[j]), label >= 0, None,
-                                    None if label < 0 else labels.object_ids[frame.labels[label]],
-                                    _box(xyxy[i]), int(class_ids[i]), protocol.iou(waymo_type)))
+            label, waymo_type = label_of[j], types_of[i]
+            detections.append(Match(key, "detection", waymo_type, scores[i], None if label < 0 else ious[j], label >= 0,
+                                    None, None if label < 0 else labels.object_ids[frame.labels[label]],
+                                    _box(xyxy[i]), class_ids[i], protocol.iou(waymo_type)))
         out.extend(sorted(detections, key=lambda m: -(m.score or 0.0)))
         for g, label_index in enumerate(frame.labels):
             j = int(matches.detection_of[g])

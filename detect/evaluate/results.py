@@ -99,8 +99,7 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
              f"left out",) if foreign else ()
     written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
                         else ({}, 0))
-    done = finished_frames(directory, name)  # the journal, read once (~0.25 s for 200 images of a tiled run)
-    processed = frozenset(done) if done else processed_images(directory, name, detections.keys, written)
+    processed = processed_images(directory, name, detections.keys, written)
     mismatch = None
     if gt is not None:
         chosen = labels_from_camera_box(gt, name)
@@ -112,7 +111,8 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     else:
         labels = written
         dropped += manifest.labels_dropped
-    sizes = {k: (r.width, r.height) for k, r in done.items() if check_size(r.width, r.height, MAX_SIDE**2) is None}
+    sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
+             if check_size(r.width, r.height, MAX_SIDE**2) is None}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
                           notes)
 
