@@ -75,6 +75,8 @@ def test_a_redraw_at_a_new_threshold_writes_what_a_fresh_run_at_it_writes(runs, 
     manifest = json.loads((low / "manifest.json").read_text())
     assert manifest["settings"]["draw"]["threshold"] == 0.6 and manifest["status"] == "complete"
     assert manifest["redraw"]["threshold"] == 0.6 and manifest["redraw"]["images"] == 15
+    fresh_counts = json.loads((fresh / "manifest.json").read_text())["counts"]
+    assert manifest["counts"] == fresh_counts  # the boxes drawn at 0.6, as the run index counts them
     assert (low / "report.html").is_file()
 
 

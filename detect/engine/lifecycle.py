@@ -23,7 +23,7 @@ import pyarrow as pa
 from detect.core.errors import InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
-from detect.engine.outcomes import SegmentReport
+from detect.engine.outcomes import SegmentReport, boxes_drawn
 from detect.engine.spec import ResumeModel, SegmentJob, SegmentSettings
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
 from detect.model.facts import ModelFacts
@@ -271,7 +271,7 @@ class SegmentLifecycle:
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
             threshold = settings.style.threshold
-            drawn = sum(int((r.detections.scores >= threshold).sum()) for r in self.results.values())
+            drawn = boxes_drawn(self.results.values(), threshold)
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
                                    len(self.planned), self.processed, len(self.done), failures, rows,
                                    clock() - self.started, invalid_boxes=count_invalid(self.results.values()),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable
 from pathlib import Path
 
-from detect.core.records import FrameFailure
+from detect.core.records import FrameFailure, FrameResult
 
 
 class Status(enum.StrEnum):
@@ -16,6 +17,12 @@ class Status(enum.StrEnum):
     PARTIAL = "done_with_failures"
     SKIPPED = "skipped"
     FAILED = "failed"
+
+
+def boxes_drawn(results: Iterable[FrameResult], threshold: float) -> int:
+    """The boxes at or above the drawing threshold: what the frames, the pages and the summary count
+    (a run's manifest and a redraw's record it as `counts.drawn`)."""
+    return sum(int((r.detections.scores >= threshold).sum()) for r in results)
 
 
 @dataclasses.dataclass(frozen=True)

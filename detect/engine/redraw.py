@@ -33,6 +33,7 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError, OutputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
+from detect.engine.outcomes import boxes_drawn
 from detect.engine.render_pool import open_renderer, start_processes
 from detect.engine.spec import DRAW_MODES, SegmentJob, SegmentSettings
 from detect.engine.stages import Rendered, StageTimings
@@ -159,6 +160,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
         beside.result()
 
     data = _updated_manifest(manifest, settings, job, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
+    data["counts"] = dict(manifest.section("counts")) | {"drawn": boxes_drawn(results.values(), settings.style.threshold)}
     data["tracking"] = tracking_record(params, ids)
     data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
                       "threshold": settings.style.threshold}
