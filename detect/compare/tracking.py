@@ -19,10 +19,11 @@ import numpy as np
 from detect.compare.comparison import MIN_FRAMES, TrackingComparison
 from detect.compare.sides import Pairing, Side
 from detect.core.matching import Protocol
-from detect.core.records import WaymoType
+from detect.core.names import printable
+from detect.core.records import FrameKey, WaymoType
 from detect.evaluate.tracking import has_object_ids, image_sequences
 from detect.model.classmap import ClassMap
-from detect.track import FrameCounts, frame_counts, weighted_scores
+from detect.track import FrameCounts, TooManyIds, frame_counts, weighted_scores
 
 METRICS = ("HOTA", "MOTA", "IDF1")
 
@@ -43,16 +44,26 @@ def compare_tracking(a: Side, b: Side, pairing: Pairing, class_map: ClassMap, pr
     for key in pairing.common:
         frame_of.setdefault((key.segment_context_name, key.frame_timestamp_micros), len(frame_of))
     types = sorted(set(a.types) & set(b.types))
-    counted = {side.label: _counts(side, pairing, class_map, types, protocol, frame_of) for side in (a, b)}
-    untracked = [label for label, per_type in counted.items() if per_type is None]
+    # a segment only one side tracked (the other's ids left out, or never written) would score that
+    # side's labels there and not the other's: both sides are compared on the segments both tracked
+    segments = {k.segment_context_name for k in pairing.common}
+    untracked = [side.label for side in (a, b) if not any(_tracked(side, s) for s in segments)]
     if untracked:
         verb = "have" if len(untracked) > 1 else "has"
         return [], [f"{' and '.join(untracked)} {verb} no track ids (one timestamp, --no-track, or a run from "
                     f"before tracking: `detect track`): no tracking comparison"]
+    one_sided = sorted(s for s in segments if _tracked(a, s) != _tracked(b, s))
+    common = [k for k in pairing.common if k.segment_context_name not in one_sided]
+    try:
+        counted = {side.label: _counts(side, common, pairing, class_map, types, protocol, frame_of) for side in (a, b)}
+    except TooManyIds as err:
+        return [], [f"{err} in a camera sequence: no tracking comparison"]
+    notes = [f"segment {printable(s, 64)}: only {'A' if _tracked(a, s) else 'B'} has track ids there; tracking "
+             f"compared without it" for s in one_sided]
     out = []
     frames = len(frame_of)
     for waymo_type in types:
-        side_a, side_b = counted["A"][waymo_type], counted["B"][waymo_type]  # type: ignore[index]
+        side_a, side_b = counted["A"][waymo_type], counted["B"][waymo_type]
         if not (side_a.counts.labels.sum() and side_b.counts.labels.sum()):
             continue  # no labels of this type on the common images
         values_a, values_b = weighted_scores(side_a.counts), weighted_scores(side_b.counts)
@@ -63,7 +74,7 @@ def compare_tracking(a: Side, b: Side, pairing: Pairing, class_map: ClassMap, pr
         for m, metric in enumerate(METRICS):
             out.append(TrackingComparison(WaymoType(waymo_type).name, metric, values_a[m], values_b[m],
                                           values_b[m] - values_a[m], *intervals[m]))
-    return out, []
+    return out, notes
 
 
 def _bootstrap(a: _TypeCounts, b: _TypeCounts, frames: int, replicates: int, seed: int) -> np.ndarray:
@@ -76,24 +87,25 @@ def _bootstrap(a: _TypeCounts, b: _TypeCounts, frames: int, replicates: int, see
     return out
 
 
-def _counts(side: Side, pairing: Pairing, class_map: ClassMap, types: list[int], protocol: Protocol,
-            frame_of: dict[tuple[str, int], int]) -> dict[int, _TypeCounts] | None:
-    """Per type: the side's per-image counts on the common images (None: the side has no track ids)."""
-    by_segment: dict[str, list] = {}
-    for key in pairing.common:
+def _tracked(side: Side, segment: str) -> bool:
+    rows = side.segments[segment].detections
+    return rows.track_ids is not None and bool((rows.track_ids >= 0).any())
+
+
+def _counts(side: Side, common: Sequence[FrameKey], pairing: Pairing, class_map: ClassMap, types: list[int],
+            protocol: Protocol, frame_of: dict[tuple[str, int], int]) -> dict[int, _TypeCounts]:
+    """Per type: the side's per-image counts on the `common` images."""
+    by_segment: dict[str, list[FrameKey]] = {}
+    for key in common:
         by_segment.setdefault(key.segment_context_name, []).append(key)
     parts: dict[int, list[FrameCounts]] = {t: [] for t in types}
     frames: dict[int, list[np.ndarray]] = {t: [] for t in types}
-    tracked = False
     for name, keys in by_segment.items():
         rows = side.segments[name].detections
-        tracked = tracked or (rows.track_ids is not None and bool((rows.track_ids >= 0).any()))
         for sequence in image_sequences(rows, keys, pairing.labels, class_map, types):
             parts[sequence.waymo_type].append(frame_counts(sequence.frames, protocol.iou(sequence.waymo_type)))
             frames[sequence.waymo_type].append(np.array(
                 [frame_of[(k.segment_context_name, k.frame_timestamp_micros)] for k in sequence.keys], np.int64))
-    if not tracked:
-        return None
     return {t: _TypeCounts(FrameCounts.concat(parts[t]), np.concatenate([np.zeros(0, np.int64), *frames[t]]))
             for t in types}
 
