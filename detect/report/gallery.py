@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from detect.core.atomic import atomic_path
 from detect.core.boxes import box_iou
@@ -30,6 +30,7 @@ from detect.render.verdicts import COLORS, LINES
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.results_folder import read_manifest
+from detect.sinks.results_tables import RowBudget, box_rows, folder_budget, missing, numbers, read_table, segment_budget
 from detect.sinks.source_images import SourceImages, read_source_images
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -102,18 +103,47 @@ class Outcome:
     labels: int
 
 
-def read_matches(directory: Path, segment: str | None) -> pd.DataFrame | None:
+def read_matches(directory: Path, segment: str | None, notes: list[str] | None = None) -> pd.DataFrame | None:
     """The segment's rows of its own `matches.parquet`, else of its run's (one level up); every row
-    of the run's for `segment` None. None when there is none or it cannot be read."""
-    for path in (directory / MATCHES_FILE, *([directory.parent / MATCHES_FILE] if segment is not None else [])):
-        if not path.is_file() or path.is_symlink():
+    of the run's for `segment` None. None when there is none or it cannot be read (a line in `notes`
+    says why). Rows that are not boxes (`box_rows`: an edited table's NaN or inverted ones) are left out."""
+    for path, budget in ((directory / MATCHES_FILE,
+                          lambda: segment_budget(directory, segment) if segment is not None else folder_budget(directory)),
+                         *([(directory.parent / MATCHES_FILE, lambda: folder_budget(directory.parent))]
+                           if segment is not None else [])):
+        if not path.is_file() and not path.is_symlink():
             continue
         try:
-            table = pq.read_table(path, columns=list(COLUMNS)).to_pandas()
-        except (pa.ArrowException, OSError, ValueError, KeyError):
+            table = _matches(path, budget())
+        except InputError as err:
+            if notes is not None and f"{first_line(err)}; {LEFT_OUT}" not in notes:
+                notes.append(f"{first_line(err)}; {LEFT_OUT}")
             return None
         return table if segment is None else table[table[SEGMENT] == segment].reset_index(drop=True)
     return None
+
+
+LEFT_OUT = "the error counts and galleries are left out of the page"
+
+
+def _matches(path: Path, budget: RowBudget) -> pd.DataFrame:
+    """matches.parquet's boxes with its columns in the types the page reads (numbers: float, NaN for none)."""
+    table = read_table(path, COLUMNS, budget, "matches table")
+    absent = missing(table, COLUMNS)
+    if absent:
+        raise InputError(f"{path}: not a matches table (no {', '.join(absent)} column)")
+    try:
+        rows = pa.array(np.flatnonzero(box_rows(table)))
+        frame = pd.DataFrame({c: table.column(c).cast(pa.string()).take(rows).to_pandas()
+                              for c in (SEGMENT, "kind", "type_name", OBJECT_ID)})
+        frame["matched"] = pc.fill_null(table.column("matched").cast(pa.bool_()), False).take(rows).to_pandas()
+        for column in (TIMESTAMP, CAMERA, "score", "iou", "xmin", "ymin", "xmax", "ymax", "class_id"):
+            frame[column] = numbers(table, column)[rows.to_numpy()]
+    except (pa.ArrowException, ValueError) as err:
+        raise InputError(f"{path}: not a readable matches table ({first_line(err)})") from None
+    frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
+    frame[CAMERA] = frame[CAMERA].astype("int64")
+    return frame[list(COLUMNS)]
 
 
 def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
