@@ -48,53 +48,83 @@ def encode(result: FrameResult) -> str:
     )
 
 
+INT32, INT64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+
+
 def decode(line: str, segment: str) -> FrameResult:
+    """One journal line as the frame it records; ValueError, KeyError or TypeError when it is not
+    one (torn by a kill, or edited: a number that does not fit its column, a camera Waymo does not have)."""
     data = json.loads(line)
     arrays = (np.asarray(data["b"], np.float32).reshape(-1, 4), np.asarray(data["s"], np.float32),
-              np.asarray(data["k"], np.int32))
+              np.asarray([_whole(v, INT32, "class id") for v in data["k"]], np.int32))
     for array in arrays:
         array.flags.writeable = False  # `load` hands the same frames to every reader of an unchanged file
     detections = Detections(*arrays, tuple(data["l"]), invalid=int(data.get("x", 0)))
-    key = FrameKey(segment, int(data["t"]), CameraName(int(data["c"])))
-    return FrameResult(key, int(data["w"]), int(data["h"]), detections)
+    key = FrameKey(segment, _whole(data["t"], INT64, "timestamp"), CameraName(_whole(data["c"], INT32, "camera")))
+    return FrameResult(key, _whole(data["w"], INT32, "width"), _whole(data["h"], INT32, "height"), detections)
+
+
+def _whole(value: object, bounds: tuple[int, int], what: str) -> int:
+    """`value` as an int within `bounds` (a JSON number: 7 or 7.0); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} {value!r} is not a number")
+    number = int(value)  # OverflowError for infinity, ValueError for NaN
+    if number != value or not bounds[0] <= number <= bounds[1]:
+        raise ValueError(f"{what} {value!r} does not fit its column")
+    return number
 
 
 # The last journal read, by the identity of the file read (device, inode, size, modification time)
 # and the segment: `detect redraw` reads one journal, then its evaluation and its report do (51 MB
 # for a 1,000-image tiled segment, ~1.1 s to parse each time). A file appended to, replaced or
 # touched since is parsed again.
-_last: tuple[tuple[int, int, int, int, str], dict[FrameKey, FrameResult], int] | None = None
+_last: tuple[tuple[int, int, int, int, str], dict[FrameKey, FrameResult], int, bool] | None = None
 _last_lock = threading.Lock()
 
 
 def load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
     """Finished frames by key (a dict of the caller's own), and the byte length of the intact part
-    of the file. A journal that is a link, a FIFO or a folder raises `UnreadableFileError` (never
-    followed or waited on)."""
+    of the file: up to a torn last line, or to the first entry that cannot be read (`decode`), which
+    a resumed run does again. A journal that is a link, a FIFO or a folder raises
+    `UnreadableFileError` (never followed or waited on)."""
+    results, intact, _ = _load(segment_dir, segment)
+    return results, intact
+
+
+def finished(segment_dir: Path, segment: str) -> dict[FrameKey, FrameResult] | None:
+    """Every frame the journal records, for readers of finished results (eval, redraw, the report);
+    None when one of its entries cannot be read (an edited journal: they read the folder as one
+    without a journal, whichever entry it is). A torn last line (a run still writing) is left out."""
+    results, _, damaged = _load(segment_dir, segment)
+    return None if damaged else results
+
+
+def _load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int, bool]:
     global _last
     path = journal_path(segment_dir)
     results: dict[FrameKey, FrameResult] = {}
     if not path.exists() and not path.is_symlink():
-        return results, 0
-    intact = 0
+        return results, 0, False
+    intact, damaged = 0, False
     with os.fdopen(open_regular(path, follow_links=False), "rb") as handle:
         info = os.fstat(handle.fileno())
         identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, segment)
         with _last_lock:
             if _last is not None and _last[0] == identity:
-                return dict(_last[1]), _last[2]
+                return dict(_last[1]), _last[2], _last[3]
         for raw in handle:
             if not raw.endswith(b"\n"):
                 break
             try:
                 result = decode(raw.decode(), segment)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, ArithmeticError):
+                damaged = True
                 break
             results[result.key] = result
             intact += len(raw)
     with _last_lock:
-        _last = (identity, results, intact)
-    return dict(results), intact
+        _last = (identity, results, intact, damaged)
+    return dict(results), intact, damaged
 
 
 class Journal:
@@ -151,5 +181,5 @@ def differences(old: dict, new: dict) -> list[str]:
     return [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
-__all__ = ["Journal", "differences", "journal_path", "load", "load_settings", "save_settings"]
+__all__ = ["Journal", "differences", "finished", "journal_path", "load", "load_settings", "save_settings"]
 
