@@ -50,7 +50,7 @@ def runs(tiny_v2_path, stub_dynamic_dir, tmp_path_factory) -> dict[str, Path]:
       protocol, score floor 0.45, drawn at 0.5;
     - `bare`: no frames, no animations (`--no-png --no-gif`)."""
     root = tmp_path_factory.mktemp("hardening_redraw")
-    common = ["--model", str(stub_dynamic_dir), "--quiet", "--mp4"]
+    common = ["--model", str(stub_dynamic_dir), "--quiet", "--no-report"]
     assert run_cli(["segment", str(tiny_v2_path), "--out", str(root / "plain"), "--threshold", "0.2", *common])[0] == 0
     started = root / "started_here"
     shutil.copytree(TINY_V2_DIR, started / "src")
@@ -187,14 +187,27 @@ def remote_uris(port: int) -> list[str]:
 
 
 @pytest.mark.parametrize("which", range(5))
-def test_report_redraw_and_export_never_open_a_remote_source_a_results_folder_names(
-        plain, tmp_path, listener, no_remote_filesystem, which):
-    """A shared folder whose manifest names a remote file (its host, its options): the report
-    cuts its close-ups from the drawn frames and says why, export --images writes no image and
-    says why, redraw refuses in one line naming --source; no connection is made, no remote
-    filesystem is started (none can then ignore SIGTERM in its retries)."""
+def test_redraw_never_opens_a_remote_source_a_results_folder_names(plain, listener, no_remote_filesystem, which):
+    """A shared folder whose manifest names a remote file (its host, its options): redraw refuses
+    in one line naming --source; no connection is made, no remote filesystem is started (none can
+    then sit in its retries, deaf to SIGTERM)."""
     uri = remote_uris(listener.port)[which]
     edit_manifest(plain, input__path=uri)
+    before = files_under(plain)
+    code, _, err = redraw(plain, "--threshold", "0.6")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"detect: error: {plain}: cannot redraw: its source file ")
+    assert err.endswith("is remote: a results folder never makes detect go online (name the file with --source)\n")
+    assert files_under(plain) == before
+    assert listener.connections == [] and no_remote_filesystem == []
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_report_and_export_never_open_a_remote_source_a_results_folder_names(
+        plain, tmp_path, listener, no_remote_filesystem, which):
+    """The report cuts its close-ups from the drawn frames and says why; export --images writes no
+    image and says why; no connection, no remote filesystem started."""
+    edit_manifest(plain, input__path=remote_uris(listener.port)[which])
     code, out, err = run_cli(["report", str(plain)])
     assert code == 0 and (plain / "report.html").is_file()
     assert "is remote: a results folder never makes detect go online (name the file with --source)" in err
@@ -203,12 +216,6 @@ def test_report_redraw_and_export_never_open_a_remote_source_a_results_folder_na
     assert code == 0 and (tmp_path / "coco" / "instances.json").is_file()
     assert f"{plain}: its input file " in err and "is remote: a results folder never makes detect go online" in err
     assert not any((tmp_path / "coco").rglob("*.jpg"))
-    before = pictures(plain)
-    code, _, err = redraw(plain, "--threshold", "0.6")
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"detect: error: {plain}: cannot redraw: its source file ")
-    assert err.endswith("is remote: a results folder never makes detect go online (name the file with --source)\n")
-    assert pictures(plain) == before and manifest_of(plain)["status"] == "complete"
     assert listener.connections == [] and no_remote_filesystem == []
 
 
@@ -280,7 +287,7 @@ def test_gif_refuses_a_linked_folder_of_pictures_from_outside(plain, tmp_path, r
 # Frames and evaluation judged alike; the score floor ---------------------------------------------
 
 def test_a_redraw_judges_its_frames_and_its_evaluation_with_the_runs_protocol_and_map(runs, judged):
-    code, _, err = run_cli(["redraw", str(judged), "--threshold", "0.6", "--quiet"])
+    code, _, err = run_cli(["redraw", str(judged), "--threshold", "0.6", "--quiet", "--no-report"])
     assert code == 0, err
     errors = manifest_of(judged)["settings"]["errors"]
     map_file = str(runs["judged"].parents[1] / MAP_FILE)
@@ -291,7 +298,7 @@ def test_a_redraw_judges_its_frames_and_its_evaluation_with_the_runs_protocol_an
 
 
 def test_a_protocol_asked_of_a_redraw_judges_both_the_frames_and_the_evaluation(plain):
-    code, _, err = run_cli(["redraw", str(plain), "--protocol", "waymo", "--quiet"])
+    code, _, err = run_cli(["redraw", str(plain), "--protocol", "waymo", "--quiet", "--no-report"])
     assert code == 0, err
     assert manifest_of(plain)["settings"]["errors"]["protocol"] == "waymo"
     assert json.loads((plain / "eval.json").read_text())["protocol"]["name"] == "waymo"
@@ -351,7 +358,7 @@ def test_paths_are_recorded_absolute_and_a_run_is_redrawn_from_any_folder(runs, 
     elsewhere.mkdir()
     (elsewhere / MAP_FILE).write_text(json.dumps({"bicycle": "CYCLIST"}))  # another file of that name here
     monkeypatch.chdir(elsewhere)
-    assert run_cli(["redraw", str(judged), "--threshold", "0.6", "--quiet"])[0] == 0
+    assert redraw(judged, "--threshold", "0.6") == (0, "", "")
     assert manifest_of(judged)["settings"]["errors"]["class_map"] == str(started / MAP_FILE)
     code, _, err = run_cli(["export", "coco", str(judged), "--images", "--out", "coco", "--quiet"])
     assert code == 0 and "not written" not in err and len(list(Path("coco").rglob("*.jpg"))) == 15
@@ -441,7 +448,7 @@ def test_any_value_in_any_settings_field_reads_back_or_is_one_record_error(runs,
 
 # Leftovers, an edited journal, `detect track` ------------------------------------------------------
 
-LEFTOVERS = [".FRONT.0123abcd.tmp.gif", ".mosaic.89abcdef.tmp.gif", ".FRONT.00ff00ff.tmp.mp4",
+LEFTOVERS = [".FRONT.0123abcd.tmp.gif", ".mosaic.89abcdef.tmp.gif", ".SIDE_LEFT.00ff00ff.tmp.mp4",
              "frames/FRONT/.1600000000000000.deadbeef.tmp.png", ".detect/mosaic/FRONT/.1600000000000000.0badf00d.tmp.jpg"]
 
 
