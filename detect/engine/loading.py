@@ -142,11 +142,12 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
 def loading_line(spec: ModelSpec) -> str:
     """The status line before `load_model`: TensorFlow's import, the load and the warm-up take
     5-10 s, a first run on OpenVINO converts the network too (3-10 s more), all before the first
-    image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it."""
+    image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it (an ONNX
+    file is read by OpenVINO as it is: nothing to convert)."""
     path = model_path(spec)
     source = formats.locate(path)
     line = f"loading {source.short_name or source.description} from {path}"
-    if spec.runtime != TENSORFLOW and spec.strategy == "none":
+    if spec.runtime != TENSORFLOW and spec.strategy == "none" and source.format != "onnx":
         plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
         if plan.runtime != TENSORFLOW and not plan.converted:
             line += f"; converting it for {title(plan.runtime)} (once, 3-10 s)"
