@@ -46,9 +46,8 @@ def letterbox(width: int, height: int, net_width: int, net_height: int) -> Place
     inner_w, inner_h = int(round(width * r)), int(round(height * r))
     dw, dh = (net_width - inner_w) / 2, (net_height - inner_h) / 2
     top, left = int(round(dh - 0.1)), int(round(dw - 0.1))
-    # ops.scale_boxes: the padding as it computes it, from the unrounded scaled size.
-    pad_x = round((net_width - width * r) / 2 - 0.1)
-    pad_y = round((net_height - height * r) / 2 - 0.1)
+    pad_x = round((net_width - round(width * r)) / 2 - 0.1)  # ops.scale_boxes, as it computes them
+    pad_y = round((net_height - round(height * r)) / 2 - 0.1)
     return Placement(width, height, net_width, net_height, r, r, pad_x, pad_y, inner_w, inner_h, top, left)
 
 

@@ -320,7 +320,7 @@ def _network_input(graph: OnnxGraph, opts: dict[str, object], *, fit: str, sourc
     sizes = extra[0].name if extra else None
     if said:
         source = f"{source}; {', '.join(sorted(said))} from {SIDECAR}"
-    elif image.dtype != "uint8":
+    elif image.dtype != "uint8" and source == "from the graph":
         source = f"{source}; RGB / 255, the convention of the exporters detect knows ({SIDECAR} onnx.input changes it)"
     return NetworkInput(image.name, image.dtype, order, batch, height, width, scale, mean, std, channels == "BGR", fit,
                         source, sizes)

@@ -76,7 +76,11 @@ class OnnxRuntime:
             raise
         except Exception as err:
             raise ModelError(f"model {self.path}: OpenVINO cannot run this ONNX graph: {openvino_message(err)}") from None
-        return _merge(results)
+        merged = _merge(results)
+        if len(merged["detection_scores"]) < count or len(merged["num_detections"]) < count:
+            raise ModelError(f"model {self.path}: the ONNX graph gave {len(merged['detection_scores'])} rows of outputs "
+                             f"for {count} images")
+        return merged
 
     def _one_by_one(self, network_input: np.ndarray, place: decode.Placement) -> list[dict[str, np.ndarray]]:
         """Each image its own request, `streams` of them in flight."""

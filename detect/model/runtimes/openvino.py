@@ -244,9 +244,14 @@ def _model_error(err: Exception) -> DetectError:
 def openvino_message(err: BaseException) -> str:
     """OpenVINO's first useful line: not `core.errors.first_line`, because its messages open with
     `Check '...' failed at src/...` and C++ trace lines before the reason, and can run for pages."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("Check ", "Traceback", "File "))]
+    lines = [line.strip().removeprefix("-- ").strip() for line in str(err).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(_OPENVINO_PREAMBLE)]
     return (useful or lines or [type(err).__name__])[0][:300]
+
+
+# The lines before the reason in OpenVINO's messages: where it was raised, and the frontend's headers.
+_OPENVINO_PREAMBLE = ("Check ", "Traceback", "File ", "Exception from ", "FrontEnd API failed",
+                      "Model wasn't fully converted", "Summary:")
 
 
 @dataclasses.dataclass(frozen=True)
