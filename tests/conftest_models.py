@@ -114,5 +114,5 @@ def tfjs_saved_model(head: Head, repo_model: Path, work: Path) -> Path:
         return repo_model
     convert = load_models_script("convert_tfjs")
     npm = load_models_script("npm_package")
-    key = conversion_key(npm.HUMAN_MODELS, str(npm.PINNED_INTEGRITY.get(npm.HUMAN_MODELS)), head.name)
-    return cached_conversion(head.name, key, lambda out: convert.from_package(npm.HUMAN_MODELS, head, out))
+    key = conversion_key(head.package, str(npm.PINNED_INTEGRITY.get(head.package)), head.name)
+    return cached_conversion(head.name, key, lambda out: convert.from_package(head.package, head, out))

@@ -38,7 +38,8 @@ def _zero_of(input_name: str, nodes: list, initializers: list, tag: str) -> str:
     return f"{tag}_0"
 
 
-def ultralytics_head(boxes: Sequence[tuple[float, float, float, float, int, float]], classes: int, anchors: int = 64) -> np.ndarray:
+def ultralytics_head(boxes: Sequence[tuple[float, float, float, float, int, float]], classes: int,
+                     anchors: int = 64) -> np.ndarray:
     """`[1, 4 + classes, anchors]`: each (cx, cy, w, h, class index, score) in an anchor of its own, the rest 0."""
     head = np.zeros((1, 4 + classes, anchors), np.float32)
     for k, (cx, cy, w, h, cls, score) in enumerate(boxes):
