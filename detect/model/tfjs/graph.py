@@ -79,7 +79,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
         raise ModelError(f"model {json_path} is not a TF.js graph model (expected format {GRAPH_MODEL_FORMAT!r} "
                          f"with modelTopology.node and weightsManifest)")
     try:
-        _bytes_as_base64(topology)
+        bytes_as_base64(topology)
         graph_def = json_format.ParseDict(topology, tf.compat.v1.GraphDef(), ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as err:
         raise ModelError(f"model {json_path}: modelTopology is not a GraphDef: {first_line(err)}") from None
@@ -111,7 +111,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
     return TfjsGraph(graph_def, inputs, outputs, tuple(files), split, meta)
 
 
-def _bytes_as_base64(topology: dict[str, Any]) -> None:
+def bytes_as_base64(topology: dict[str, Any]) -> None:
     """Older TF.js converters (coco-ssd's) write protobuf bytes (`AttrValue.s`, `ListValue.s`, a
     tensor's `stringVal`) as lists of byte values, not protobuf JSON's base64: rewritten in place."""
     def encoded(value: Any) -> Any:
