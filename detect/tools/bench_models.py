@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         detector = Detector(path, nms_iou=chosen.nms_iou, runtime=runtime or "auto", batch_size=args.batch_size)
         inputs = decoded_inputs(WAYMO_FRAME, parse_input_size(chosen.input_size))[0] * REPEATS
         detector_alone(detector, inputs)  # compiles each shape
+        if detector.runtime_note:
+            print(detector.runtime_note)
         runs[f"{entry} ({chosen.input_size}, {detector.runtime.name})"] = (detector, inputs)
     wall: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}
