@@ -18,6 +18,7 @@ from detect.core.boxes import box_iou
 from detect.model.tfjs import centernet, ssdlite
 
 SHOWN = 0.3
+pytestmark = pytest.mark.slow  # real models (their fixtures are asked for by name, so conftest cannot see them)
 
 
 @pytest.fixture(scope="module")
