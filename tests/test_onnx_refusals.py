@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,25 @@ def test_the_tensorflow_runtime_and_mirrored_strategy_are_refused(yolo, real_fra
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--model", str(yolo), "--runtime", "tensorflow", "--out", str(out)]) == 2
     assert without_status(capsys.readouterr().err) == f"detect: error: {err.value}\n"
+
+
+def test_ray_gpu_actors_run_an_onnx_model_on_openvino_and_other_models_on_tensorflow() -> None:
+    """GPU actors take TensorFlow when the runtime is auto, except for an ONNX model (OpenVINO only);
+    a runtime asked for by name is kept either way."""
+    from detect.engine.ray import actor_runtime
+    from detect.engine.spec import ModelSpec
+
+    assert actor_runtime(ModelSpec(path=Path("m/model.onnx")), gpus=True) == "auto"
+    assert actor_runtime(ModelSpec(path=Path("m/saved")), gpus=True) == "tensorflow"
+    assert actor_runtime(ModelSpec(path=None), gpus=True) == "tensorflow"
+    assert actor_runtime(ModelSpec(path=Path("m/saved")), gpus=False) == "auto"
+    assert actor_runtime(ModelSpec(path=Path("m/saved"), runtime="openvino"), gpus=True) == "openvino"
+
+
+def test_ray_gpu_actors_take_an_onnx_model_named_by_the_environment_to_openvino(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --model, $DETECT_MODEL names the model the actors load: an ONNX file there keeps auto."""
+    from detect.engine.ray import actor_runtime
+    from detect.engine.spec import ModelSpec
+
+    monkeypatch.setenv("DETECT_MODEL", "m/model.onnx")
+    assert actor_runtime(ModelSpec(path=None), gpus=True) == "auto"
