@@ -293,12 +293,13 @@ def test_a_table_that_is_a_link_is_refused_naming_it(tmp_path):
 # --- an edited journal -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("pattern", "edited"), [
-    (r'"k":\[\d+', f'"k":[{10**30}'), (r'"t":\d+', f'"t":{2**70}'), (r'"t":\d+', '"t":1.5'), (r'"c":\d+', '"c":9'),
+    (r'"k":\[\d+', f'"k":[{10**30}'), (r'"k":\[\d+', '"k":[-5'), (r'"t":\d+', f'"t":{2**70}'), (r'"t":\d+', '"t":1.5'),
+    (r'"c":\d+', '"c":9'),
     (r'"w":\d+', '"w":1e400'), (r'"h":\d+', '"h":"64"'),
 ])
 def test_an_entry_edited_past_reading_ends_the_journal_for_every_reader(tmp_path, pattern, edited):
-    """A resumed run does that image and the ones after it again; eval, redraw and the report read
-    the folder as one without a journal, whichever entry it is."""
+    """A resumed run does that image and the ones after it again; eval and the report read the
+    folder as one without a journal, whichever entry it is (redraw refuses it, naming the byte)."""
     from detect.core.records import Detections, FrameResult
     from detect.sinks import journal
     from detect.sinks.results_folder import finished_frames

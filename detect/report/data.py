@@ -26,6 +26,7 @@ from detect.sinks.results_tables import (
     read_table,
     segment_budget,
 )
+from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
@@ -45,6 +46,7 @@ class SegmentData:
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
     # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
     notes: list[str] = dataclasses.field(default_factory=list)
+    sources: NamedSources = NamedSources()  # segment files the user named: its camera images are read from there
 
     @property
     def name(self) -> str:
@@ -146,8 +148,9 @@ def drawn_count(directory: Path, manifest: Manifest) -> int | None:
     return int((scores >= manifest.threshold).sum())
 
 
-def load(directory: Path) -> SegmentData:
-    """A segment's outputs; a directory without a manifest is refused with one line."""
+def load(directory: Path, sources: NamedSources = NamedSources()) -> SegmentData:
+    """A segment's outputs; a directory without a manifest is refused with one line. `sources`: the
+    segment files the user named (the close-ups are cut from their images)."""
     manifest = read_manifest(directory)
     name = manifest.segment_context_name
     notes: list[str] = []
@@ -158,7 +161,7 @@ def load(directory: Path) -> SegmentData:
              zip(shown["camera"], shown["timestamp"], strict=True) if str(c) in CameraName.__members__]
     images = processed_images(directory, name, table)
     return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
-                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), notes)
+                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), notes, sources=sources)
 
 
 def _detections(path: Path, budget: RowBudget, notes: list[str] | None = None) -> pd.DataFrame:

@@ -20,6 +20,8 @@ from detect.core.errors import OutputError, first_line
 from detect.core.files import JSON_LIMIT, UnreadableFileError, open_regular, read_regular
 from detect.core.records import Detections, FrameKey, FrameResult
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1
 STATE_DIR = ".detect"
 JOURNAL = "journal.jsonl"
 SETTINGS = "settings.json"
@@ -48,20 +50,21 @@ def encode(result: FrameResult) -> str:
     )
 
 
-INT32, INT64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
-
-
 def decode(line: str, segment: str) -> FrameResult:
-    """One journal line as the frame it records; ValueError, KeyError or TypeError when it is not
-    one (torn by a kill, or edited: a number that does not fit its column, a camera Waymo does not have)."""
+    """One journal line as the frame it records; ValueError (or KeyError, TypeError) for a line no
+    run wrote (torn by a kill, or edited: a number that does not fit its column, a class id below 0,
+    a camera Waymo does not have)."""
     data = json.loads(line)
     arrays = (np.asarray(data["b"], np.float32).reshape(-1, 4), np.asarray(data["s"], np.float32),
-              np.asarray([_whole(v, INT32, "class id") for v in data["k"]], np.int32))
+              np.asarray([_whole(c, (0, INT32_MAX), "class id") for c in data["k"]], np.int32))
     for array in arrays:
         array.flags.writeable = False  # `load` hands the same frames to every reader of an unchanged file
     detections = Detections(*arrays, tuple(data["l"]), invalid=int(data.get("x", 0)))
-    key = FrameKey(segment, _whole(data["t"], INT64, "timestamp"), CameraName(_whole(data["c"], INT32, "camera")))
-    return FrameResult(key, _whole(data["w"], INT32, "width"), _whole(data["h"], INT32, "height"), detections)
+    # an edited line: no Waymo key (int64) holds a timestamp past int64
+    key = FrameKey(segment, _whole(data["t"], (INT64_MIN, INT64_MAX), "timestamp"),
+                   CameraName(_whole(data["c"], (0, INT32_MAX), "camera")))
+    return FrameResult(key, _whole(data["w"], (0, INT32_MAX), "width"), _whole(data["h"], (0, INT32_MAX), "height"),
+                       detections)
 
 
 def _whole(value: object, bounds: tuple[int, int], what: str) -> int:
@@ -70,7 +73,7 @@ def _whole(value: object, bounds: tuple[int, int], what: str) -> int:
         raise TypeError(f"{what} {value!r} is not a number")
     number = int(value)  # OverflowError for infinity, ValueError for NaN
     if number != value or not bounds[0] <= number <= bounds[1]:
-        raise ValueError(f"{what} {value!r} does not fit its column")
+        raise ValueError(f"{what} {value!r} is outside {bounds[0]} to {bounds[1]}")
     return number
 
 
