@@ -8,6 +8,7 @@ import pytest
 
 from detect.core.matching import PROTOCOLS
 from detect.core.records import Detections, Labels, WaymoType
+from detect.core.track_numbers import camera_track_number, camera_track_numbers
 from detect.judge import ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.chips import chip_height, chip_width
@@ -47,6 +48,20 @@ def test_a_tracked_box_chip_starts_with_its_id_and_the_frame_carries_the_track_l
     np.testing.assert_array_equal(drawn, expected)
     untracked = draw_detections(blank(), d, style)
     assert not np.array_equal(untracked, drawn)
+
+
+def test_a_cameras_tracks_are_shown_as_1_2_3_though_their_ids_step_by_the_cameras():
+    """FRONT_RIGHT (3) takes ids 3, 8, 13 so that an id is unique in the segment; its chips and trails
+    say #1, #2, #3. An id outside the camera's sequence is shown as it is; -1 stays untracked."""
+    trail = np.array([[10.0, 20.0], [12.0, 22.0]])
+    numbered = FrameTracks.numbered(np.array([3, 8, -1, 13, 4]), {8: trail, 13: trail}, 3)
+    assert numbered.track_ids.tolist() == [1, 2, -1, 3, 4] and set(numbered.trails) == {2, 3}
+    assert camera_track_numbers(np.array([1, 6, 11, 2]), 1).tolist() == [1, 2, 3, 2]
+    assert [camera_track_number(i, 5) for i in (5, 10, 15, 7)] == [1, 2, 3, 7]
+    d = dets([[100, 100, 300, 200]], [0.875], [3])
+    drawn = draw_detections(blank(), d, DrawStyle(threshold=0.5), tracks=FrameTracks.numbered(np.array([13]), {}, 3))
+    expected = draw_detections(blank(), d, DrawStyle(threshold=0.5), tracks=FrameTracks(np.array([3])))
+    np.testing.assert_array_equal(drawn, expected)
 
 
 def test_the_track_legend_sits_in_the_top_right_corner():

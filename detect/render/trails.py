@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from detect.core.track_numbers import camera_track_number, camera_track_numbers
 from detect.render.chips import RGB
 
-# The legend line of a tracked segment's frames (both drawing modes).
-TRACK_LEGEND = "#N: track id, line: last second"
+# The legend line of a tracked segment's frames (both drawing modes): a camera's tracks are numbered
+# 1, 2, 3 in the order they began (the tables keep the segment's ids, `detect.core.track_numbers`).
+TRACK_LEGEND = "#N: the camera's Nth track, line: last second"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -40,6 +42,12 @@ class FrameTracks:
         """The trails of the drawn boxes' tracks (`ids`, one per drawn box) and each one's color."""
         chosen = {i: c for i, c in zip(ids, colors, strict=True) if i is not None and i in self.trails}
         return {i: self.trails[i] for i in chosen}, chosen
+
+    @classmethod
+    def numbered(cls, track_ids: np.ndarray, trails: Mapping[int, np.ndarray], camera: int) -> FrameTracks:
+        """One image's tracks with the numbers the pictures show: its camera's tracks 1, 2, 3, ...
+        (`track_ids` and `trails` keyed by the segment's ids, as the tracker gives them)."""
+        return cls(camera_track_numbers(track_ids, camera), {camera_track_number(i, camera): p for i, p in trails.items()})
 
 
 def paint_trails(canvas: np.ndarray, trails: Mapping[int, np.ndarray], colors: Mapping[int, RGB], line_width: int) -> None:
