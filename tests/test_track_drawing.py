@@ -20,7 +20,7 @@ from detect.render.draw import (
     legend_font_size,
     paint_track_legend,
 )
-from detect.render.trails import TRACK_LEGEND, FrameTracks
+from detect.render.trails import TRACK_LEGEND, FrameTracks, trail_rects
 from detect.render.verdicts import COLORS, FALSE_ALARM, HIT, draw_errors, judge, paint_error_legend
 from detect.track.trail_history import Trails
 
@@ -92,7 +92,9 @@ def test_a_trail_runs_behind_a_tracked_box_through_its_last_bottom_centres_fadin
     plain = draw_detections(blank(), d, style, tracks=FrameTracks(tracks.track_ids))  # the same without trails
     trail = np.any(drawn != plain, axis=2)
     ys, xs = np.nonzero(trail)
-    assert xs.min() == 129 and xs.max() == 251 and set(ys) <= set(range(298, 302))  # on its path (2-4 px thick)
+    # on its path, 4-8 px thick (its dark edge shows where it crosses the box's bottom line: the trail
+    # is drawn over the boxes' lines, which would hide a trail along them)
+    assert xs.min() == 130 and xs.max() == 250 and set(ys) == set(range(295, 305))
     car = np.array(style.palette[3], np.float64)
     newest, oldest = drawn[300, 200].astype(np.float64), drawn[300, 140].astype(np.float64)
     np.testing.assert_array_equal(newest, car)  # the newest segment in full color
@@ -130,3 +132,17 @@ def test_frame_tracks_check_their_shape_and_length():
         FrameTracks(np.array([[1, 2]]))
     with pytest.raises(ValueError, match=r"^expected one track id per box \(3\), got 2$"):
         draw_detections(blank(), dets([[0, 0, 9, 9]] * 3, [0.9] * 3, [3] * 3), tracks=FrameTracks(np.array([1, 2])))
+
+
+def test_no_chip_covers_a_trail():
+    """A small box at the image's top gets its chip below it, unless its trail runs there."""
+    box = np.array([[100, 0, 110, 12]], np.float64)
+    alone = draw_boxes(blank(), box, [".83"], [(86, 180, 233)], font_size=12, line_width=2)
+    trail = {7: np.array([[105.0, 60.0], [105.0, 12.0]])}
+    tracked = draw_boxes(blank(), box, [".83"], [(86, 180, 233)], font_size=12, line_width=2,
+                         trails=(trail, {7: (86, 180, 233)}))
+    [before], [after] = alone.chips, tracked.chips
+    assert (before.x, before.y) == (100, 13)
+    x0, y0, x1, y1 = after.rect
+    assert (after.x, after.y) != (100, 13)
+    assert all(x1 <= a or b <= x0 or y1 <= c or d <= y0 for a, c, b, d in trail_rects(trail, 2))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from PIL import Image
@@ -12,7 +12,7 @@ from detect.core.errors import UsageError
 from detect.core.records import Detections
 from detect.render.chip_layout import Chip, Rect, frame_font_size, lay_out_chips
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails, trail_rects
 
 # A fixed, high-contrast palette (Tableau 20 reordered so neighbouring COCO ids differ strongly).
 # A class keeps its color across frames, cameras and runs: color = palette[class_id % len].
@@ -195,12 +195,10 @@ def draw_detections(
         canvas = to_array(image)
     chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
     height, width = canvas.shape[:2]
-    if tracks is not None:  # under the boxes and chips
-        paint_trails(canvas, *tracks.trails_of(ids, colors), style.line_width or scaled_line_width(width, height))
     reserved = [r for r in (track_legend_rect(width, height) if tracks is not None else None,
                             watermark_rect(width, height, style)) if r is not None]
     draw_boxes(canvas, chosen.xyxy, texts, colors, line_width=style.line_width, font_size=style.font_size,
-               dashed=style.dashed, reserved=reserved)
+               dashed=style.dashed, reserved=reserved, trails=tracks.trails_of(ids, colors) if tracks is not None else None)
     if tracks is not None:
         paint_track_legend(canvas)
     paint_watermark(canvas, style)
@@ -275,6 +273,7 @@ def draw_boxes(
     chip_order: Sequence[int] | None = None,
     optional: Sequence[bool] | None = None,
     reserved: Sequence[Rect] = (),
+    trails: tuple[Mapping[int, np.ndarray], Mapping[int, RGB]] | None = None,
 ) -> PlacedChips:
     """Draw pixel `xyxy` boxes with their chips onto `canvas` (uint8 `(H, W, 3)`) in place;
     returns the chips drawn and how many were left out.
@@ -287,7 +286,9 @@ def draw_boxes(
     the boxes' order), never on `reserved` rectangles (a legend); a chip with no room is left out.
     `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
     solid, as `dashed` says), `widths` its own line width; `optional` marks boxes whose chip the
-    picture can do without (missed labels: a far or narrow one is its dotted box alone).
+    picture can do without (missed labels: a far or narrow one is its dotted box alone). `trails`:
+    tracks' trail points and colors (`detect.render.trails.paint_trails`), over the boxes' lines
+    (a trail along a box's bottom edge would hide under it); no chip covers them.
     """
     if not isinstance(canvas, np.ndarray) or canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
         raise ValueError("canvas must be a uint8 numpy array of shape (H, W, 3)")
@@ -311,7 +312,11 @@ def draw_boxes(
         box = clipped[i]
         if box is not None:
             paint_outline(canvas, box, colors[i], widths[i] if widths is not None else lw, styles[i])
+    if trails is not None:
+        paint_trails(canvas, *trails, lw)
     variants = [(t,) if isinstance(t, str) else tuple(t or ()) for t in texts]
+    if trails is not None:
+        reserved = [*reserved, *trail_rects(trails[0], lw)]
     chips = lay_out_chips(clipped, variants, size, width, height, order=chip_order, inset=lw, reserved=reserved,
                           optional=optional)
     lead = max(1, lw // 2)

@@ -21,7 +21,7 @@ from detect.core.records import Detections
 from detect.render.chip_layout import font_size_for
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip
 from detect.render.draw import WATERMARK_COLOR, DrawStyle, chosen_boxes, draw_boxes
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.trails import TRACK_LEGEND, FrameTracks
 from detect.render.verdicts import COLORS, LINES, MISSED, OTHER, Judged, LegendEntry
 
 # The report page's content width: the mosaic is shown this wide (the README's copy, ~880 px, a
@@ -135,13 +135,12 @@ def draw_mosaic_tile(tile: np.ndarray, boxes: TileBoxes, scale: tuple[float, flo
     lw = tile_line_width(width)
     sx, sy = scale
     xyxy = boxes.xyxy * np.array([sx, sy, sx, sy])
-    if boxes.trails:
-        paint_trails(tile, {i: np.asarray(p, np.float64) * (sx, sy) for i, p in boxes.trails.items()},
-                     boxes.trail_colors, lw)
     widths = [max(1, lw // 2) if thin else lw for thin in boxes.thin]
     reserved = [(0, height - chip_height(size), chip_width(watermark, size), height)] if watermark else []
     placed = draw_boxes(tile, xyxy, boxes.texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
-                        widths=widths, optional=boxes.optional, reserved=reserved)
+                        widths=widths, optional=boxes.optional, reserved=reserved,
+                        trails=({i: np.asarray(p, np.float64) * (sx, sy) for i, p in boxes.trails.items()},
+                                boxes.trail_colors) if boxes.trails else None)
     if watermark:
         paint_chip(tile, (0, height, 0, height), watermark, WATERMARK_COLOR, size)
     return MosaicTile(Image.fromarray(tile, mode="RGB"), boxes.legend, placed.left_out, placed.rects)

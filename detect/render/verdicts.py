@@ -39,7 +39,7 @@ from detect.render.draw import (
     scaled_line_width,
     short_chip_text,
 )
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.trails import TRACK_LEGEND, FrameTracks
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
@@ -129,16 +129,15 @@ def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = 
     height, width = canvas.shape[:2]
     lw = line_width or scaled_line_width(width, height)
     widths = [max(1, lw // 2) if s == OTHER else lw for s in judged.states]
-    if judged.trails:  # under the boxes, each in its box's state color
-        ids = judged.track_ids or ()
-        colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
-        paint_trails(canvas, judged.trails, colors, lw)
     legend = judged_legend(judged)
     reserved = error_legend_rect(width, height, legend)
     # Missed labels under the detections: drawn first, listed last (draw_boxes puts the first on top).
+    ids = judged.track_ids if judged.track_ids is not None else (None,) * len(judged.states)
+    trail_colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
     placed = draw_boxes(canvas, judged.xyxy, judged.chip_texts(), [COLORS[s] for s in judged.states], line_width=lw,
                         lines=[LINES[s] for s in judged.states], widths=widths,
-                        optional=[s == MISSED for s in judged.states], reserved=[reserved] if reserved is not None else [])
+                        optional=[s == MISSED for s in judged.states], reserved=[reserved] if reserved is not None else [],
+                        trails=(judged.trails, trail_colors) if judged.trails else None)
     paint_error_legend(canvas, [OTHER] if OTHER in judged.states else [], judged.left_out, tracked=judged.tracked)
     return placed
 
