@@ -4,8 +4,8 @@ the camera animations shrunk from them, the mosaic's tiles).
 A chip is drawn at the smallest size that reads where the picture is shown (text at least
 `MIN_TEXT_SHOWN_PX` tall there; a frame is read in its 640-wide animation) and says as much as its
 box can carry: the long text (`#17 person 0.83`) where the chip is no wider than the box and the
-chips placed so far, with it, cover at most `LONG_TEXT_COVER` of the picture, else the short one
-(`#17 .83`).
+chips placed so far, with it, cover at most `LONG_TEXT_COVER` of the picture, else the first of the
+shorter ones with a free spot (`#17 .83`; `car .83`, then `.83`).
 A chip the picture can do without (a missed label's: its dotted box says it) is a long text: drawn
 only on a box two chips tall and as wide as it, within the same share. A chip goes at the first free spot next to its box
 (above, just inside, below, beside; a row further off with a leader line as a last resort), and
@@ -126,14 +126,14 @@ def lay_out_chips(boxes: Sequence[tuple[int, int, int, int] | None], texts: Sequ
         spare = optional is not None and optional[i]
         if spare and box_heights[k] < 2 * chip_h or chip_h > height:
             continue
-        last = len(variants) - 1
         for v, text in enumerate(variants):
             text_w = chip_width(text, size)
-            if text_w <= width and (text_w <= LONG_TEXT_WIDTH * box_widths[k] or v == last and not spare):
+            is_long = spare or v == 0 and len(variants) > 1  # a shorter text says the same in fewer words
+            if text_w <= width and (text_w <= LONG_TEXT_WIDTH * box_widths[k] or not is_long):
                 rows.append(k)
                 options.append(text)
                 widths.append(text_w)
-                long.append(v < last or spare)
+                long.append(is_long)
     if not rows:
         return out
     row = np.array(rows, np.intp)
