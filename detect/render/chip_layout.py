@@ -98,13 +98,13 @@ def frame_font_size(width: int) -> int:
 
 
 def lay_out_chips(boxes: Sequence[tuple[int, int, int, int] | None], texts: Sequence[Sequence[str]], size: int,
-                  width: int, height: int, *, order: Sequence[int] | None = None, inset: int = 1,
+                  width: int, height: int, *, inset: int = 1,
                   reserved: Sequence[Rect] = (), optional: Sequence[bool] | None = None) -> list[Chip | None]:
     """Each box's chip (None: none), for `boxes` (inclusive pixel bounds; None: not drawn) and
     their `texts` (each box's chip texts, longest first; empty: no chip) at text `size`, on a
-    `width` x `height` picture. `order`: the boxes in priority order (default: as given); `inset`:
-    the boxes' line width (a chip may cross another box's outline); `reserved`: rectangles no chip
-    may cover (the legend); `optional`: boxes whose chip the picture can do without (missed labels)."""
+    `width` x `height` picture, the first box's chip first. `inset`: the boxes' line width (a chip
+    may cross another box's outline); `reserved`: rectangles no chip may cover (the legend);
+    `optional`: boxes whose chip the picture can do without (missed labels)."""
     n = len(boxes)
     if len(texts) != n or optional is not None and len(optional) != n:
         raise ValueError(f"expected one entry of texts (and optional) per box ({n}), got {len(texts)}")
@@ -153,11 +153,10 @@ def lay_out_chips(boxes: Sequence[tuple[int, int, int, int] | None], texts: Sequ
     options_of: dict[int, list[int]] = {}
     for j, k in enumerate(rows):
         options_of.setdefault(k, []).append(j)
-    position = {i: p for p, i in enumerate(order if order is not None else range(n))}
     taken = _mask(height, width)  # the chips placed so far: a slice says whether a spot is free
     covered, long_cover = 0, LONG_TEXT_COVER * width * height
     try:
-        for k in sorted(options_of, key=lambda k: position.get(drawn[k], n + k)):
+        for k in options_of:  # the boxes in their order: the first one's chip gets the best spot
             for j in options_of[k]:
                 if long[j] and covered + widths[j] * chip_h > long_cover:
                     continue

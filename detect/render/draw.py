@@ -270,7 +270,6 @@ def draw_boxes(
     dashed: bool = False,
     lines: Sequence[str] | None = None,
     widths: Sequence[int] | None = None,
-    chip_order: Sequence[int] | None = None,
     optional: Sequence[bool] | None = None,
     reserved: Sequence[Rect] = (),
     trails: tuple[Mapping[int, np.ndarray], Mapping[int, RGB]] | None = None,
@@ -282,8 +281,8 @@ def draw_boxes(
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
     fully outside, non-finite or empty after clipping draw nothing. The first box ends up on top.
     `texts` gives each box its chip: a text, its texts longest first (`chip_texts`), or None.
-    Chips go where `detect.render.chip_layout.lay_out_chips` puts them, in `chip_order` (default:
-    the boxes' order), never on `reserved` rectangles (a legend); a chip with no room is left out.
+    Chips go where `detect.render.chip_layout.lay_out_chips` puts them, the first box's chip first,
+    never on `reserved` rectangles (a legend); a chip with no room is left out.
     `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
     solid, as `dashed` says), `widths` its own line width; `optional` marks boxes whose chip the
     picture can do without (missed labels: a far or narrow one is its dotted box alone). `trails`:
@@ -298,7 +297,7 @@ def draw_boxes(
             f"xyxy, texts and colors must have one entry per box, "
             f"got {len(xyxy)}, {len(texts)} and {len(colors)}"
         )
-    for name, given in (("lines", lines), ("widths", widths), ("optional", optional), ("chip_order", chip_order)):
+    for name, given in (("lines", lines), ("widths", widths), ("optional", optional)):
         if given is not None and len(given) != len(xyxy):
             raise ValueError(f"{name} must have one entry per box ({len(xyxy)})")
     height, width = canvas.shape[:2]
@@ -317,7 +316,7 @@ def draw_boxes(
     variants = [(t,) if isinstance(t, str) else tuple(t or ()) for t in texts]
     if trails is not None:
         reserved = [*reserved, *trail_rects(trails[0], lw)]
-    chips = lay_out_chips(clipped, variants, size, width, height, order=chip_order, inset=lw, reserved=reserved,
+    chips = lay_out_chips(clipped, variants, size, width, height, inset=lw, reserved=reserved,
                           optional=optional)
     lead = max(1, lw // 2)
     for chip, color in zip(chips, colors, strict=True):
