@@ -33,6 +33,7 @@ from PIL import Image
 
 from detect.cli import main
 from detect.core.errors import InputError
+from detect.report import gallery
 from detect.sinks.results_tables import MIN_ROWS, ROWS_PER_IMAGE
 
 
@@ -64,6 +65,10 @@ def test_track_ids_written_as_floats_with_nan_for_none_read_as_the_integer_colum
         assert (code, err) == (0, "")
     assert tracking(floats) == tracking(integers) and tracking(floats)["PEDESTRIAN"]["label_boxes"] == 6
     assert tracking(floats)["PEDESTRIAN"]["tracked_boxes"] == 5
+    tracked = gallery.TrackIds.read(floats)  # the galleries' reader of the same column
+    assert tracked is not None and tracked.of({"key.segment_context_name": "seg_eval", **dict(zip(
+        ("key.frame_timestamp_micros", "key.camera_name", "xmin", "ymin", "xmax", "ymax"),
+        (key(3).frame_timestamp_micros, 1, 130.0, 100.0, 230.0, 300.0), strict=True))}) == ("seg_eval", 1, 1)
     with_frames(floats, [key(i) for i in range(6)])
     code, err = run("report", str(floats))
     assert (code, err) == (0, "")
@@ -89,6 +94,7 @@ def test_track_ids_that_are_not_whole_numbers_are_left_out_with_a_note_by_every_
     code, err = run("report", str(segment))
     assert (code, err) == (0, note + "\n")
     assert ">Tracks</h2>" not in (segment / "report.html").read_text()
+    assert gallery.TrackIds.read(segment) is None
     code, err = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp"), "--quiet")
     assert code == 0 and f"detect: note: B: {note.removeprefix('detect: note: ')}" in err
     assert "B has no track ids" in err

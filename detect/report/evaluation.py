@@ -55,7 +55,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
     if matches is not None and assets is not None and report.threshold is not None:
-        chosen = gallery.select(matches, report.threshold)
+        chosen = gallery.select(matches, report.threshold, track_ids=gallery.TrackIds.read(directory))
         parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen, sources), notes))
     return "".join(parts)
 

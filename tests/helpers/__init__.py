@@ -1,1 +1,2 @@
-"""Helpers shared by test modules (no test module imports another)."""
+"""Helpers the tests share (crafted scenes, results folders, the command's output, peak memory); no test
+module imports another."""
