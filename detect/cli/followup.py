@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 from detect.core.errors import InputError
 from detect.core.matching import PROTOCOLS
 from detect.core.names import counted
+from detect.core.records import WaymoType
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
+from detect.sinks.manifest import MANIFEST_FILE
 
 if TYPE_CHECKING:
     from detect.evaluate.commands import EvalResult
+    from detect.evaluate.metrics import Evaluation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,9 +29,11 @@ class FollowUp:
 
 
 def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
-              pooled: bool, status: Callable[[str], None] = lambda text: None) -> FollowUp:
+              pooled: bool, status: Callable[[str], None] = lambda text: None,
+              summary: Callable[[EvalResult], list[str]] | None = None) -> FollowUp:
     """`detect eval` on `results` when a segment there has labels, then `detect report`; `status`
-    says which of the two is under way (each takes seconds).
+    says which of the two is under way (each takes seconds); `summary` picks the evaluation's lines
+    to print (default: `evaluation_lines`).
 
     The evaluation and the report (matplotlib, pandas: ~0.7 s to import) load when they are
     first needed, so a command starts its own work first, and `detect redraw` imports them in
@@ -45,21 +50,50 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
             notes.append(f"not evaluated: {err}")
         else:
             notes += result.notes
-            lines += evaluation_lines(result)
+            lines += (summary or evaluation_lines)(result)
     if report:
         status("writing the report")
-        from detect.report.build import build_reports
-        from detect.report.pages import INDEX_FILE, REPORT_FILE
-
-        try:
-            written = build_reports(results)
-        except InputError as err:
-            notes.append(f"no report: {err}")
-        else:
-            notes += written.notes
-            page = results / (INDEX_FILE if pooled else REPORT_FILE)
-            lines.append(f"report: {page}" if page.is_file() else f"reports: {len(written.written)} page(s) under {results}")
+        written = write_pages(results, pooled)
+        lines += written.lines
+        notes += written.notes
     return FollowUp(lines, notes)
+
+
+def write_pages(results: Path, pooled: bool) -> FollowUp:
+    """`detect report` on `results`: the line naming its page, or a note saying why there is none."""
+    from detect.report.build import build_reports
+    from detect.report.pages import INDEX_FILE, REPORT_FILE
+
+    try:
+        written = build_reports(results)
+    except InputError as err:
+        return FollowUp([], [f"no report: {err}"])
+    page = results / (INDEX_FILE if pooled else REPORT_FILE)
+    line = f"report: {page}" if page.is_file() else f"reports: {len(written.written)} page(s) under {results}"
+    return FollowUp([line], written.notes)
+
+
+def refresh_pages(results: Path, status: Callable[[str], None] = lambda text: None) -> FollowUp:
+    """After `detect eval` or `detect track` changed what the pages show: the report pages that
+    exist written again, so that none is older than the eval.json it shows (those of `results`;
+    for a segment's folder in a run's, the run's too: its index shows the segment's AP); nothing
+    when there are none. A page whose sources did not change is kept (the report is incremental)."""
+    from detect.report.pages import INDEX_FILE, REPORT_FILE
+
+    segment = (results / MANIFEST_FILE).is_file()
+    if segment and (results.parent / INDEX_FILE).is_file():
+        folder, pooled = results.parent, True
+    elif segment and (results / REPORT_FILE).is_file():
+        folder, pooled = results, False
+    elif not segment and ((results / INDEX_FILE).is_file() or any(results.glob(f"*/{REPORT_FILE}"))):
+        folder, pooled = results, True
+    else:
+        return FollowUp([], [])
+    status(f"writing the report pages of {folder}")
+    written = write_pages(folder, pooled)
+    if segment and written.lines:  # the segment's own page, which the run's index links
+        return FollowUp([f"report: {results / REPORT_FILE}"], written.notes)
+    return written
 
 
 def load_report_code() -> None:
@@ -80,7 +114,18 @@ def evaluation_lines(result: EvalResult) -> list[str]:
                        f"{r.labels - r.true_positives} missed" for r in rows)
     return [f"AP50 / AP70/50 (COCO / Waymo, LEVEL_2): {per_type}",
             f"at threshold {evaluation.threshold:g} ({evaluation.protocol.describe()}): {counts}",
-            *best_threshold_lines(evaluation)]
+            *best_threshold_lines(evaluation), *tracking_line(evaluation)]
+
+
+def tracking_line(evaluation: Evaluation) -> list[str]:
+    """The track ids against the labels' object ids, per type, in one line (none when the run was
+    not tracked or its labels carry no object ids)."""
+    scores = evaluation.tracking
+    ious = {s.iou for s in scores.values()}
+    one_iou = len(ious) == 1  # the Waymo protocol asks 0.7 of vehicles, 0.5 of the others
+    per_type = ", ".join(f"{WaymoType(t).name} {s.hota:.3f} / {s.mota:.3f} / {s.idf1:.3f}"
+                         + ("" if one_iou else f" (IoU {s.iou:g})") for t, s in scores.items())
+    return [f"tracking HOTA / MOTA / IDF1{f' (IoU {min(ious):g})' if one_iou else ''}: {per_type}"] if scores else []
 
 
 def _has_labels(results: Path, pooled: bool) -> bool:
