@@ -142,3 +142,31 @@ def test_the_loading_line_says_when_the_first_run_converts_the_model(stub_dynami
     plan = CpuPlan("openvino", version="2026.4.1", converted=(object(),))  # converted before: nothing to say
     assert loading_line(spec).endswith(f"from {stub_dynamic_dir}")
     assert loading_line(ModelSpec(path=stub_dynamic_dir, runtime="tensorflow")).endswith(f"from {stub_dynamic_dir}")
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["segment", "x", "--threshold", "30"], "detect segment: error: argument --threshold: must be between 0 and 1, got 30"),
+    (["segment", "x", "--treshold", "0.3"],
+     "detect segment: error: unrecognized arguments: --treshold 0.3; did you mean --threshold?"),
+    (["run", "x", "--max-frmes=3"], "detect run: error: unrecognized arguments: --max-frmes=3; did you mean --max-frames?"),
+    (["eval", "x", "--zzz"], "detect eval: error: unrecognized arguments: --zzz"),
+    (["segmnet", "x"], "detect: error: argument COMMAND: invalid choice: 'segmnet'; did you mean 'segment'?"),
+    (["segment", "x", "--frame-format", "gif"],
+     "detect segment: error: argument --frame-format: invalid choice: 'gif' (choose from 'png', 'jpg')"),
+    (["segment"], "detect segment: error: the following arguments are required: PATH (`detect segment --help` shows "
+                  "its usage)"),
+])
+def test_a_flag_error_is_one_line_naming_the_flag_meant_without_the_usage(args, line):
+    """What is wrong, and the flag or command meant when one is close: not the 18 lines of usage
+    argparse prints before it (`--help` prints them)."""
+    out, err = io.StringIO(), io.StringIO()
+    assert main(args, stdout=out, stderr=err) == 2
+    assert (out.getvalue(), err.getvalue()) == ("", line + "\n")
+
+
+def test_jpeg_names_the_jpg_frame_format(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    args = ["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--quiet",
+            "--no-eval", "--no-report", "--no-gif", "--cameras", "FRONT", "--frame-format", "jpeg"]
+    assert main(args) == 0
+    frames = sorted(p.name for p in (tmp_path / TINY_SEGMENT / "frames" / "FRONT").iterdir())
+    assert len(frames) == 3 and all(name.endswith(".jpg") for name in frames)
