@@ -128,6 +128,19 @@ def test_a_tracked_segment_with_labels_prints_its_tracking_scores(tiny_v2_path, 
     assert out[-2:] == wrap(tracking_line(tmp_path / TINY_SEGMENT))
 
 
+def test_a_run_prints_its_tracking_line_and_detect_track_leaves_no_page_older_than_an_eval_json(
+        tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["run", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(run), "--no-gif",
+                 "--no-png"]) == 0
+    assert wrap(tracking_line(run)) == capsys.readouterr().out.splitlines()[-3:-1]  # then the report's line
+    assert main(["track", str(run), "--lost-seconds", "0.1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-3:] == [*wrap(tracking_line(run)), f"report: {relative(str(run))}/index.html"]
+    pages = [run / "index.html", run / TINY_SEGMENT / "report.html"]
+    evaluations = [run / "eval.json", run / TINY_SEGMENT / "eval.json"]
+    assert min(p.stat().st_mtime_ns for p in pages) >= max(e.stat().st_mtime_ns for e in evaluations)
+
+
 def test_detect_eval_writes_the_existing_pages_again_and_no_other(tracked, capsys):
     assert main(["eval", str(tracked), "--quiet"]) == 0
     assert not (tracked / "report.html").exists()  # no page before: none written
@@ -136,6 +149,10 @@ def test_detect_eval_writes_the_existing_pages_again_and_no_other(tracked, capsy
     assert main(["eval", str(tracked)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"report: {relative(str(tracked))}/report.html"
     assert (tracked / "report.html").stat().st_mtime_ns >= (tracked / "eval.json").stat().st_mtime_ns
+    assert main(["eval", str(tracked.parent)]) == 0  # the folder `detect segment --out` wrote into
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {relative(str(tracked))}/report.html"
+    assert (tracked / "report.html").stat().st_mtime_ns >= (tracked / "eval.json").stat().st_mtime_ns
+    assert not (tracked.parent / "index.html").exists()  # no page added
 
 
 def test_detect_track_adds_the_column_to_a_table_written_before_tracking(tracked):

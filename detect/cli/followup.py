@@ -75,25 +75,32 @@ def write_pages(results: Path, pooled: bool) -> FollowUp:
 
 def refresh_pages(results: Path, status: Callable[[str], None] = lambda text: None) -> FollowUp:
     """After `detect eval` or `detect track` changed what the pages show: the report pages that
-    exist written again, so that none is older than the eval.json it shows (those of `results`;
-    for a segment's folder in a run's, the run's too: its index shows the segment's AP); nothing
-    when there are none. A page whose sources did not change is kept (the report is incremental)."""
+    exist written again, so that none is older than the eval.json it shows (those at or under
+    `results`; for a segment's folder in a run's, the run's index too: it shows the segment's AP);
+    none is added but that index. A page whose sources did not change is kept (`build_reports`)."""
     from detect.report.pages import INDEX_FILE, REPORT_FILE
 
     segment = (results / MANIFEST_FILE).is_file()
     if segment and (results.parent / INDEX_FILE).is_file():
-        folder, pooled = results.parent, True
-    elif segment and (results / REPORT_FILE).is_file():
-        folder, pooled = results, False
-    elif not segment and ((results / INDEX_FILE).is_file() or any(results.glob(f"*/{REPORT_FILE}"))):
-        folder, pooled = results, True
-    else:
-        return FollowUp([], [])
-    status(f"writing the report pages of {folder}")
-    written = write_pages(folder, pooled)
-    if segment and written.lines:  # the segment's own page, which the run's index links
-        return FollowUp([f"report: {results / REPORT_FILE}"], written.notes)
-    return written
+        status(f"writing the report pages of {results.parent}")
+        written = write_pages(results.parent, True)
+        return FollowUp([f"report: {results / REPORT_FILE}"] if written.lines else [], written.notes)
+    if not segment and (results / INDEX_FILE).is_file():
+        status(f"writing the report pages of {results}")
+        return write_pages(results, True)
+    folders = [results] if segment else sorted(p.parent for p in results.glob(f"*/{REPORT_FILE}"))
+    folders = [f for f in folders if (f / REPORT_FILE).is_file() and (f / MANIFEST_FILE).is_file()]
+    if folders:
+        status(f"writing the report pages of {results}")
+    lines: list[str] = []
+    notes: list[str] = []
+    for folder in folders:
+        written = write_pages(folder, False)
+        lines += written.lines
+        notes += written.notes
+    if len(lines) > 1:
+        lines = [f"reports: {len(lines)} pages under {results}"]
+    return FollowUp(lines, notes)
 
 
 def load_report_code() -> None:
@@ -103,7 +110,7 @@ def load_report_code() -> None:
 
 def evaluation_lines(result: EvalResult) -> list[str]:
     """AP per type with labels (LEVEL_2, both protocols) and the F1-best thresholds."""
-    from detect.evaluate.outputs import best_threshold_lines
+    from detect.evaluate.outputs import best_threshold_lines, threshold_text
 
     evaluation = result.evaluation
     rows = [r for r in evaluation.levels["LEVEL_2"] if r.name != "ALL" and r.labels]
@@ -113,7 +120,7 @@ def evaluation_lines(result: EvalResult) -> list[str]:
     counts = "; ".join(f"{r.name} {counted(r.true_positives, 'hit')}, {counted(r.false_positives, 'false alarm')}, "
                        f"{r.labels - r.true_positives} missed" for r in rows)
     return [f"AP50 / AP70/50 (COCO / Waymo, LEVEL_2): {per_type}",
-            f"at threshold {evaluation.threshold:g} ({evaluation.protocol.describe()}): {counts}",
+            f"at threshold {threshold_text(evaluation)(evaluation.threshold)} ({evaluation.protocol.describe()}): {counts}",
             *best_threshold_lines(evaluation), *tracking_line(evaluation)]
 
 
