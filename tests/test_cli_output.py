@@ -170,3 +170,19 @@ def test_jpeg_names_the_jpg_frame_format(tiny_v2_path, stub_dynamic_dir, tmp_pat
     assert main(args) == 0
     frames = sorted(p.name for p in (tmp_path / TINY_SEGMENT / "frames" / "FRONT").iterdir())
     assert len(frames) == 3 and all(name.endswith(".jpg") for name in frames)
+
+
+def test_detect_segment_takes_a_directory_of_one_segment_and_refuses_one_of_many(tiny_v2_path, stub_dynamic_dir,
+                                                                                 tmp_path):
+    """As the README says: a `camera_image/` directory is every segment in it, one for `detect segment`."""
+    args = ["--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--no-gif", "--no-png"]
+    assert main(["segment", str(tiny_v2_path.parent), "--out", str(tmp_path / "one"), *args]) == 0
+    assert (tmp_path / "one" / TINY_SEGMENT / "manifest.json").is_file()
+    several = tmp_path / "split" / "camera_image"
+    several.mkdir(parents=True)
+    for name in ("a_0000000000000000_000_000_000_000", "b_0000000000000000_000_000_000_000"):
+        shutil.copy(tiny_v2_path, several / f"{name}.parquet")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["segment", str(several), "--out", str(tmp_path / "two"), *args], stdout=out, stderr=err) == 2
+    assert (out.getvalue(), err.getvalue()) == ("", f"detect: error: {several}: holds 2 segment files; give one file, "
+                                                    "or use `detect run` for many\n")

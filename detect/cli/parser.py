@@ -119,7 +119,8 @@ def build_parser() -> Parser:
         description="Run the detector over one segment and write annotated frames, animations, "
         "a detections table and a manifest under OUT/<segment>/.",
     )
-    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord")
+    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord (or a directory holding "
+                         "one; `detect run` takes a directory of many)")
     _job_options(segment)
     segment.set_defaults(handler=_handler("detect.cli.segment_and_run", "cmd_segment"))
 
@@ -150,13 +151,14 @@ def build_parser() -> Parser:
     export = commands.add_parser("export", help="labels and detections for other tools",
                                  description="Write the labels and the detections as COCO JSON (instances.json, "
                                  "detections.json; image ids stable from Waymo's keys) so any COCO tool can check them.")
-    export.add_argument("format", choices=("coco",), help="coco")
-    export.add_argument("results", metavar="RESULTS", type=Path)
+    export.add_argument("format", choices=("coco",), help="coco: COCO JSON, as pycocotools and faster-coco-eval read it")
+    export.add_argument("results", metavar="RESULTS", type=Path,
+                        help="a segment's or a run's output directory (a run's segments go in one file)")
     export.add_argument("--out", type=Path, help="where to write (default: RESULTS)")
     export.add_argument("--images", action="store_true",
                         help="also copy each image's original JPEG out of the input file its manifest names, to the "
                         "images/ path its file_name gives (for FiftyOne, CVAT, ...)")
-    _eval_options(export)
+    _eval_options(export, quiet="nothing but the notes (default: a line with what was written)")
     export.set_defaults(handler=_handler("detect.cli.over_results", "cmd_export"))
 
     report = commands.add_parser(
@@ -243,7 +245,7 @@ def _max_pixels(parser: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
 
 
-def _eval_options(parser: argparse.ArgumentParser) -> None:
+def _eval_options(parser: argparse.ArgumentParser, quiet: str = "no table") -> None:
     parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
                         "ground_truth.parquet the run wrote")
     _matching(parser)
@@ -251,7 +253,7 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
                         help="pool what is refused by default: one segment found in several folders under RESULTS, or "
                              "segments run with different models or settings (model, input size, tiles, NMS, score "
                              "floor, classes)")
-    parser.add_argument("--quiet", action="store_true", help="no table")
+    parser.add_argument("--quiet", action="store_true", help=quiet)
     _common(parser)
 
 
