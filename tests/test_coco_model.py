@@ -314,8 +314,8 @@ def test_a_bin_of_the_wrong_length_is_refused(npm_files, tmp_path):
     ("[1, 2]", "is not a TF.js graph model (the JSON is a list, not an object)"),
     ('{"format": "layers-model", "modelTopology": {}}', "is not a TF.js graph model (no modelTopology.node)"),
     ('{"modelTopology": {"node": [{"name": "x", "op": "Placeholder"}]}, "weightsManifest": []}',
-     ": a TF.js graph model of no known detector family (known: centernet, nanodet; their input and output node names are "
-     "not in this graph)"),
+     ": a TF.js graph model of no known detector family (known: centernet, nanodet, ssdlite; their input and output node "
+     "names are not in this graph)"),
 ])
 def test_a_json_that_is_not_a_known_graph_model_is_one_line_and_exit_2(content, message, tiny_v2_path, tmp_path, capsys):
     (tmp_path / "model.json").write_text(content)

@@ -14,6 +14,7 @@ from detect.core.names import counted
 from detect.core.records import WaymoType
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
 from detect.sinks.manifest import MANIFEST_FILE
+from detect.sinks.source_images import NamedSources
 
 if TYPE_CHECKING:
     from detect.evaluate.commands import EvalResult
@@ -30,10 +31,12 @@ class FollowUp:
 
 def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
               pooled: bool, status: Callable[[str], None] = lambda text: None,
+              sources: NamedSources = NamedSources(),
               summary: Callable[[EvalResult], list[str]] | None = None) -> FollowUp:
     """`detect eval` on `results` when a segment there has labels, then `detect report`; `status`
-    says which of the two is under way (each takes seconds); `summary` picks the evaluation's lines
-    to print (default: `evaluation_lines`).
+    says which of the two is under way (each takes seconds). `sources`: the segment files the user
+    named (a run's inputs, redraw's --source), which the report's close-ups read; `summary` picks
+    the evaluation's lines to print (default: `evaluation_lines`).
 
     The evaluation and the report (matplotlib, pandas: ~0.7 s to import) load when they are
     first needed, so a command starts its own work first, and `detect redraw` imports them in
@@ -53,19 +56,19 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
             lines += (summary or evaluation_lines)(result)
     if report:
         status("writing the report")
-        written = write_pages(results, pooled)
+        written = write_pages(results, pooled, sources)
         lines += written.lines
         notes += written.notes
     return FollowUp(lines, notes)
 
 
-def write_pages(results: Path, pooled: bool) -> FollowUp:
+def write_pages(results: Path, pooled: bool, sources: NamedSources = NamedSources()) -> FollowUp:
     """`detect report` on `results`: the line naming its page, or a note saying why there is none."""
     from detect.report.build import build_reports
     from detect.report.pages import INDEX_FILE, REPORT_FILE
 
     try:
-        written = build_reports(results)
+        written = build_reports(results, sources)
     except InputError as err:
         return FollowUp([], [f"no report: {err}"])
     page = results / (INDEX_FILE if pooled else REPORT_FILE)

@@ -20,6 +20,7 @@ from detect.report.build import build_reports
 from detect.sinks.eval_record import read_eval_record
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.rebuild import rebuild_all
+from detect.sinks.source_images import NamedSources
 from detect.sinks.tracks import retrack_all
 
 
@@ -51,7 +52,7 @@ def wrote(paths: Sequence[Path]) -> str:
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"exporting {args.results} as COCO JSON", err, args.quiet)
     exported = export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map, images=args.images,
-                           allow_mixed=args.allow_mixed)
+                           allow_mixed=args.allow_mixed, sources=NamedSources(tuple(args.source or ())))
     _print(exported.notes, [] if args.quiet else [export_line(exported)], out, err)
     return EXIT_OK
 
@@ -68,7 +69,7 @@ def export_line(exported: Exported) -> str:
 
 def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"writing the report pages of {args.results}", err)
-    reports = build_reports(args.results)
+    reports = build_reports(args.results, NamedSources(tuple(args.source or ())))
     _print(reports.notes, reports.written, out, err)
     return EXIT_OK
 

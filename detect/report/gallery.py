@@ -2,12 +2,14 @@
 at the drawing threshold, from `matches.parquet` (the matching the pictures are drawn with), as
 close-ups cut from the camera images (re-read from the segment file, `detect.sinks.source_images`;
 from the drawn frames when that file is gone or changed), with only the object in question drawn
-and its partner: the detection that matched it below the threshold, else the nearest box."""
+and its partner: the detection that matched it below the threshold, else the nearest box. Each
+object once, at its worst frame (`distinct`): six slots show six objects, not one man in six
+consecutive frames."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +32,17 @@ from detect.render.verdicts import COLORS, LINES
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.results_folder import read_manifest
-from detect.sinks.source_images import SourceImages, read_source_images
+from detect.sinks.source_images import NamedSources, SourceImages, read_source_images
+from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 FALSE_ALARM, MISSED = "false alarm", "missed label"
 PER_TYPE = 6
 PREFIX = "error_"  # the crops' file names
 NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner would only confuse the crop
+# Boxes of one camera less than this far apart in time and overlapping this much are one object (where
+# no track or label id says so: a stationary false alarm, or a track that lost its id for a frame).
+SAME_OBJECT_SECONDS, SAME_OBJECT_IOU = 1.0, 0.3
 CAMERA_NAMES = frozenset(c.name for c in CameraName)
 CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
 COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "kind", "type_name", "score", "iou", "matched", OBJECT_ID, "xmin", "ymin", "xmax",
@@ -130,9 +136,11 @@ def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
     return out
 
 
-def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) -> dict[str, dict[str, list[Example]]]:
+def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
+           track_ids: TrackIds | None = None) -> dict[str, dict[str, list[Example]]]:
     """Per type with labels: its `per_type` highest-scoring false alarms and largest missed labels
-    (ties: in time order), each with its partner box (`Partner`)."""
+    (ties: in time order), each object once at its worst frame (`distinct`; `track_ids`: the
+    detections' tracks), each with its partner box (`Partner`)."""
     chosen: dict[str, dict[str, list[Example]]] = {}
     ordered = matches.sort_values([TIMESTAMP, CAMERA], kind="stable")
     for name in sorted(set(ordered["type_name"])):
@@ -140,20 +148,88 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
         if not (rows["kind"] == "label").any():
             continue  # no labels of the type (SIGN in Waymo's 2D labels): not scored, so no false alarms
         false_alarms = rows[(rows["kind"] == "detection") & ~rows["matched"] & (rows["score"] >= threshold)]
-        false_alarms = false_alarms.sort_values("score", ascending=False, kind="stable")[:per_type]
+        false_alarms = distinct(false_alarms.sort_values("score", ascending=False, kind="stable"), per_type,
+                                track_ids.of if track_ids is not None else None)
         labels = rows[rows["kind"] == "label"]
         missed = labels[~(labels["matched"] & (labels["score"] >= threshold))]
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
-        missed = missed.assign(area=area).sort_values("area", ascending=False, kind="stable")[:per_type]
+        missed = distinct(missed.assign(area=area).sort_values("area", ascending=False, kind="stable"), per_type,
+                          _label_id)
         chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
                                for e in (_example(kind, r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
 
 
-def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]]) -> SourceImages:
-    """The camera images the examples are in, re-read from the segment file (one pass); the
-    problem that kept them from being read, if any (the crops then come from the drawn frames)."""
+def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, object]], object] | None) -> pd.DataFrame:
+    """The first `limit` of `rows` (worst first) that are each another object: a row is the same
+    object as one taken before when `identity` gives both the same id (a track id, a label id), or,
+    in the same camera at another timestamp under `SAME_OBJECT_SECONDS` away, when they overlap
+    by `SAME_OBJECT_IOU` (no id, or a track that changed its id)."""
+    taken: list[int] = []
+    ids: set[object] = set()
+    boxes: dict[tuple[object, object], list[tuple[int, np.ndarray]]] = {}  # (segment, camera) -> (time, box)
+    for index, row in zip(rows.index, rows.to_dict("records"), strict=True):
+        if len(taken) >= limit:
+            break
+        object_id = identity(row) if identity is not None else None
+        where, when = (row[SEGMENT], row[CAMERA]), int(row[TIMESTAMP])
+        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
+        near = [b for t, b in boxes.get(where, []) if t != when and abs(t - when) < SAME_OBJECT_SECONDS * 1e6]
+        if object_id is not None and object_id in ids or near and box_iou(box, np.concatenate(near))[0].max() >= SAME_OBJECT_IOU:
+            continue
+        taken.append(index)
+        if object_id is not None:
+            ids.add(object_id)
+        boxes.setdefault(where, []).append((when, box))
+    return rows.loc[taken]
+
+
+def _label_id(row: Mapping[str, object]) -> object:
+    """A label's object: its id in its camera (None: the label has none)."""
+    object_id = row.get(OBJECT_ID)
+    return (row[SEGMENT], row[CAMERA], object_id) if isinstance(object_id, str) and object_id else None
+
+
+class TrackIds:
+    """The track of each detection of a segment, from its detections.parquet: a matches row's is the
+    track of the table's box in its image that it overlaps most (a paired rider: the rider's)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        tracked = table[table["track_id"].notna()] if "track_id" in table else table.iloc[:0]
+        self._by_image = {key: (group[["xmin", "ymin", "xmax", "ymax"]].to_numpy(np.float64),
+                                group["track_id"].to_numpy(np.int64))
+                          for key, group in tracked.groupby([TIMESTAMP, CAMERA])}
+
+    @classmethod
+    def read(cls, directory: Path) -> TrackIds | None:
+        """The segment folder's table's track ids; None when it has none or cannot be read."""
+        path = directory / DETECTIONS_FILE
+        if not path.is_file() or path.is_symlink():
+            return None
+        try:
+            table = pq.read_table(path, columns=[TIMESTAMP, CAMERA, "xmin", "ymin", "xmax", "ymax", "track_id"])
+        except (pa.ArrowException, OSError, ValueError, KeyError):
+            return None
+        return cls(table.to_pandas())
+
+    def of(self, row: Mapping[str, object]) -> object:
+        """The track (segment, camera, track id) of a matches row's detection; None: not tracked."""
+        found = self._by_image.get((row[TIMESTAMP], row[CAMERA]))
+        if found is None:
+            return None
+        boxes, tracks = found
+        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
+        ious = box_iou(box, boxes)[0]
+        best = int(np.argmax(ious))
+        return (row[SEGMENT], row[CAMERA], int(tracks[best])) if ious[best] >= 0.5 else None
+
+
+def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]],
+                  sources: NamedSources = NamedSources()) -> SourceImages:
+    """The camera images the examples are in, re-read from the segment file (one pass: the one
+    the user named among `sources`, else the recorded one when it is local); the problem that kept
+    them from being read, if any (the crops then come from the drawn frames)."""
     keys = {e.key for kinds in chosen.values() for examples in kinds.values() for e in examples}
     wanted = {k for k in keys if k is not None}
     if not wanted:
@@ -162,7 +238,7 @@ def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Exampl
         manifest = read_manifest(directory)
     except InputError as err:
         return SourceImages({}, first_line(err))
-    return read_source_images(manifest, wanted)
+    return read_source_images(manifest, wanted, sources)
 
 
 def crops(examples: list[Example], directory: Path, assets: Path, prefix: str, sources: SourceImages | None = None,

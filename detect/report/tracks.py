@@ -14,10 +14,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
+from detect.core.track_numbers import camera_track_number
 from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
 from detect.sinks.layout import TRACKING_FILE
+from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -29,17 +31,25 @@ SWITCH_COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "type_name", "track_id", OBJECT_ID
 
 @dataclasses.dataclass(frozen=True)
 class Switch:
-    """One ID switch: the label's object, its box with the earlier track, and its box at the switch."""
+    """One ID switch: the label's object, its box with the earlier track, and its box at the switch;
+    the two tracks as the pictures number them (the camera's first, second, ... track)."""
 
     before: gallery.Example
     after: gallery.Example
     previous_id: int
     track_id: int
 
+    @property
+    def numbers(self) -> tuple[int, int]:
+        """The earlier and the new track's numbers in their camera, as the frames' chips show them."""
+        camera = CameraName[self.after.camera] if self.after.camera in CameraName.__members__ else 0
+        return camera_track_number(self.previous_id, int(camera)), camera_track_number(self.track_id, int(camera))
+
     def caption(self, start: int) -> str:
         b, a = self.before, self.after
-        return (f"{b.type_name} {b.what}, {a.camera}: #{self.previous_id} at {(b.timestamp - start) / 1e6:.1f} s, "
-                f"#{self.track_id} at {(a.timestamp - start) / 1e6:.1f} s")
+        earlier, now = self.numbers
+        return (f"{b.type_name} {b.what}, {a.camera}: #{earlier} at {(b.timestamp - start) / 1e6:.1f} s, "
+                f"#{now} at {(a.timestamp - start) / 1e6:.1f} s")
 
 
 def read_tracks(directory: Path) -> pd.DataFrame | None:
@@ -75,7 +85,8 @@ def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN) ->
     return []
 
 
-def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None) -> str:
+def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None,
+                   sources: NamedSources = NamedSources()) -> str:
     """The section's body ("" when the segment has no tracked box): the lifespans plot, then the switches.
     `start`: the segment's first timestamp; plots and crops go to `assets`."""
     tracks = read_tracks(directory)
@@ -87,24 +98,26 @@ def tracks_section(directory: Path, segment: str, start: int, assets: Path, note
     lifespans(tracks, start, assets / PLOT)
     per_camera = tracks.groupby("camera")["track_id"].nunique()
     parts = [f"<p class='muted'>{safe.count_text(tracks['track_id'].nunique())} tracks "
-             f"({', '.join(f'{safe.text(c)} {n}' for c, n in per_camera.items())}), each id one object the tracker "
-             f"followed; the boxes it kept, down to the score floor, are in detections.parquet's track_id.</p>"
+             f"({', '.join(f'{safe.text(c)} {n}' for c, n in per_camera.items())}), each one object the tracker "
+             f"followed, numbered 1, 2, 3... per camera in the pictures; the boxes it kept, down to the score floor, "
+             f"are in detections.parquet's track_id (unique in the segment).</p>"
              + pictures.linked(f"{assets.name}/{PLOT}", f"{assets.name}/{PLOT}", "track lifespans per camera")]
     switches = read_switches(directory, segment)
     if switches:
-        parts.append(_gallery(switches, directory, assets, start, notes))
+        parts.append(_gallery(switches, directory, assets, start, notes, sources))
     return "".join(parts)
 
 
-def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, notes: list[str] | None) -> str:
+def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, notes: list[str] | None,
+             named: NamedSources) -> str:
     befores, afters = [s.before for s in switches], [s.after for s in switches]
-    sources = gallery.source_images(directory, {"switches": {"before": befores, "after": afters}})  # the camera images
+    sources = gallery.source_images(directory, {"switches": {"before": befores, "after": afters}}, named)  # the camera images
     before = gallery.crops(befores, directory, assets, f"{gallery.PREFIX}switch_before", sources, notes)
     after = gallery.crops(afters, directory, assets, f"{gallery.PREFIX}switch_after", sources, notes)
     figures = []
     for switch, (_, crop_b, _), (_, crop_a, frame_a) in zip(switches, before, after, strict=True):
         pair = "".join(f"<div>{img(c, f'track #{i}') if c else '(no frame)'}<div class='muted'>#{i}</div></div>"
-                       for c, i in ((crop_b, switch.previous_id), (crop_a, switch.track_id)))
+                       for c, i in zip((crop_b, crop_a), switch.numbers, strict=True))
         link = f" <a href='{safe.href(frame_a)}'>frame</a>" if frame_a else ""
         figures.append(f"<figure><div style='display:flex;gap:4px'>{pair}</div>"
                        f"<figcaption>{safe.text(switch.caption(start))}{link}</figcaption></figure>")

@@ -1,0 +1,1 @@
+"""Helpers the tests share (crafted scenes, ...); no test module imports another."""
