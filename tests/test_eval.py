@@ -22,6 +22,7 @@ from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
 from detect.render.label_boxes import TYPE_COLORS, draw_labels
 from detect.render.verdicts import COLORS as ERROR_COLORS
+from detect.render.verdicts import LEGEND_FILL
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
 from detect.sinks.table import DETECTIONS_FILE, write_table
@@ -247,8 +248,8 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     assert manifest["settings"]["errors"] == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
                                               "types": ["VEHICLE", "PEDESTRIAN", "CYCLIST"]}  # the labels' types
     with Image.open(directory / "frames" / "FRONT" / "1553735853462203.png") as png:
-        corner = np.asarray(png)[:60, -40:]
-    assert np.all(corner == ERROR_COLORS[HIT], axis=2).any()  # the legend's first chip
+        first_row = np.asarray(png)[:40, -300:]  # the legend's first row: a dark chip, the hit line sample left of it
+    assert np.all(first_row == LEGEND_FILL, axis=2).any() and np.all(first_row == ERROR_COLORS[HIT], axis=2).any()
     assert main(["eval", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "PEDESTRIAN LEVEL_2      15" in printed and "VEHICLE    LEVEL_2      50" in printed
