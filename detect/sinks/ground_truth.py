@@ -94,6 +94,6 @@ def read_ground_truth(path: Path, budget: RowBudget | None = None) -> tuple[dict
         rows.setdefault(FrameKey(data[SEGMENT][i], data[TIMESTAMP][i], CameraName(int(floats[CAMERA][i]))), []).append(int(i))
     xyxy = np.stack([floats[c] for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
     types, difficulty = np.nan_to_num(floats["type"]).astype(np.int8), np.nan_to_num(floats["difficulty"]).astype(np.int8)
-    labels = {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(str(data[OBJECT_ID][i]) for i in idx))
-              for key, idx in rows.items()}
+    ids = ["" if i is None else str(i) for i in data[OBJECT_ID]]  # a null id names no object (not "None")
+    labels = {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(ids[i] for i in idx)) for key, idx in rows.items()}
     return labels, int(len(ok) - ok.sum())
