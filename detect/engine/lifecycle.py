@@ -289,8 +289,9 @@ class SegmentLifecycle:
                 write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
-            threshold = settings.style.threshold
-            drawn = boxes_drawn(self.results.values(), threshold)
+            rules = self.job.errors
+            drawn = boxes_drawn(self.results.values(), settings.style, rules,
+                                self.labels.get if self.labels is not None and rules is not None else None)
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,
                                    len(self.planned), self.processed, len(self.done), failures, rows,
                                    clock() - self.started, invalid_boxes=count_invalid(self.results.values()),
@@ -353,7 +354,7 @@ class SegmentLifecycle:
                 "images_resumed": report.images_resumed,
                 "images_failed": len(report.failures),
                 "detections": report.detections,
-                "drawn": report.drawn,  # at or above the drawing threshold: what the frames, pages and summary count
+                "drawn": report.drawn,  # what the frames show (`boxes_drawn`): the pages and the summary count it
                 "detections_by_label": label_counts(self.results.values()),
                 "invalid_boxes": sum(r.detections.invalid for r in self.results.values()),
             },

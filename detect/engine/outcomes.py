@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from detect.core.records import FrameFailure, FrameResult
+from detect.core.records import FrameFailure, FrameKey, FrameResult, Labels
+from detect.judge import ErrorRules
+from detect.render.draw import DrawStyle
+from detect.render.verdicts import boxes_drawn as image_boxes_drawn
 
 
 class Status(enum.StrEnum):
@@ -19,10 +22,15 @@ class Status(enum.StrEnum):
     FAILED = "failed"
 
 
-def boxes_drawn(results: Iterable[FrameResult], threshold: float) -> int:
-    """The boxes at or above the drawing threshold: what the frames, the pages and the summary count
-    (a run's manifest and a redraw's record it as `counts.drawn`)."""
-    return sum(int((r.detections.scores >= threshold).sum()) for r in results)
+def boxes_drawn(results: Iterable[FrameResult], style: DrawStyle, rules: ErrorRules | None = None,
+                labels: Callable[[FrameKey], Labels] | None = None) -> int:
+    """The boxes the frames show, counted by the renderer's own rule (`detect.render.verdicts.boxes_drawn`:
+    `--max-boxes`, `--classes`, a paired rider one box when errors are drawn with `rules` and each
+    image's `labels`): what a run's manifest and a redraw's record as `counts.drawn`, and the pages and
+    the summary show."""
+    judged = rules if labels is not None else None
+    return sum(image_boxes_drawn(r.detections, style, judged, None if labels is None else labels(r.key))
+               for r in results)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -164,7 +164,9 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
         beside.result()
 
     data = _updated_manifest(plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
-    data["counts"] = dict(manifest.section("counts")) | {"drawn": boxes_drawn(results.values(), settings.style.threshold)}
+    labels = plan.labels.get if plan.labels is not None and job.errors is not None else None
+    data["counts"] = dict(manifest.section("counts")) | {"drawn": boxes_drawn(results.values(), settings.style, job.errors,
+                                                                               labels)}
     data["tracking"] = tracking_record(params, ids)
     data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
                       "threshold": settings.style.threshold}

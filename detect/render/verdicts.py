@@ -37,6 +37,7 @@ from detect.render.draw import (
     legend_font_size,
     paint_outline,
     scaled_line_width,
+    selected_rows,
     short_chip_text,
 )
 from detect.render.trails import TRACK_LEGEND, FrameTracks
@@ -242,3 +243,14 @@ def _name(rows: tuple[int, ...], detections: Detections, waymo_type: int) -> str
     if len(rows) > 1:
         return "rider" if waymo_type == WaymoType.CYCLIST else WaymoType(waymo_type).name.lower()
     return detections.labels[rows[0]]
+
+
+def boxes_drawn(detections: Detections, style: DrawStyle, rules: ErrorRules | None = None,
+                labels: Labels | None = None) -> int:
+    """How many detection boxes one image's drawing shows: what `draw_detections` draws (at or above
+    the threshold, of the style's classes, at most `max_boxes`), or with `rules` and `labels` what
+    `judge` keeps (a paired rider and its bicycle one CYCLIST box; missed labels are labels, not
+    counted). The one count of "boxes drawn" that manifests, pages and the run table record."""
+    if rules is None or labels is None:
+        return len(selected_rows(detections, style))
+    return sum(1 for state in judge(detections, labels, rules, style).states if state != MISSED)

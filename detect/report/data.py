@@ -65,7 +65,28 @@ class SegmentData:
 
     @property
     def drawn(self) -> pd.DataFrame:
-        return self.detections[self.detections["score"] >= self.threshold]
+        """The boxes the frames show: at or above the threshold, at most the run's `--max-boxes` an
+        image (the best scores), in the table's order."""
+        shown = self.detections[self.detections["score"] >= self.threshold]
+        cap = self.manifest.max_boxes
+        if cap is None:
+            return shown
+        best = shown.sort_values("score", ascending=False, kind="stable").groupby(["camera", "timestamp"]).head(cap)
+        return best.sort_index()
+
+    @property
+    def capped(self) -> bool:
+        """Whether `--max-boxes` left out boxes at or above the threshold on some image."""
+        return len(self.drawn) < int((self.detections["score"] >= self.threshold).sum())
+
+    @property
+    def drawn_count(self) -> int:
+        """How many boxes the frames show: the run's own count (`counts.drawn`, the renderer's rule: a
+        paired rider is one box when errors are drawn), else the boxes of `drawn`."""
+        recorded = self.manifest.section("counts").get("drawn")
+        if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+            return recorded
+        return len(self.drawn)
 
     def counts(self) -> pd.DataFrame:
         """Drawn boxes per camera (rows) and class (columns), with totals."""

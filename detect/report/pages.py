@@ -131,7 +131,7 @@ def _segment_lead(data: SegmentData) -> str:
     css = status if status.replace("_", "").isalpha() else "unknown"
     flag = "" if status == "complete" else f"<span class='status-{css}'>{safe.text(status)}</span>; "
     return (f"{flag}{counted(len(data.timestamps), 'frame')}, {counted(len(data.images), 'image')} from "
-            f"{counted(cameras, 'camera')}; {safe.text(model)}; {drawn_phrase(len(data.drawn), data.threshold)} "
+            f"{counted(cameras, 'camera')}; {safe.text(model)}; {drawn_phrase(data.drawn_count, data.threshold)} "
             f"({len(data.detections)} kept in the table, for evaluation).")
 
 
@@ -164,7 +164,7 @@ def _timeline(data: SegmentData, assets: Path) -> str:
     if frames == 0:
         return ""
     if frames == 1:
-        drawn = len(data.drawn)
+        drawn = data.drawn_count
         return (f"<p>One frame, so nothing to plot over time: {counted(drawn, 'box')} drawn on its "
                 f"{counted(len(data.images), 'image')}{' (per camera and class in the table below)' if drawn else ''}.</p>")
     charts.timeline(data.boxes_per_image(), assets / "timeline.png")
@@ -173,12 +173,13 @@ def _timeline(data: SegmentData, assets: Path) -> str:
 
 def _drawn_note(data: SegmentData) -> str:
     """What the frames show and what the table keeps, in plain words."""
-    drawn, kept = len(data.drawn), len(data.detections)
+    drawn, kept, cap = data.drawn_count, len(data.detections), data.manifest.max_boxes
     floor = safe.number(data.manifest.model.score_floor, 2)
     below = (f"{counted(kept - drawn, 'more box')} down to the score floor {safe.text(floor)}"
              if floor != "-" else f"{counted(kept - drawn, 'more box')} below it")
+    capped = f", at most {cap} an image (--max-boxes)" if data.capped else ""
     return (f"<p class='muted'>Drawn on the frames: the {counted(drawn, 'box')} scoring at least "
-            f"{data.threshold:g} (the drawing threshold). detections.parquet also keeps {below}, "
+            f"{data.threshold:g} (the drawing threshold){capped}. detections.parquet also keeps {below}, "
             f"{kept} in all, so evaluation can try other thresholds.</p>")
 
 

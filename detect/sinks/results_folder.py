@@ -41,6 +41,7 @@ class Manifest:
     input_path: str | None  # the segment file the run read
     labels_dropped: int  # label rows the run could not use
     data: Mapping[str, object]  # the whole JSON object as written
+    max_boxes: int | None = None  # settings.draw.max_boxes: at most this many boxes drawn on an image
 
     @property
     def recorded_name(self) -> str | None:
@@ -78,7 +79,17 @@ class Manifest:
             labels_dropped=dropped if isinstance(dropped, int) and not isinstance(dropped, bool)
             and 0 <= dropped < 2**53 else 0,
             data=data,
+            max_boxes=recorded_max_boxes(data),
         )
+
+
+def recorded_max_boxes(manifest: Mapping[str, object]) -> int | None:
+    """The most boxes drawn on an image a manifest records (`settings.draw.max_boxes`), or None when
+    it records no whole number from 0 there (no cap)."""
+    settings = manifest.get("settings")
+    draw = settings.get("draw") if isinstance(settings, Mapping) else None
+    value = draw.get("max_boxes") if isinstance(draw, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def recorded_threshold(manifest: Mapping[str, object]) -> float | None:
