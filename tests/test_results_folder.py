@@ -15,6 +15,7 @@ from detect.evaluate.results import load_segment
 from detect.report.data import load as load_report_data
 from detect.sinks import journal
 from detect.sinks.frames import frame_path, list_frames
+from detect.sinks.layout_version import EVAL, LAYOUT_KEY, LAYOUT_VERSION
 from detect.sinks.rebuild import recorded_name
 from detect.sinks.results_folder import (
     DEFAULT_THRESHOLD,
@@ -79,14 +80,14 @@ def test_a_manifest_that_is_not_an_object_is_one_line_naming_it(tmp_path):
 
 def test_the_json_files_beside_the_results_read_as_none_when_they_cannot_be_used(tmp_path):
     (tmp_path / "eval.json").write_text('{"images": 3}')
-    assert read_results_json(tmp_path / "eval.json") == {"images": 3}
+    assert read_results_json(tmp_path / "eval.json", EVAL) == {LAYOUT_KEY: LAYOUT_VERSION, "images": 3}
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "broken.json").write_text("{")
     (tmp_path / "link.json").symlink_to(tmp_path / "eval.json")
     os.mkfifo(tmp_path / "fifo.json")  # would block a plain open()
     (tmp_path / "folder.json").mkdir()
     for name in ("missing.json", "list.json", "broken.json", "link.json", "fifo.json", "folder.json"):
-        assert read_results_json(tmp_path / name) is None, name
+        assert read_results_json(tmp_path / name, EVAL) is None, name
 
 
 def test_the_name_a_manifest_records_is_a_non_empty_string_or_none(run, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from detect.compare.resample import BLOCK_SECONDS, MIN_BLOCKS, UNIT
@@ -13,6 +14,7 @@ from detect.core.cameras import CameraName
 from detect.core.matching import PROTOCOLS, Protocol
 from detect.core.names import counted
 from detect.core.records import FrameKey, WaymoType
+from detect.sinks.layout_version import COMPARE, LAYOUT_KEY, LAYOUT_VERSION, upgraded
 
 # Facts that differ between any two runs (where, how fast): never "what differs" between the sides.
 NOT_SETTINGS = ("results", "images/s", "detect ms/image")
@@ -250,6 +252,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, object]:
         return {
+            LAYOUT_KEY: LAYOUT_VERSION,
             "a": self.a.to_json(), "b": self.b.to_json(), "differs": self.differs,
             "names": {"A": self.names[0], "B": self.names[1]},
             "images": self.images, "frames": self.frames, "left_out": list(self.left_out), "labels": self.labels,
@@ -265,7 +268,9 @@ class Comparison:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+    def from_json(cls, record: Mapping[str, Any], source: Path | str = "compare.json") -> Comparison:
+        """The comparison `to_json` wrote, read from `source` in the current layout (`upgraded`)."""
+        data: Mapping[str, Any] = upgraded(record, COMPARE, source)
         bootstrap = Bootstrap.from_json(data["bootstrap"])
         blocks = bootstrap.blocks
         return cls(SideFacts.from_json(data["a"]), SideFacts.from_json(data["b"]),

@@ -29,6 +29,7 @@ from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
 from detect.sinks import journal, layout
 from detect.sinks.layout import RunLock
+from detect.sinks.layout_version import stamped
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
 from detect.sinks.run_record import read_run_record, run_file_name
 from detect.waymo.readers import SegmentKeys, read_keys
@@ -298,4 +299,4 @@ def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[st
         },
         "segments": sorted(merged.values(), key=lambda e: str(e["path"])),
     }
-    atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(stamped(data), indent=2) + "\n").encode())

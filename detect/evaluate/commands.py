@@ -124,10 +124,12 @@ class _Stream:
 
     def plan(self) -> tuple[list[int], float]:
         """Types and threshold from the first readable manifest (no detections read yet)."""
+        why = "no readable manifest.json"
         for directory in self.directories:
             try:
                 manifest = read_manifest(directory)
-            except InputError:
+            except InputError as err:
+                why = str(err) if why.startswith("no ") else why  # the first one says why
                 continue  # said when its segment is read
             known = manifest.model.knows_classes
             types = self.class_map.types_for(None if known is None else list(known))
@@ -136,7 +138,7 @@ class _Stream:
                                  f"give a --class-map FILE that maps them")
             self.threshold = manifest.threshold
             return types, self.threshold
-        raise InputError(f"{self.results}: no segment could be read (no readable manifest.json)")
+        raise InputError(f"{self.results}: no segment could be read ({why})")
 
     def labeled(self) -> Iterator[SegmentResults]:
         for directory in self.directories:

@@ -19,6 +19,7 @@ from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
 from detect.model.classmap import ClassMap
 from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.sinks.layout_version import stamped
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"
@@ -116,7 +117,7 @@ def matches_table(matches: list[Match]) -> pa.Table:
 def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) -> list[Path]:
     """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
     (matches.parquet: `MatchesWriter`)."""
-    written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2, allow_nan=False) + "\n").encode())]
+    written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(stamped(report), indent=2, allow_nan=False) + "\n").encode())]
     for name, plot in ((PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)):
         with atomic_path(out / name) as tmp:
             plot(evaluation, tmp)

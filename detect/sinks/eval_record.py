@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from detect.sinks.layout import EVAL_FILE
+from detect.sinks.layout_version import EVAL
 from detect.sinks.results_folder import fraction, read_results_json
 
 
@@ -47,5 +48,5 @@ class EvalRecord:
 
 def read_eval_record(directory: Path) -> EvalRecord | None:
     """The eval.json in `directory`, or None when there is none that can be used (or it is empty)."""
-    data = read_results_json(directory / EVAL_FILE)
+    data = read_results_json(directory / EVAL_FILE, EVAL)
     return EvalRecord.from_json(data) if data else None

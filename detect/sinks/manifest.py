@@ -13,6 +13,7 @@ from typing import Any
 
 from detect.core.atomic import atomic_write_bytes
 from detect.core.records import FrameFailure, FrameResult
+from detect.sinks.layout_version import stamped
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"
@@ -51,7 +52,8 @@ def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, object]]:
 
 
 def write_manifest(path: Path, manifest: dict[str, object]) -> None:
-    atomic_write_bytes(path, (json.dumps(manifest, indent=2, default=_default) + "\n").encode())
+    """manifest.json, atomically, in the current layout (`layout_version` first)."""
+    atomic_write_bytes(path, (json.dumps(stamped(manifest), indent=2, default=_default) + "\n").encode())
 
 
 def now_iso() -> str:

@@ -21,6 +21,7 @@ from detect.core.records import FrameKey, FrameResult
 from detect.model.facts import ModelFacts
 from detect.sinks import journal
 from detect.sinks.frames import list_frames
+from detect.sinks.layout_version import MANIFEST, upgraded
 from detect.sinks.manifest import MANIFEST_FILE
 
 # The drawing threshold of a results folder whose manifest does not record one (a hand edit).
@@ -114,18 +115,20 @@ def read_manifest(directory: Path) -> Manifest:
         data = read_json_object(path, follow_links=False)
     except UnreadableFileError as err:
         raise InputError(f"{path}: cannot read the manifest ({first_line(err)})") from None
-    return Manifest.from_json(data, directory)
+    return Manifest.from_json(upgraded(data, MANIFEST, path), directory)
 
 
-def read_results_json(path: Path) -> Mapping[str, object] | None:
-    """A JSON object a run or `detect eval` wrote into a results folder (eval.json, a run file), or
-    None when it is missing or cannot be used (unreadable, not an object, a link). For readers that
-    go on without it: a page shows what it can, a run counts an unreadable run file as none. A
-    reader that cannot go on calls `core.files.read_json_object` and gets its one-line error."""
+def read_results_json(path: Path, kind: str) -> Mapping[str, object] | None:
+    """A JSON object a run or `detect eval` wrote into a results folder (eval.json, a run file), in
+    the current layout (`upgraded`: a `kind` record), or None when it is missing or cannot be used
+    (unreadable, not an object, an empty one, a link). For readers that go on without it: a page shows what it
+    can, a run counts an unreadable run file as none. A layout newer than this code reads is refused
+    (`RecordError`), not read as none: a newer `detect` wrote it, and it is not to be overwritten."""
     try:
-        return read_json_object(path, follow_links=False)
+        data = read_json_object(path, follow_links=False)
     except UnreadableFileError:
         return None
+    return upgraded(data, kind, path) if data else None
 
 
 def finished_frames(directory: Path, segment: str) -> Mapping[FrameKey, FrameResult]:

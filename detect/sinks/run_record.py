@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
+from detect.sinks.layout_version import RUN
 from detect.sinks.results_folder import read_results_json
 
 RUN_FILE = "run.json"
@@ -55,7 +56,7 @@ class RunRecord:
 
 def read_run_record(path: Path) -> RunRecord | None:
     """The run file at `path`, or None when it is missing or cannot be used (`read_results_json`)."""
-    data = read_results_json(path)
+    data = read_results_json(path, RUN)
     return None if data is None else RunRecord.from_json(data, path.name)
 
 
