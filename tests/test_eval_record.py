@@ -24,7 +24,8 @@ def test_rows_and_sections_read_what_is_an_object_and_skip_the_rest():
                                    "protocol": ["coco"]})
     assert record.rows("LEVEL_2") == [{"name": "VEHICLE"}, ALL] and record.rows("LEVEL_1") == []
     assert record.overall("LEVEL_2") == ALL and record.overall("LEVEL_1") is None
-    assert record.section("protocol") == {} and record.rows("LEVEL_3") == []
+    assert record.protocol == {} and record.protocol_name is None and record.rows("LEVEL_3") == []
+    assert record.levels == ["LEVEL_2", "LEVEL_1"] and record.tracking == {}
     # ALL is the last row: a last row that is not an object is no overall row, not the one before it
     assert EvalRecord.from_json({"levels": {"LEVEL_2": [ALL, 3]}}).overall("LEVEL_2") is None
 

@@ -19,6 +19,7 @@ from detect.sinks.layout_version import EVAL, LAYOUT_KEY, LAYOUT_VERSION
 from detect.sinks.rebuild import recorded_name
 from detect.sinks.results_folder import (
     DEFAULT_THRESHOLD,
+    Counts,
     Manifest,
     finished_frames,
     processed_images,
@@ -63,13 +64,18 @@ def test_the_manifest_reads_back_typed_and_edited_values_read_as_not_recorded(ru
     manifest = read_manifest(run)
     assert (manifest.segment_context_name, manifest.status, manifest.threshold_recorded) == (TINY_SEGMENT, "complete",
                                                                                            True)
-    assert manifest.model.kind == "stub" and manifest.input_path and manifest.section("counts")["images_failed"] == 0
+    assert manifest.model.kind == "stub" and manifest.input_path and manifest.counts.images_failed == 0
     edited = json.loads((run / "manifest.json").read_text())
     edited["settings"]["draw"]["threshold"] = "0.3"
     edited["input"]["labels_dropped"] = -4
+    edited["counts"]["drawn"] = 1.5
+    edited["timings"]["stage_ms_per_image"] = {"detect": "fast", "draw": 2}
     odd = Manifest.from_json(edited, run)
     assert (odd.threshold, odd.threshold_recorded, odd.labels_dropped) == (DEFAULT_THRESHOLD, False, 0)
-    assert Manifest.from_json({}, run).segment_context_name == run.name and odd.section("nothing") == {}
+    assert odd.counts.drawn is None and odd.timings.stage_ms_per_image == {"draw": 2}
+    assert odd.timings.detect_ms_per_image is None and odd.input.labels_dropped == 0
+    empty = Manifest.from_json({}, run)
+    assert empty.segment_context_name == run.name and empty.counts == Counts() and empty.settings == {}
 
 
 def test_a_manifest_that_is_not_an_object_is_one_line_naming_it(tmp_path):

@@ -57,7 +57,7 @@ def test_the_golden_folders_records_read_through_the_readers():
     counts, the run's entries, the evaluation's levels, the comparison's sides."""
     manifest = read_manifest(GOLDEN / "run" / TINY_SEGMENT)
     assert manifest.segment_context_name == TINY_SEGMENT and manifest.threshold == 0.5
-    assert manifest.data[LAYOUT_KEY] == LAYOUT_VERSION and manifest.section("counts")["drawn"] == 75
+    assert manifest.data[LAYOUT_KEY] == LAYOUT_VERSION and manifest.counts.drawn == 75
     (run,) = read_run_records(GOLDEN / "run")
     assert [e["segment_context_name"] for e in run.entries] == [TINY_SEGMENT] and run.data[LAYOUT_KEY] == LAYOUT_VERSION
     evaluation = read_eval_record(GOLDEN / "run" / TINY_SEGMENT)

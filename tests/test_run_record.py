@@ -28,5 +28,5 @@ def test_entries_that_are_not_objects_are_left_out_and_inputs_are_found_by_path(
     assert record is not None and record.entries == (ok, failed, nameless)
     assert record.by_input() == {"a.tfrecord": ok, "b.tfrecord": failed}
     assert record.failed() == [failed, nameless]  # the page lists it; the runner cannot match it to an input
-    assert record.section("this_run") == {"done": 1} and record.section("engine") == {}
+    assert record.tally == {"done": 1, "done_with_failures": 0, "skipped": 0, "failed": 0} and record.engine == "ray"
     assert RunRecord.from_json({"segments": {"path": "a"}}, RUN_FILE).entries == ()

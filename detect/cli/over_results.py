@@ -103,7 +103,7 @@ def _tracking_summary(result: EvalResult) -> list[str]:
 def _last_protocol(results: Path) -> str:
     """The protocol the results were last evaluated with (COCO's when they never were)."""
     record = read_eval_record(results)
-    name = None if record is None else record.section("protocol").get("name")
+    name = None if record is None else record.protocol_name
     return name if isinstance(name, str) and name in PROTOCOLS else COCO_PROTOCOL.name
 
 

@@ -46,16 +46,15 @@ class Side:
         """What a reader compares first: the model and the settings that change what it finds."""
         manifest = self.manifest
         model = manifest.model
-        settings = manifest.section("settings")
-        timings = manifest.section("timings")
+        settings, timings = manifest.settings, manifest.timings
         return SideFacts(
             results=str(self.root), model=model.short_name or model.description or None,
             description=model.description or None, sha256=model.sha256[:12] or None,
             classes=_classes(model.knows_classes), input_size=settings.get("input_size"), threshold=self.threshold,
             score_floor=settings.get("score_floor"), nms_iou=model.nms_iou,
             tiles=(_mapping(settings.get("tile")).get("size") or "none") if settings.get("tile") else "none",
-            runtime=_runtime(model.runtime), images_per_second=timings.get("images_per_second"),
-            detect_ms_per_image=_mapping(timings.get("stage_ms_per_image")).get("detect"))
+            runtime=_runtime(model.runtime), images_per_second=timings.images_per_second,
+            detect_ms_per_image=timings.detect_ms_per_image)
 
 
 def load_side(label: str, root: Path, class_map: ClassMap, gt: str | None = None) -> Side:

@@ -224,10 +224,10 @@ class SegmentLifecycle:
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
-                detections, drawn = (finished.section("counts").get(k) for k in ("detections", "drawn"))
+                counts = finished.counts
                 return SegmentReport(segment, prepared.path, COMPLETE, len(planned), 0, len(lifecycle.done), (),
-                                     detections if isinstance(detections, int) else 0, clock() - started,
-                                     already_complete=True, drawn=drawn if isinstance(drawn, int) else None)
+                                     counts.detections or 0, clock() - started, already_complete=True,
+                                     drawn=counts.drawn)
             if lifecycle.pending:
                 lifecycle._journal = journal.Journal(prepared.path, prepared.intact)
         except BaseException:

@@ -31,6 +31,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +52,7 @@ from detect.sinks.animations import AnimationSet
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.layout import SegmentLock, is_marked, no_links, temp_files
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, write_manifest
-from detect.sinks.results_folder import Manifest, read_manifest
+from detect.sinks.results_folder import Manifest, json_object, read_manifest
 from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE, write_table
 from detect.sinks.tracks import track_table, tracker_params, tracking_record
@@ -165,7 +166,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
 
     data = _updated_manifest(plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
     labels = plan.labels.get if plan.labels is not None and job.errors is not None else None
-    data["counts"] = dict(manifest.section("counts")) | {"drawn": boxes_drawn(results.values(), settings.style, job.errors,
+    data["counts"] = dict(json_object(data.get("counts"))) | {"drawn": boxes_drawn(results.values(), settings.style, job.errors,
                                                                                labels)}
     data["tracking"] = tracking_record(params, ids)
     data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
@@ -260,7 +261,7 @@ def _journal(directory: Path, segment: str) -> Mapping[FrameKey, FrameResult]:
 def _labels(directory: Path, manifest: Manifest) -> SegmentLabels | None:
     """The labels the run drew, as it wrote them beside its detections (ground_truth.parquet): never
     read again from where the run took them (a file or a URI the folder names); None without any."""
-    if manifest.section("input").get("labels") is None:
+    if manifest.input.labels is None:
         return None
     path = directory / GROUND_TRUTH_FILE
     if not path.is_file() or path.is_symlink():
@@ -347,8 +348,7 @@ def _tracker(settings: SegmentSettings, manifest: Manifest, new_threshold: bool)
     threshold, its scores follow that threshold (as a fresh run's do), its lost buffer kept."""
     if not settings.track:
         return None
-    recorded = manifest.section("tracking").get("params")
-    params = recorded if isinstance(recorded, Mapping) else {}
+    params: Mapping[str, Any] = manifest.tracking_params or {}  # checked by TrackerParams
     if not new_threshold:
         try:
             return TrackerParams(**params)
@@ -363,7 +363,7 @@ def _updated_manifest(plan: _Plan, *, status: str) -> dict[str, object]:
     """The manifest with the redraw's settings and the file it read (its fingerprint, taken now
     when the run recorded none)."""
     data = dict(plan.manifest.data)
-    data["input"] = dict(plan.manifest.section("input")) | {
+    data["input"] = dict(json_object(data.get("input"))) | {
         "path": recorded_path(plan.source.keys.source),
         "fingerprint": None if plan.source.fingerprint is None else plan.source.fingerprint.to_json()}
     data["settings"] = plan.record.to_json()

@@ -23,7 +23,7 @@ from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.sinks.results_folder import Manifest
-from detect.sinks.source_images import FINGERPRINT, NamedSources, source_uri
+from detect.sinks.source_images import NamedSources, source_uri
 from detect.waymo.images import jpeg_size
 from detect.waymo.readers import SegmentKeys, iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
@@ -47,7 +47,7 @@ def checked_source(directory: Path, manifest: Manifest, named: NamedSources, fra
     if uri is None:
         where = "" if named else f"its source file {printable(manifest.input_path or '?', 200)} "
         raise InputError(f"{directory}: cannot redraw: {where}{problem}")
-    recorded = SourceFingerprint.from_json(manifest.section("input").get(FINGERPRINT))
+    recorded = SourceFingerprint.from_json(manifest.input.fingerprint)
     problem = source_problem(uri, recorded)
     if problem is not None:
         raise InputError(f"{directory}: cannot redraw: its source file {printable(uri, 200)} {problem}")

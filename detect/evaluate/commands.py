@@ -228,7 +228,7 @@ def pool_settings(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """What shapes a run's boxes, as its manifest records it: the model (its checksum), the input
     size, tiles, NMS, the lowest score kept and --classes. Not the drawing threshold (AP does not
     depend on it; a note says which one P/R/F1 use) nor the cameras or frames (a subset of images)."""
-    model, settings = manifest.model, manifest.section("settings")
+    model, settings = manifest.model, manifest.settings
     return (("model", model.sha256[:12] or model.path or "?"),
             ("input size", _compact(settings.get("input_size"))),
             ("tile", _compact(settings.get("tile"))),

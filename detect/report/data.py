@@ -83,10 +83,8 @@ class SegmentData:
     def drawn_count(self) -> int:
         """How many boxes the frames show: the run's own count (`counts.drawn`, the renderer's rule: a
         paired rider is one box when errors are drawn), else the boxes of `drawn`."""
-        recorded = self.manifest.section("counts").get("drawn")
-        if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
-            return recorded
-        return len(self.drawn)
+        recorded = self.manifest.counts.drawn
+        return len(self.drawn) if recorded is None else recorded
 
     def counts(self) -> pd.DataFrame:
         """Drawn boxes per camera (rows) and class (columns), with totals."""
@@ -157,8 +155,8 @@ def spread_busiest(boxes: Mapping[tuple[str, int], int], timestamps: Sequence[in
 def drawn_count(directory: Path, manifest: Manifest) -> int | None:
     """How many boxes the segment's frames show: the manifest's count (runs since it is recorded),
     else the table's boxes at or above the drawing threshold; None when neither is known."""
-    recorded = manifest.section("counts").get("drawn")
-    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+    recorded = manifest.counts.drawn
+    if recorded is not None:
         return recorded
     if not manifest.threshold_recorded:
         return None

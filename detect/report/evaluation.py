@@ -28,8 +28,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
     cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
-    protocol = report.section("protocol")
-    library = report.section("library")
+    protocol = report.protocol
+    library = report.library
     threshold = safe.number(report.data.get("threshold"), 2)
     dropped = safe.count(report.data.get("labels_dropped"))
     level_2 = report.rows("LEVEL_2")
@@ -46,8 +46,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     if matches is not None and report.threshold is not None:
         parts.append(_outcomes(gallery.outcomes(matches, report.threshold), level_2))
     parts.append(_levels(report))
-    parts.append(_tracking(report.section("tracking_level_2")))
-    parts.append(_by_size_and_camera(level_2, report.section("cameras_level_2")))
+    parts.append(_tracking(report.tracking))
+    parts.append(_by_size_and_camera(level_2, report.cameras))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
@@ -76,7 +76,7 @@ def _levels(report: EvalRecord) -> str:
     headers = ["type", "level", "labels", "dets", "AP50", "AP70/50", "AP", "AR100"]
     rows = [[r.get("name"), level, count_cell(r.get("labels")), count_cell(r.get("detections")),
              *[num(r.get(k), 3) for k in ("ap50", "ap_waymo", "ap", "ar100")]]
-            for level in report.section("levels") for r in report.rows(level)
+            for level in report.levels for r in report.rows(level)
             if r.get("labels") != 0]  # a type the data has no label of has no AP (the headline names it)
     return ("<h3>Average precision</h3><p class='muted'>AP50: COCO, IoU 0.5; AP70/50: Waymo's 2D protocol, IoU 0.7 "
             "for VEHICLE and 0.5 for the others; AP: IoU 0.5:0.95; AR100: recall at 100 detections per image.</p>"
@@ -100,7 +100,7 @@ def _by_size_and_camera(level_2: Sequence[Mapping[str, object]], cameras: Mappin
 
 
 def _thresholds(report: EvalRecord, directory: Path) -> str:
-    sweeps = report.section("thresholds_level_2")
+    sweeps = report.sweeps
     level_2 = {str(r.get("name")): r for r in report.rows("LEVEL_2")}
     rows = []
     for name, found in sweeps.items():

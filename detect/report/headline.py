@@ -39,7 +39,7 @@ class Verdict:
 
 def verdicts(report: EvalRecord, outcomes: Mapping[str, Outcome] | None) -> tuple[list[Verdict], list[str]]:
     """The types with labels, in eval.json's order, and the names of those without any (left out)."""
-    sweeps = report.section("thresholds_level_2")
+    sweeps = report.sweeps
     shown, without = [], []
     for row in report.rows(LEVEL):
         name = str(row.get("name"))

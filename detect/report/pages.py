@@ -80,12 +80,11 @@ def segment_page(data: SegmentData) -> Path:
     the verdict first, then the pictures (each once), the errors, the boxes, the time, the details."""
     directory, manifest = data.directory, data.manifest
     assets = real_folder(directory / ASSETS)
-    counts = manifest.section("counts")
-    timings = manifest.section("timings")
+    counts, timings = manifest.counts, manifest.timings
     matches = gallery.read_matches(directory, data.name, data.notes) if data.evaluation is not None else None
     outcomes = (gallery.outcomes(matches, data.evaluation.threshold)
                 if matches is not None and data.evaluation is not None and data.evaluation.threshold is not None else None)
-    tracking = None if data.evaluation is None else data.evaluation.section("tracking_level_2")
+    tracking = None if data.evaluation is None else data.evaluation.tracking
     sections: list[tuple[str, str, str]] = []  # (anchor, title, html)
     groups = pictures.picture_groups(data, assets, ASSETS)
     if groups:
@@ -99,12 +98,11 @@ def segment_page(data: SegmentData) -> Path:
     if tracks:
         sections.append(("tracks", "Tracks", tracks))
     sections.append(("boxes", "Boxes", _boxes(data, assets)))
-    stage_ms = {str(k): float(v) for k, v in safe.mapping(timings.get("stage_ms_per_image")).items()
-                if isinstance(v, (int, float)) and safe.number(v) != "-"}
+    stage_ms = {k: float(v) for k, v in timings.stage_ms_per_image.items()}
     if stage_ms:
         charts.stages(stage_ms, assets / "stages.png")
-        sections.append(("time", "Time", f"<p>{_num(timings.get('images_per_second'))} images/s over "
-                         f"{_num(timings.get('pipeline_s'))} s ({_num(timings.get('total_s'))} s in all).</p>"
+        sections.append(("time", "Time", f"<p>{_num(timings.images_per_second)} images/s over "
+                         f"{_num(timings.pipeline_s)} s ({_num(timings.total_s)} s in all).</p>"
                          + _plot(f"{ASSETS}/stages.png", "milliseconds per image by step")))
     failures = manifest.failures
     if failures:
@@ -112,11 +110,11 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(("failed", f"Failed frames ({len(failures)})",
                          _table(["camera", "timestamp", "stage", "error"], rows)))
     sections.append(("details", "Run details", _facts(data) + "<h3>Versions</h3>"
-                     + _facts_table(manifest.section("versions"))
+                     + _facts_table(manifest.versions)
                      + f"<p class='muted'>Files: <a href='{safe.href('manifest.json')}'>manifest.json</a>, "
                      f"<a href='{safe.href('detections.parquet')}'>detections.parquet</a>"
                      f"{_if_file(directory, 'ground_truth.parquet')}{_if_file(directory, 'eval.json')}. "
-                     f"{_count_of(counts.get('images_processed', 0), 'image')} processed.</p>"))
+                     f"{_count_of(counts.images_processed, 'image')} processed.</p>"))
     top = [f"<h1>{safe.text(data.name)}</h1>", headline(data.evaluation, outcomes, _segment_lead(data), tracking),
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
@@ -192,7 +190,6 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
     total_drawn: int | None = 0
     thresholds = set()
     for directory, manifest in segments:
-        counts = manifest.section("counts")
         name = manifest.segment_context_name
         link = directory.relative_to(root).as_posix()
         page = f"{link}/{REPORT_FILE}" if (directory / REPORT_FILE).is_file() else f"{link}/manifest.json"
@@ -204,9 +201,9 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
             thresholds.add(manifest.threshold)
         rows.append([Markup(f"<a href='{safe.href(page)}'>{safe.text(name)}</a>"),
                      Markup(f"<span class='status-{safe.text(css)}'>{safe.text(status)}</span>"),
-                     _count_cell(counts.get("images_processed")), "-" if drawn is None else drawn,
+                     _count_cell(manifest.counts.images_processed), "-" if drawn is None else drawn,
                      threshold_text(manifest.threshold if manifest.threshold_recorded else None), _segment_ap(directory),
-                     _num(manifest.section("timings").get("images_per_second")), _model_cell(manifest.model)])
+                     _num(manifest.timings.images_per_second), _model_cell(manifest.model)])
     sections: list[tuple[str, str, str]] = [
         ("segments", "Segments", "<p class='muted'>Boxes drawn: those scoring at least the segment's threshold, as "
          "its frames and page show them (detections.parquet keeps lower scores too, for evaluation). AP50: the mean "
@@ -220,7 +217,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
     if evaluation is not None:
         sections.append(("evaluation", "Against Waymo's labels, pooled",
                          evaluation_section(evaluation, root, heading=False)))
-    images = sum(safe.count(m.section("counts").get("images_processed")) or 0 for _, m in segments)
+    images = sum(m.counts.images_processed or 0 for _, m in segments)
     threshold = next(iter(thresholds)) if len(thresholds) == 1 else None
     lead = (f"{counted(len(segments), 'segment')}, {counted(images, 'image')}; "
             f"{drawn_phrase(total_drawn, threshold)}{'' if len(thresholds) < 2 else ' (at each one' + chr(39) + 's threshold)'}."
@@ -229,7 +226,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
     outcomes = (gallery.outcomes(matches, evaluation.threshold)
                 if matches is not None and evaluation is not None and evaluation.threshold is not None else None)
     top = [f"<h1>detect run: {counted(len(segments), 'segment')}</h1>",
-           headline(evaluation, outcomes, lead, None if evaluation is None else evaluation.section("tracking_level_2"))
+           headline(evaluation, outcomes, lead, None if evaluation is None else evaluation.tracking)
            if evaluation is not None else f"<section class='headline' id='headline'><p class='lead'>{lead}</p></section>",
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
@@ -237,11 +234,11 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
 
 
 def _run_line(run: RunRecord, runs: int) -> str:
-    this = run.section("this_run")
-    tally = ", ".join(f"{safe.count_text(this.get(k, 0))} {what}" for k, what in (
+    this = run.tally
+    tally = ", ".join(f"{safe.count_text(this[k])} {what}" for k, what in (
         ("done", "done"), ("done_with_failures", "with failed frames"), ("skipped", "skipped"), ("failed", "failed")))
     return (f"Last run{'' if runs == 1 else ' (' + safe.text(run.name) + ')'}: {tally}; "
-            f"engine {safe.text(run.data.get('engine'))}.")
+            f"engine {safe.text(run.engine)}.")
 
 
 def _model_cell(model: ModelFacts) -> Any:
@@ -255,20 +252,20 @@ def _model_cell(model: ModelFacts) -> Any:
 
 def _facts(data: SegmentData) -> str:
     m = data.manifest
-    model, source, counts = m.model, m.section("input"), m.section("counts")
-    dropped = safe.count(source.get("labels_dropped"))
+    model, source, counts = m.model, m.input, m.counts
+    dropped = source.labels_dropped
     facts = {
         "status": m.data.get("status"),
-        "input": f"{source.get('path')} ({source.get('format')})",
-        "images": f"{safe.count_text(counts.get('images_processed', 0))} processed, "
-                  f"{safe.count_text(counts.get('images_failed', 0))} failed",
+        "input": f"{source.path} ({source.format})",
+        "images": f"{safe.count_text(counts.images_processed)} processed, "
+                  f"{safe.count_text(counts.images_failed)} failed",
         "model": model.description or None,
         "model knows": _classes(model.knows_classes),
         "drawn": f"boxes scoring at least {data.threshold:g} (the drawing threshold)",
         "in the table": f"boxes scoring at least {safe.number(model.score_floor, 2)} (the score floor, for evaluation)",
-        "labels": str(source.get("ground_truth") or "none")
+        "labels": str(source.ground_truth or "none")
         + (f" ({counted(dropped, 'unusable row')} dropped)" if dropped else ""),
-        "engine": m.section("engine").get("name"),
+        "engine": m.engine_name,
         "finished": m.data.get("finished_at"),
     }
     return _facts_table(facts)

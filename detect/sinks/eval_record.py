@@ -15,12 +15,12 @@ from pathlib import Path
 
 from detect.sinks.layout import EVAL_FILE
 from detect.sinks.layout_version import EVAL
-from detect.sinks.results_folder import fraction, read_results_json
+from detect.sinks.results_folder import fraction, json_object, read_results_json
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class EvalRecord:
-    """One eval.json: its checked drawing threshold and the whole JSON object (`section`, `rows`)."""
+    """One eval.json: its checked drawing threshold, its sections by name, and the whole JSON object."""
 
     threshold: float | None  # what the matches were judged at; None: not a number from 0 to 1
     data: Mapping[str, object]  # the whole JSON object as written
@@ -29,19 +29,51 @@ class EvalRecord:
     def from_json(cls, data: Mapping[str, object]) -> EvalRecord:
         return cls(fraction(data.get("threshold")), data)
 
-    def section(self, name: str) -> Mapping[str, object]:
-        """A top-level JSON object (protocol, library, levels, cameras_level_2, ...); {} when it is not one."""
-        value = self.data.get(name)
-        return value if isinstance(value, Mapping) else {}
+    # The sections a page shows as they are (each checked and escaped where it is shown): {} when
+    # the file holds no JSON object there.
+    @property
+    def protocol(self) -> Mapping[str, object]:
+        """What decided a hit: name, title, IoU per type."""
+        return json_object(self.data.get("protocol"))
+
+    @property
+    def protocol_name(self) -> str | None:
+        name = self.protocol.get("name")
+        return name if isinstance(name, str) else None
+
+    @property
+    def library(self) -> Mapping[str, object]:
+        """The evaluation library and its version."""
+        return json_object(self.data.get("library"))
+
+    @property
+    def tracking(self) -> Mapping[str, object]:
+        """HOTA, MOTA and IDF1 per type at LEVEL_2 (`tracking_level_2`; {}: tracks not scored)."""
+        return json_object(self.data.get("tracking_level_2"))
+
+    @property
+    def cameras(self) -> Mapping[str, object]:
+        """AP50 per camera at LEVEL_2 (`cameras_level_2`)."""
+        return json_object(self.data.get("cameras_level_2"))
+
+    @property
+    def sweeps(self) -> Mapping[str, object]:
+        """P, R and F1 over thresholds per type at LEVEL_2 (`thresholds_level_2`)."""
+        return json_object(self.data.get("thresholds_level_2"))
+
+    @property
+    def levels(self) -> list[str]:
+        """The difficulty levels recorded (LEVEL_1, LEVEL_2), in the file's order."""
+        return [str(level) for level in json_object(self.data.get("levels"))]
 
     def rows(self, level: str) -> list[Mapping[str, object]]:
         """The rows of `level` (LEVEL_1, LEVEL_2) that are JSON objects: one per type, then ALL."""
-        rows = self.section("levels").get(level)
+        rows = json_object(self.data.get("levels")).get(level)
         return [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
 
     def overall(self, level: str) -> Mapping[str, object] | None:
         """The level's last row (ALL: every type together), None when it is not a JSON object."""
-        rows = self.section("levels").get(level)
+        rows = json_object(self.data.get("levels")).get(level)
         last = rows[-1] if isinstance(rows, list) and rows else None
         return last if isinstance(last, Mapping) else None
 

@@ -12,6 +12,7 @@ when they cannot be used (`read_results_json`). The report escapes what it shows
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -28,10 +29,95 @@ from detect.sinks.manifest import MANIFEST_FILE
 DEFAULT_THRESHOLD = 0.5
 
 
+MAX_COUNT = 2**53  # the largest count JSON numbers hold exactly
+
+
+def whole(value: object) -> int | None:
+    """`value` when it is a JSON whole number from 0 to 2**53, else None (not recorded, or edited)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
+
+
+def number(value: object) -> float | int | None:
+    """`value` when it is a finite JSON number, as written (an int stays an int), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return value if math.isfinite(value) else None
+    except OverflowError:  # an int past a float's range
+        return None
+
+
+def json_object(value: object) -> Mapping[str, object]:
+    """`value` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """A manifest's `counts`, each a whole number or None (not recorded, or edited past use)."""
+
+    images_planned: int | None = None
+    images_processed: int | None = None
+    images_resumed: int | None = None
+    images_failed: int | None = None
+    detections: int | None = None
+    drawn: int | None = None  # what the frames show (the renderer's count)
+
+    @classmethod
+    def from_json(cls, value: object) -> Counts:
+        section = json_object(value)
+        return cls(**{f.name: whole(section.get(f.name)) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """What a manifest's `timings` says of speed (None: not recorded)."""
+
+    images_per_second: float | int | None = None
+    pipeline_s: float | int | None = None
+    total_s: float | int | None = None
+    stage_ms_per_image: Mapping[str, float | int] = dataclasses.field(default_factory=dict)  # finite numbers only
+
+    @property
+    def detect_ms_per_image(self) -> float | int | None:
+        return self.stage_ms_per_image.get("detect")
+
+    @classmethod
+    def from_json(cls, value: object) -> Timings:
+        section = json_object(value)
+        stages = {str(k): n for k, v in json_object(section.get("stage_ms_per_image")).items()
+                  if (n := number(v)) is not None}
+        return cls(number(section.get("images_per_second")), number(section.get("pipeline_s")),
+                   number(section.get("total_s")), stages)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputRecord:
+    """A manifest's `input`: the file the run read and its labels (None: not recorded)."""
+
+    path: str | None = None
+    format: str | None = None
+    ground_truth: str | None = None  # where the labels came from
+    labels: int | None = None  # label boxes over the processed images; None: the run had no labels
+    labels_dropped: int = 0  # label rows the run could not use
+    fingerprint: object = None  # as written: `SourceFingerprint.from_json` checks it
+
+    @classmethod
+    def from_json(cls, value: object) -> InputRecord:
+        section = json_object(value)
+
+        def text(key: str) -> str | None:
+            v = section.get(key)
+            return v if isinstance(v, str) and v else None
+
+        return cls(text("path"), text("format"), text("ground_truth"), whole(section.get("labels")),
+                   whole(section.get("labels_dropped")) or 0, section.get("fingerprint"))
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Manifest:
-    """A segment's manifest.json as read back: the values readers act on, typed and checked, and the
-    JSON sections a page shows as they are (`section`)."""
+    """A segment's manifest.json as read back: every section a reader acts on, typed and checked
+    once here; `settings` stays the JSON object the engine's `SettingsRecord.from_json` decodes."""
 
     directory: Path
     segment_context_name: str  # as recorded, else the folder's name
@@ -43,6 +129,12 @@ class Manifest:
     labels_dropped: int  # label rows the run could not use
     data: Mapping[str, object]  # the whole JSON object as written
     max_boxes: int | None = None  # settings.draw.max_boxes: at most this many boxes drawn on an image
+    counts: Counts = Counts()
+    timings: Timings = Timings()
+    input: InputRecord = InputRecord()
+    versions: Mapping[str, str] = dataclasses.field(default_factory=dict)  # package -> version
+    engine_name: str | None = None
+    tracking_params: Mapping[str, object] | None = None  # the tracker's, as recorded (None: not tracked)
 
     @property
     def recorded_name(self) -> str | None:
@@ -57,10 +149,10 @@ class Manifest:
         failures = self.data.get("failures")
         return [f for f in failures if isinstance(f, Mapping)] if isinstance(failures, list) else []
 
-    def section(self, name: str) -> Mapping[str, object]:
-        """A top-level JSON object of the manifest (counts, timings, versions, ...); {} when it is not one."""
-        value = self.data.get(name)
-        return value if isinstance(value, Mapping) else {}
+    @property
+    def settings(self) -> Mapping[str, object]:
+        """The recorded settings, the JSON object `SettingsRecord.from_json` decodes ({}: none)."""
+        return json_object(self.data.get("settings"))
 
     @classmethod
     def from_json(cls, data: Mapping[str, object], directory: Path) -> Manifest:
@@ -69,6 +161,9 @@ class Manifest:
         source = data.get("input")
         path = source.get("path") if isinstance(source, Mapping) else None
         dropped = source.get("labels_dropped") if isinstance(source, Mapping) else None
+        versions = json_object(data.get("versions"))
+        engine = json_object(data.get("engine")).get("name")
+        params = json_object(data.get("tracking")).get("params")
         return cls(
             directory=directory,
             segment_context_name=str(name) if name is not None else directory.name,
@@ -81,6 +176,12 @@ class Manifest:
             and 0 <= dropped < 2**53 else 0,
             data=data,
             max_boxes=recorded_max_boxes(data),
+            counts=Counts.from_json(data.get("counts")),
+            timings=Timings.from_json(data.get("timings")),
+            input=InputRecord.from_json(source),
+            versions={k: v for k, v in versions.items() if isinstance(v, str)},
+            engine_name=engine if isinstance(engine, str) else None,
+            tracking_params=params if isinstance(params, Mapping) else None,
         )
 
 

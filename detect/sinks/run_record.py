@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from detect.sinks.layout_version import RUN
-from detect.sinks.results_folder import read_results_json
+from detect.sinks.results_folder import json_object, read_results_json, whole
 
 RUN_FILE = "run.json"
 RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run
@@ -27,8 +27,8 @@ def run_file_name(shard: tuple[int, int] | None) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RunRecord:
-    """One run file: its name, its inputs' entries (each a JSON object, in the file's order) and the
-    JSON sections a page shows as they are (`section`)."""
+    """One run file: its name, its inputs' entries (each a JSON object, in the file's order), its
+    tally and engine, and the whole JSON object."""
 
     name: str
     entries: tuple[Mapping[str, object], ...]
@@ -40,10 +40,17 @@ class RunRecord:
         listed = entries if isinstance(entries, list) else []
         return cls(name, tuple(e for e in listed if isinstance(e, dict)), data)
 
-    def section(self, name: str) -> Mapping[str, object]:
-        """A top-level JSON object of the run file (`this_run`); {} when it is not one."""
-        value = self.data.get(name)
-        return value if isinstance(value, Mapping) else {}
+    @property
+    def tally(self) -> dict[str, int | None]:
+        """`this_run`'s counts of inputs by outcome (done, done_with_failures, skipped, failed): a whole
+        number, 0 when not recorded, None when edited past use."""
+        this = json_object(self.data.get("this_run"))
+        return {k: whole(this.get(k, 0)) for k in ("done", "done_with_failures", "skipped", "failed")}
+
+    @property
+    def engine(self) -> str | None:
+        engine = self.data.get("engine")
+        return engine if isinstance(engine, str) else None
 
     def by_input(self) -> dict[str, Mapping[str, object]]:
         """The entries that name their input (a string `path`), by that input."""

@@ -37,8 +37,6 @@ from detect.waymo.readers import read_images
 from detect.waymo.source_check import SourceFingerprint
 from detect.waymo.sources import SegmentSource, is_remote, resolve
 
-FINGERPRINT = "fingerprint"  # the key under the manifest's `input` section
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SourceImages:
@@ -117,7 +115,7 @@ def source_problem(manifest: Manifest, named: NamedSources = NamedSources()) -> 
         return f"{manifest.directory}: the manifest records no source file"
     if path is None:
         return problem if named else f"{printable(manifest.input_path or '?', 200)}: the source file {problem}"
-    recorded = SourceFingerprint.from_json(manifest.section("input").get(FINGERPRINT))
+    recorded = SourceFingerprint.from_json(manifest.input.fingerprint)
     problem = source_check.source_problem(path, recorded)
     return None if problem is None else f"{printable(path, 200)}: the source file {problem}"
 
