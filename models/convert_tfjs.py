@@ -11,7 +11,7 @@
     # a model.json (+ its .bin files) you have:
     python models/convert_tfjs.py --json path/to/centernet.json --head centernet --out models/my_centernet
 
-The graph is read by `detect.model.tfjs.graph` (GraphDef JSON + quantized weights + fused-op
+The graph is read by `detect.model.tfjs.graph_def` (GraphDef JSON + quantized weights + fused-op
 split); the head (`detect.model.tfjs.<head>`) adds what the network needs around it: letterbox and
 input normalization, a batched decode (and NMS where upstream has it), the COCO class map. The
 SavedModel takes uint8 `input_tensor` of any batch and size and returns normalized boxes of the
@@ -39,7 +39,7 @@ from detect.core.tf_env import import_tensorflow
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.sidecar import ModelSidecar
 from detect.model.tfjs import HEADS, Head
-from detect.model.tfjs.graph import read_graph_model
+from detect.model.tfjs.graph_def import read_graph_model
 
 
 class ConvertError(Exception):

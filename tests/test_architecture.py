@@ -28,7 +28,7 @@ def test_importing_every_module_loads_neither_tensorflow_nor_ray():
 def test_the_commands_start_without_the_evaluation_and_report_libraries():
     # matplotlib and pandas (~0.7 s) load when the evaluation or the report begins: `detect redraw`
     # imports them in the thread that evaluates while its frames are drawn
-    code = ("import sys, detect.cli.app, detect.cli.redraw, detect.cli.segment_and_run\n"
+    code = ("import sys, detect.cli.app, detect.cli.redraw_command, detect.cli.segment_and_run\n"
             "print(sorted(m for m in ('matplotlib', 'pandas', 'scipy', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -13,9 +13,9 @@ from test_eval import PERSON, dets, key, labels, results_dir
 
 from detect.compare.close_ups import CloseUp, write_close_ups
 from detect.compare.comparison import SideFacts
+from detect.compare.frame_pairs import APART_MICROS, BAR, MARK, MARK_PAD, SIDE_WIDTH, side_by_side, spread
 from detect.compare.naming import side_names, title
 from detect.compare.page import disagreement_caption
-from detect.compare.pictures import APART_MICROS, BAR, MARK, MARK_PAD, SIDE_WIDTH, side_by_side, spread
 from detect.compare.sides import load_side, pair
 from detect.compare.stats import Disagreement, Mark, collect
 from detect.core.cameras import CameraName

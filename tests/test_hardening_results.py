@@ -37,7 +37,7 @@ def test_a_tiny_fps_is_clamped_to_the_maximum_delay():
 
 
 def test_compare_animates_each_segment_apart_even_with_shared_timestamps_and_a_size_change(tmp_path):
-    from detect.compare.pictures import animations
+    from detect.compare.frame_pairs import animations
     from detect.core.cameras import CameraName
     from detect.core.records import FrameKey
 
@@ -92,7 +92,7 @@ def hostile_frames(tmp_path):
 
 @pytest.mark.timeout(30)
 def test_links_fifos_truncated_and_huge_frames_are_left_out_of_compares_pictures_with_a_note(tmp_path, hostile_frames):
-    from detect.compare.pictures import animations, gallery
+    from detect.compare.frame_pairs import animations, gallery
     from detect.compare.stats import Disagreement
 
     out = tmp_path / "out"

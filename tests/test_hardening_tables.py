@@ -270,7 +270,7 @@ def test_an_evaluations_table_of_repeated_rows_leaves_its_part_of_the_page_out_w
 def test_a_table_as_long_as_the_boxes_its_journal_records_is_read(tmp_path):
     """A run that kept more boxes an image than `ROWS_PER_IMAGE` (a low score floor, tiles) is read whole."""
     from detect.core.records import Detections
-    from detect.evaluate.results import load_segment
+    from detect.evaluate.segment_results import load_segment
 
     many = MIN_ROWS + 2 * ROWS_PER_IMAGE  # on one image: past the cap of its image alone
     column = np.arange(many, dtype=np.float32)

@@ -18,7 +18,7 @@ from detect.core.tf_env import import_tensorflow
 from detect.model.detector import Detector
 from detect.model.inputs import FitSize, parse_input_size, require_multiple, resize_images, size_record
 from detect.model.tfjs import centernet
-from detect.model.tfjs.graph import as_function, read_graph_model
+from detect.model.tfjs.graph_def import as_function, read_graph_model
 from detect.tools.sweep import WAYMO_FRAME
 from detect.waymo.readers import iter_frames
 

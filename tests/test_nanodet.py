@@ -22,7 +22,7 @@ from detect.model import formats
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs import head_for, nanodet
-from detect.model.tfjs.graph import as_function, read_graph_model
+from detect.model.tfjs.graph_def import as_function, read_graph_model
 from detect.model.tfjs.heads import letterbox
 from detect.waymo.readers import iter_frames
 

@@ -13,7 +13,7 @@ from test_eval import key, results_dir
 from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.report.track_plot import lifespans_figure
-from detect.report.tracks import read_switches, read_tracks, tracks_section
+from detect.report.tracks_section import read_switches, read_tracks, tracks_section
 from detect.sinks.frames import frame_path
 
 
@@ -73,7 +73,7 @@ def test_the_plot_has_a_panel_per_camera_and_a_line_per_track():
 def test_a_switchs_two_tracks_are_named_as_the_frames_number_them_in_their_camera():
     """FRONT_LEFT's ids run 2, 7, 12 (unique in the segment); its pictures and the page read 1, 2, 3."""
     from detect.report.gallery import Example
-    from detect.report.tracks import Switch
+    from detect.report.tracks_section import Switch
 
     before = Example("id switch", "PEDESTRIAN", "FRONT_LEFT", 1_000_000, (0, 0, 10, 10), None, None, "obj4")
     after = Example("id switch", "PEDESTRIAN", "FRONT_LEFT", 1_500_000, (0, 0, 10, 10), None, None, "obj4")

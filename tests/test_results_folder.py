@@ -11,7 +11,7 @@ from conftest import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import InputError, OutputError
-from detect.evaluate.results import load_segment
+from detect.evaluate.segment_results import load_segment
 from detect.report.data import load as load_report_data
 from detect.sinks import journal
 from detect.sinks.frames import frame_path, list_frames

@@ -16,7 +16,7 @@ from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.records import FrameKey
-from detect.evaluate.results import find_segments
+from detect.evaluate.segment_results import find_segments
 from detect.sinks.frames import write_frame
 from detect.sinks.run_folder import find_segment_folders
 

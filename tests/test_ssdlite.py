@@ -20,7 +20,7 @@ from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.tfjs import head_for, ssdlite
-from detect.model.tfjs.graph import as_function, bytes_as_base64, read_graph_model
+from detect.model.tfjs.graph_def import as_function, bytes_as_base64, read_graph_model
 from detect.waymo.readers import iter_frames
 
 REPO_MODEL = ROOT / "models" / "ssdlite_mobilenet_v2_coco"

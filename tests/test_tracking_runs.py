@@ -227,7 +227,7 @@ def test_the_pool_scores_sequences_added_one_at_a_time_as_trackeval_scores_them_
 def test_eval_scores_the_tracks_against_the_labels_object_ids_as_trackeval_does(tracked):
     from detect.core.matching import COCO_PROTOCOL
     from detect.core.records import WaymoType
-    from detect.evaluate.results import load_segment
+    from detect.evaluate.segment_results import load_segment
     from detect.evaluate.tracking import segment_sequences
     from detect.model.classmap import default_class_map
     from detect.track import score_tracks

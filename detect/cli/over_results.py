@@ -21,7 +21,7 @@ from detect.sinks.eval_record import read_eval_record
 from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.rebuild import rebuild_all
 from detect.sinks.source_images import NamedSources
-from detect.sinks.tracks import retrack_all
+from detect.sinks.track_ids import retrack_all
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

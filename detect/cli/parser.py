@@ -236,7 +236,7 @@ def build_parser() -> Parser:
     _source(redraw, "read the images from these segment files")
     _matching(redraw, the_runs=True)
     _common(redraw)
-    redraw.set_defaults(handler=_handler("detect.cli.redraw", "cmd_redraw"))
+    redraw.set_defaults(handler=_handler("detect.cli.redraw_command", "cmd_redraw"))
     return parser
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from detect.compare.pictures import MARK
+from detect.compare.frame_pairs import MARK
 from detect.compare.sides import Side
 from detect.compare.stats import Disagreement, Mark
 from detect.core.atomic import atomic_path

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from detect.compare import page, pictures
+from detect.compare import frame_pairs, page
 from detect.compare.close_ups import write_close_ups
 from detect.compare.comparison import (
     AgreementRow,
@@ -30,7 +30,7 @@ from detect.compare.resample import BlockBootstrap, Difference, FrameIndex
 from detect.compare.sides import Pairing, Side, load_side, pair
 from detect.compare.stats import Collected, Mark, PairedAP, collect
 from detect.compare.terminal import summary_lines
-from detect.compare.tracking import tracked_types
+from detect.compare.track_scores import tracked_types
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol
@@ -61,16 +61,16 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     comparison, collected, tracking_notes = _numbers(a, b, pairing, class_map, protocol, replicates, seed)
     target = real_folder(Path(out))
     names = (f"A: {comparison.names[0]}", f"B: {comparison.names[1]}")
-    frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
-    frames_b = pictures.frame_files({n: s.directory for n, s in b.segments.items()})
+    frames_a = frame_pairs.frame_files({n: s.directory for n, s in a.segments.items()})
+    frames_b = frame_pairs.frame_files({n: s.directory for n, s in b.segments.items()})
     notes = [*a.notes, *b.notes, *pairing.left_out_lines(), *tracking_notes]
     if not frames_a or not frames_b:
         notes.append(f"{'A' if not frames_a else 'B'} wrote no annotated frames (--no-png): no pictures to compare")
     marks = {d.key: d.marks for d in collected.disagreement}
-    animations = pictures.animations(pairing.common, frames_a, frames_b, names, target, notes, marks)
+    animations = frame_pairs.animations(pairing.common, frames_a, frames_b, names, target, notes, marks)
     drawn = [d for d in collected.disagreement if d.key in frames_a and d.key in frames_b]
-    chosen = {d.key: d for d in pictures.spread(drawn)}
-    shown = pictures.gallery(list(chosen.values()), frames_a, frames_b, names, target, notes)
+    chosen = {d.key: d for d in frame_pairs.spread(drawn)}
+    shown = frame_pairs.gallery(list(chosen.values()), frames_a, frames_b, names, target, notes)
     ups = write_close_ups([chosen[k] for k in shown], a, b, frames_a, comparison.names, target, notes)
     gallery = tuple(GalleryEntry(k, p.name, str(frames_a[k]), str(frames_b[k]), chosen[k].count,
                                  _found_by(chosen[k].marks, "A"), _found_by(chosen[k].marks, "B"),

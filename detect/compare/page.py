@@ -8,8 +8,8 @@ from typing import Any
 
 from detect.compare.close_ups import CloseUp
 from detect.compare.comparison import Change, Comparison
+from detect.compare.frame_pairs import APART_MICROS, PER_CAMERA
 from detect.compare.naming import title
-from detect.compare.pictures import APART_MICROS, PER_CAMERA
 from detect.compare.stats import Disagreement
 from detect.core.names import counted
 from detect.core.records import FrameKey

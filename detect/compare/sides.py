@@ -16,7 +16,7 @@ from detect.compare.comparison import SideFacts
 from detect.core.errors import InputError, UsageError
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
-from detect.evaluate.results import SegmentResults, find_segments, load_segment
+from detect.evaluate.segment_results import SegmentResults, find_segments, load_segment
 from detect.model.classmap import ClassMap
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP

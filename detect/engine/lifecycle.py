@@ -43,7 +43,7 @@ from detect.sinks.manifest import (
 )
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
-from detect.sinks.tracks import live_tracking_notes, track_table, tracking_record
+from detect.sinks.track_ids import live_tracking_notes, track_table, tracking_record
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys

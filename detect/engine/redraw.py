@@ -55,7 +55,7 @@ from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FIL
 from detect.sinks.results_folder import Manifest, json_object, read_manifest
 from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE, write_table
-from detect.sinks.tracks import track_table, tracker_params, tracking_record
+from detect.sinks.track_ids import track_table, tracker_params, tracking_record
 from detect.track.live import ImageTracks
 from detect.track.params import TrackerParams
 from detect.track.trail_history import Trails

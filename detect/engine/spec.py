@@ -27,7 +27,7 @@ from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.render.mosaic import MAX_ANIMATION_WIDTH, MIN_ANIMATION_WIDTH
 from detect.sinks.frames import FRAME_FORMATS
-from detect.sinks.tracks import tracker_params
+from detect.sinks.track_ids import tracker_params
 from detect.track import TrackerParams
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 from detect.waymo.selection import FrameFilter

@@ -18,7 +18,7 @@ from typing import NotRequired, TypedDict
 from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.model.classmap import ClassMap
 
 IMAGES_DIR = "images"

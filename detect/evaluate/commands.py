@@ -21,7 +21,7 @@ from detect.core.records import WaymoType
 from detect.evaluate.export import Exported, write_coco
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, library_version, to_json, write_outputs
-from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
+from detect.evaluate.segment_results import SegmentResults, find_segments, load_segment, no_labels_message
 from detect.evaluate.tracking_table import TrackingWriter
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for

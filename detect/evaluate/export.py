@@ -20,7 +20,7 @@ from detect.core.errors import DependencyError, InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey
 from detect.evaluate import coco
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.model.classmap import ClassMap
 from detect.sinks.journal import JOURNAL, STATE_DIR
 from detect.sinks.layout import real_file, real_folder

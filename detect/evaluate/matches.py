@@ -11,7 +11,7 @@ import numpy as np
 from detect.core.frame_rows import rows_by_image
 from detect.core.matching import Protocol
 from detect.core.records import FrameKey, Labels
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.judge import match_frame
 from detect.model.classmap import ClassMap
 

@@ -27,7 +27,7 @@ from detect.core.records import LEVEL_1, LEVEL_2, WaymoType
 from detect.evaluate import coco
 from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.evaluate.thresholds import Sweep, sweep
 from detect.evaluate.tracking import CameraSequence, segment_sequences
 from detect.model.classmap import ClassMap

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from detect.core.records import FrameKey, Labels
-from detect.evaluate.results import DetectionRows, SegmentResults
+from detect.evaluate.segment_results import DetectionRows, SegmentResults
 from detect.model.classmap import ClassMap
 from detect.track import FrameTracks
 

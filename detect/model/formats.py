@@ -111,7 +111,7 @@ def checksum(path: Path) -> str:
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and p.name != SIDECAR and CACHE_NAME not in p.relative_to(path).parts)
     if path.is_file() and path.suffix == ".json":  # a TF.js model: its weight files too
-        from detect.model.tfjs.graph import weight_paths
+        from detect.model.tfjs.graph_def import weight_paths
 
         files += weight_paths(path)
     for file in files:

@@ -23,7 +23,7 @@ from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
 from detect.report.html import num as _num
 from detect.report.html import table as _table
-from detect.report.tracks import tracks_section
+from detect.report.tracks_section import tracks_section
 from detect.sinks.eval_record import read_eval_record
 from detect.sinks.layout import real_folder
 from detect.sinks.results_folder import Manifest

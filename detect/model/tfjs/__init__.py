@@ -21,7 +21,7 @@ HEADS: dict[str, Head] = {head.name: head for head in (centernet.HEAD, nanodet.H
 
 def head_for(json_path: Path) -> Head:
     """The head whose network input and outputs this model.json declares (no TensorFlow needed)."""
-    from detect.model.tfjs.graph import load_model_json, node_name
+    from detect.model.tfjs.graph_def import load_model_json, node_name
 
     model = load_model_json(Path(json_path))
     topology = model.get("modelTopology")
@@ -49,7 +49,7 @@ class Loaded:
 def load(json_path: Path) -> Loaded:
     """The TF.js detector, built around its head, meeting our contract (nothing written to disk)."""
     from detect.core.tf_env import import_tensorflow
-    from detect.model.tfjs.graph import read_graph_model
+    from detect.model.tfjs.graph_def import read_graph_model
 
     tf = import_tensorflow()
     head = head_for(json_path)

@@ -28,7 +28,7 @@ from typing import Any
 
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
-from detect.model.tfjs.graph import TfjsGraph, as_function
+from detect.model.tfjs.graph_def import TfjsGraph, as_function
 from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived
 

@@ -17,7 +17,7 @@ from typing import Any
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
-from detect.model.tfjs.graph import TfjsGraph
+from detect.model.tfjs.graph_def import TfjsGraph
 
 # In a model's source facts: its graph runs at any input size (`detect.model.tfjs.sizes`). Models
 # converted before that letterbox every input into the export's own size inside the graph.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.core.errors import ModelError
-from detect.model.tfjs.graph import TfjsGraph
+from detect.model.tfjs.graph_def import TfjsGraph
 
 
 def shape_derived(tf: Any, graph: TfjsGraph, path: Path, input_name: str, targets: dict[str, int],

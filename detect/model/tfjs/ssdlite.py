@@ -30,7 +30,7 @@ from detect.core.errors import ModelError
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
-from detect.model.tfjs.graph import TfjsGraph, as_function
+from detect.model.tfjs.graph_def import TfjsGraph, as_function
 from detect.model.tfjs.heads import Head, SizeCost
 
 NAME = "ssdlite"
