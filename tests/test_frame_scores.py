@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detect.track import FrameTracks, metric_results
+from detect.track import TrackEvalFrame, metric_results
 from detect.track.frame_scores import FrameCounts, frame_counts, weighted_scores
 
 
-def random_sequence(rng: np.random.Generator, steps: int, objects: int) -> list[FrameTracks]:
+def random_sequence(rng: np.random.Generator, steps: int, objects: int) -> list[TrackEvalFrame]:
     """Objects drifting right, seen most of the time; a noisy tracker that misses, adds false boxes and
     swaps ids now and then (duplicate and empty label ids included)."""
     start = rng.uniform(50, 800, (objects, 2))
@@ -29,7 +29,7 @@ def random_sequence(rng: np.random.Generator, steps: int, objects: int) -> list[
         extra = rng.integers(0, 3)
         boxes = np.concatenate([boxes, rng.uniform(0, 900, (extra, 2)).repeat(2, 1) + [0, 0, 30, 30]])
         tracks = np.concatenate([tracks, 100 + t * 3 + np.arange(extra)])
-        frames.append(FrameTracks(names, labels, tracks, boxes))
+        frames.append(TrackEvalFrame(names, labels, tracks, boxes))
     return frames
 
 
@@ -37,8 +37,8 @@ def random_sequence(rng: np.random.Generator, steps: int, objects: int) -> list[
 def test_summed_once_the_counts_give_trackevals_pooled_scores(iou):
     rng = np.random.default_rng(3)
     sequences = [random_sequence(rng, steps, objects) for steps, objects in ((12, 5), (7, 3), (20, 8))]
-    sequences.append([FrameTracks((), np.zeros((0, 4)), np.array([1]), np.array([[0, 0, 9, 9]]))] * 3)  # no labels
-    sequences.append([FrameTracks(("z",), np.array([[0, 0, 9, 9]]), np.zeros(0, np.int64), np.zeros((0, 4)))] * 2)
+    sequences.append([TrackEvalFrame((), np.zeros((0, 4)), np.array([1]), np.array([[0, 0, 9, 9]]))] * 3)  # no labels
+    sequences.append([TrackEvalFrame(("z",), np.array([[0, 0, 9, 9]]), np.zeros(0, np.int64), np.zeros((0, 4)))] * 2)
     theirs = metric_results(sequences, iou)
     counts = FrameCounts.concat([frame_counts(frames, iou) for frames in sequences])
     hota, mota, idf1 = weighted_scores(counts)
@@ -61,7 +61,7 @@ def test_weights_count_images_as_often_as_a_resample_draws_them():
 
 def test_images_without_matches_lower_mota_and_idf1_by_their_boxes():
     box = np.array([[0.0, 0.0, 10.0, 10.0]])
-    frames = [FrameTracks(("a",), box, np.array([1]), box), FrameTracks(("a",), box, np.array([1]), box + 100)]
+    frames = [TrackEvalFrame(("a",), box, np.array([1]), box), TrackEvalFrame(("a",), box, np.array([1]), box + 100)]
     counts = frame_counts(frames, 0.5)
     # the first image alone: detection and identity perfect; HOTA keeps the association score the whole
     # sequence gave the pair (a, 1): one shared image of two each, 1 / (2 + 2 - 1)

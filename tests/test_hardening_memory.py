@@ -20,7 +20,7 @@ from helpers.results_folders import PEDESTRIAN, PERSON, dets, key, labels, segme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from detect.track import FrameTracks, TrackingPool, frame_counts, metric_results, to_trackeval
+from detect.track import TrackEvalFrame, TrackingPool, frame_counts, metric_results, to_trackeval
 from detect.track.identity import identity_match
 
 # One labeled pedestrian walking, tracked as id 1, among `per_image` - 1 other labels a frame, each
@@ -29,7 +29,7 @@ CROWD = """
 import json, resource, sys
 import numpy as np
 from detect.core.matching import COCO_PROTOCOL
-from detect.track import FrameTracks, TrackingPool, frame_counts
+from detect.track import TrackEvalFrame, TrackingPool, frame_counts
 
 frames, per_image = int(sys.argv[1]), int(sys.argv[2])
 sequence = []
@@ -37,7 +37,7 @@ for t in range(frames):
     walker = [100.0 + t, 100.0, 200.0 + t, 300.0]
     others = [[300.0 + 14 * (j % 100), 400.0 + 14 * (j // 100), 310.0 + 14 * (j % 100), 410.0 + 14 * (j // 100)]
               for j in range(per_image - 1)]
-    sequence.append(FrameTracks(tuple(f"box{t}_{j}" for j in range(per_image)), [walker, *others], [1], [walker]))
+    sequence.append(TrackEvalFrame(tuple(f"box{t}_{j}" for j in range(per_image)), [walker, *others], [1], [walker]))
 pool = TrackingPool(COCO_PROTOCOL)
 pool.add(2, sequence)
 scores = pool.scores()[2]
@@ -60,7 +60,7 @@ def test_identity_scores_of_twelve_thousand_label_ids_take_megabytes_not_gigabyt
     assert result["peak_mb"] < 400
 
 
-def sequences(seed: int, count: int) -> list[list[FrameTracks]]:
+def sequences(seed: int, count: int) -> list[list[TrackEvalFrame]]:
     """Random sequences: a few objects, boxes near them with track ids that switch and repeat."""
     rng = np.random.default_rng(seed)
     out = []
@@ -73,7 +73,7 @@ def sequences(seed: int, count: int) -> list[list[FrameTracks]]:
             boxes = np.concatenate([corners, corners + rng.uniform(10, 30, (n, 2))], axis=1)
             near = boxes[rng.integers(0, n, m)] + rng.normal(0, 4, (m, 4)) if n else rng.uniform(0, 100, (m, 4))
             near[:, 2:] = np.maximum(near[:, 2:], near[:, :2] + 1)
-            frames.append(FrameTracks(tuple(f"o{rng.integers(0, objects)}" for _ in range(n)), boxes,
+            frames.append(TrackEvalFrame(tuple(f"o{rng.integers(0, objects)}" for _ in range(n)), boxes,
                                       rng.choice(2 * track_ids + m, m, replace=False), near))
         out.append(frames)
     return out
@@ -108,7 +108,7 @@ def test_pooled_scores_are_trackevals_with_its_own_identity():
 def test_a_sequence_with_more_id_pairs_than_hotas_matrices_take_is_left_out_with_a_note(tmp_path, monkeypatch):
     from detect.track import TooManyIds, trackeval_input
 
-    many = [FrameTracks((f"label{t}",), [[0, 0, 10, 10]], [t], [[0, 0, 10, 10]]) for t in range(1_500)]
+    many = [TrackEvalFrame((f"label{t}",), [[0, 0, 10, 10]], [t], [[0, 0, 10, 10]]) for t in range(1_500)]
     with pytest.raises(TooManyIds, match=r"^1,500 label ids x 1,500 track ids, more than the 2,000,000 id pairs "):
         to_trackeval(many).check_id_pairs()
     with pytest.raises(TooManyIds):

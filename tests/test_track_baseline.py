@@ -14,7 +14,7 @@ from detect.core.matching import WAYMO_PROTOCOL
 from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
 from detect.tools import track_baseline as tb
-from detect.track import FrameTracks, SegmentTracker, TrackerParams, score_tracks
+from detect.track import SegmentTracker, TrackerParams, TrackEvalFrame, score_tracks
 from detect.waymo.readers import iter_frames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_the_tools_scores_are_score_tracks_run_directly(labels_as_detections):
     for k, (ids, xyxy) in enumerate(labels):
         boxes = xyxy + [2, 0, 2, 0]
         track_ids = tracker.update(1, int(seq.timestamps[k]), boxes, np.full(len(ids), 0.9), np.full(len(ids), 2))
-        frames.append(FrameTracks(tuple(ids), xyxy, track_ids, boxes))
+        frames.append(TrackEvalFrame(tuple(ids), xyxy, track_ids, boxes))
     expected = score_tracks({2: [frames]}, WAYMO_PROTOCOL)[2]
     got = tb.scores([seq], [tb.track_ours(seq)])
     assert got[SEQUENCE, 2] == expected and got["pooled", 2] == expected

@@ -19,10 +19,10 @@ from detect.model.classmap import ClassMap
 from detect.track import (
     CLASS_GROUP_BASE,
     ByteTracker,
-    FrameTracks,
     IdAllocator,
     SegmentTracker,
     TrackerParams,
+    TrackEvalFrame,
     group_keys,
     metric_results,
     score_tracks,
@@ -262,8 +262,8 @@ def test_a_segment_tracker_refuses_time_going_back_per_camera():
 # --- scores: helpers ------------------------------------------------------------------------------
 
 def track_boxes(label_frames: list[tuple[list, np.ndarray]], params: TrackerParams, rng=None, drop: float = 0.0,
-                jitter: float = 0.0, fps: float = 10, timestamps: list[int] | None = None) -> list[FrameTracks]:
-    """Labels used as detections (score 0.9), optionally jittered and dropped, tracked -> FrameTracks."""
+                jitter: float = 0.0, fps: float = 10, timestamps: list[int] | None = None) -> list[TrackEvalFrame]:
+    """Labels used as detections (score 0.9), optionally jittered and dropped, tracked -> TrackEvalFrame."""
     t = ByteTracker(params, IdAllocator())
     out = []
     for k, (ids, xyxy) in enumerate(label_frames):
@@ -274,11 +274,11 @@ def track_boxes(label_frames: list[tuple[list, np.ndarray]], params: TrackerPara
             dets = dets + rng.normal(0, jitter, dets.shape) * size
         ts = round(k * S / fps) if timestamps is None else timestamps[k]
         track_ids = t.update(ts, dets, np.full(len(dets), 0.9))
-        out.append(FrameTracks(tuple(ids), xyxy, track_ids, dets))
+        out.append(TrackEvalFrame(tuple(ids), xyxy, track_ids, dets))
     return out
 
 
-def trackeval_directly(sequences: list[list[FrameTracks]], iou: float) -> dict[str, dict]:
+def trackeval_directly(sequences: list[list[TrackEvalFrame]], iou: float) -> dict[str, dict]:
     """TrackEval on the same boxes, its own IoU and id handling (np.unique), no code of ours."""
     m = trackeval_metrics()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -303,7 +303,7 @@ def trackeval_directly(sequences: list[list[FrameTracks]], iou: float) -> dict[s
     return {name: metric.combine_sequences(results[name]) for name, metric in metrics.items()}
 
 
-def assert_same_as_trackeval(sequences: list[list[FrameTracks]], waymo_type: int, protocol=WAYMO_PROTOCOL) -> None:
+def assert_same_as_trackeval(sequences: list[list[TrackEvalFrame]], waymo_type: int, protocol=WAYMO_PROTOCOL) -> None:
     ours = score_tracks({waymo_type: sequences}, protocol)[waymo_type]
     theirs = trackeval_directly(sequences, protocol.iou(waymo_type))
     expected = {"hota": np.mean(theirs["HOTA"]["HOTA"]), "deta": np.mean(theirs["HOTA"]["DetA"]),
@@ -336,7 +336,7 @@ def motmetrics_wheel() -> zipfile.ZipFile:
     return zipfile.ZipFile(wheels[0])
 
 
-def mot_frames(wheel: zipfile.ZipFile, sequence: str) -> list[FrameTracks]:
+def mot_frames(wheel: zipfile.ZipFile, sequence: str) -> list[TrackEvalFrame]:
     def load(name: str) -> np.ndarray:
         return np.loadtxt(io.StringIO(wheel.read(f"motmetrics/data/{sequence}/{name}").decode()), delimiter=",", ndmin=2)
 
@@ -346,7 +346,7 @@ def mot_frames(wheel: zipfile.ZipFile, sequence: str) -> list[FrameTracks]:
         return np.c_[rows[:, 2:4], rows[:, 2:4] + rows[:, 4:6]]
 
     last = int(max(gt[:, 0].max(), tr[:, 0].max()))
-    return [FrameTracks(tuple(str(int(i)) for i in gt[gt[:, 0] == f, 1]), xyxy(gt[gt[:, 0] == f]),
+    return [TrackEvalFrame(tuple(str(int(i)) for i in gt[gt[:, 0] == f, 1]), xyxy(gt[gt[:, 0] == f]),
                         tr[tr[:, 0] == f, 1].astype(np.int64), xyxy(tr[tr[:, 0] == f])) for f in range(1, last + 1)]
 
 
@@ -366,8 +366,8 @@ def test_tud_scores_are_the_published_ones(motmetrics_wheel, sequence):
 
 def test_null_empty_and_repeated_label_ids_are_objects_seen_once():
     b = np.array([box(100, 100), box(300, 100), box(500, 100), box(700, 100)])
-    frames = [FrameTracks(("a", None, "", "a"), b, np.array([1, 2, 3, 4]), b),
-              FrameTracks(("a", None, "", "a"), b, np.array([1, 2, 3, 4]), b)]
+    frames = [TrackEvalFrame(("a", None, "", "a"), b, np.array([1, 2, 3, 4]), b),
+              TrackEvalFrame(("a", None, "", "a"), b, np.array([1, 2, 3, 4]), b)]
     seq = to_trackeval(frames)
     assert seq.singletons == 6 and seq.data["num_gt_ids"] == 7
     scores = score_tracks({2: [frames]}, COCO_PROTOCOL)[2]
@@ -404,7 +404,7 @@ def test_a_null_camera_object_id_is_read_as_no_id_not_as_the_string_none():
 
 def test_a_track_id_twice_on_one_image_is_refused():
     with pytest.raises(ValueError, match=r"^track_ids: a track id appears twice on one image: \[1, 1\]$"):
-        FrameTracks(("a", "b"), np.array([box(1, 1), box(5, 5)]), np.array([1, 1]), np.array([box(1, 1), box(5, 5)]))
+        TrackEvalFrame(("a", "b"), np.array([box(1, 1), box(5, 5)]), np.array([1, 1]), np.array([box(1, 1), box(5, 5)]))
 
 
 def test_no_sequence_is_refused():
@@ -415,8 +415,8 @@ def test_no_sequence_is_refused():
 def test_switch_and_fragment_flags_mark_the_boxes():
     b = np.array([box(100, 100)])
     none = np.zeros((0, 4))
-    frames = [FrameTracks(("a",), b, np.array([1]), b), FrameTracks(("a",), b, np.array([1]), b),
-              FrameTracks(("a",), b, np.zeros(0, np.int64), none), FrameTracks(("a",), b, np.array([2]), b)]
+    frames = [TrackEvalFrame(("a",), b, np.array([1]), b), TrackEvalFrame(("a",), b, np.array([1]), b),
+              TrackEvalFrame(("a",), b, np.zeros(0, np.int64), none), TrackEvalFrame(("a",), b, np.array([2]), b)]
     flags = track_flags(frames, 0.5)
     assert flags.frame.tolist() == [0, 1, 3] and flags.track_id.tolist() == [1, 1, 2]
     assert flags.switch.tolist() == [False, False, True]
@@ -508,7 +508,7 @@ def test_a_pan_over_the_real_frames_labels_is_tracked_and_scored_as_trackeval(re
         seq = []
         for k, (ids, xyxy) in enumerate(frames):
             track_ids = segment.update(int(camera), k * S // 10, xyxy, np.full(len(xyxy), 0.9), np.full(len(xyxy), waymo_type))
-            seq.append(FrameTracks(tuple(ids), xyxy, track_ids, xyxy))
+            seq.append(TrackEvalFrame(tuple(ids), xyxy, track_ids, xyxy))
             for t in track_ids[track_ids >= 0].tolist():
                 assert owner.setdefault(t, camera) == camera  # ids unique across cameras
         sequences.append(seq)

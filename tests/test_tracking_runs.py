@@ -196,17 +196,17 @@ def test_bad_tracker_flags_are_usage_errors(tracked, capsys):
 
 def test_the_pool_scores_sequences_added_one_at_a_time_as_trackeval_scores_them_all():
     from detect.core.matching import WAYMO_PROTOCOL
-    from detect.track import FrameTracks, TrackingPool, score_tracks
+    from detect.track import TrackEvalFrame, TrackingPool, score_tracks
 
     rng = np.random.default_rng(7)
 
-    def sequence(n_frames: int, objects: int) -> list[FrameTracks]:
+    def sequence(n_frames: int, objects: int) -> list[TrackEvalFrame]:
         frames = []
         for f in range(n_frames):
             xy = rng.uniform(0, 500, (objects, 2)) + f
             boxes = np.concatenate([xy, xy + 40], 1)
             keep = rng.random(objects) < 0.8
-            frames.append(FrameTracks(tuple(f"o{i}" for i in range(objects)), boxes,
+            frames.append(TrackEvalFrame(tuple(f"o{i}" for i in range(objects)), boxes,
                                       np.flatnonzero(keep) + 100 * (f // 4), boxes[keep] + rng.normal(0, 3, (keep.sum(), 4))))
         return frames
 

@@ -12,7 +12,7 @@ from detect.core.matching import WAYMO_PROTOCOL
 from detect.core.records import FrameKey, WaymoType
 from detect.evaluate.tracking import CameraSequence
 from detect.evaluate.tracking_table import TRACKING_SCHEMA, TrackingWriter, tracking_table
-from detect.track import FrameTracks, metric_results
+from detect.track import TrackEvalFrame, metric_results
 
 
 def box(cx: float, cy: float = 100.0) -> list[float]:
@@ -26,7 +26,7 @@ def crossing() -> CameraSequence:
     frames = []
     for tracks in ([1, 2], [1, 2], [1, 2], [2, 1], [-1, 1], [2, 1]):
         kept = [i for i, t in enumerate(tracks) if t >= 0]
-        frames.append(FrameTracks(("a", "b"), labels, np.array([tracks[i] for i in kept]), labels[kept]))
+        frames.append(TrackEvalFrame(("a", "b"), labels, np.array([tracks[i] for i in kept]), labels[kept]))
     keys = tuple(FrameKey("seg", 100_000 * t, CameraName.FRONT) for t in range(len(frames)))
     return CameraSequence(int(WaymoType.PEDESTRIAN), keys, frames)
 
@@ -51,7 +51,7 @@ def test_the_rows_name_the_label_and_the_known_switches_and_fragmentation():
 
 def test_a_box_on_no_label_has_no_object_id_and_no_iou():
     far = np.array([box(900)])
-    frames = [FrameTracks(("a",), np.array([box(100)]), np.array([7]), far)]
+    frames = [TrackEvalFrame(("a",), np.array([box(100)]), np.array([7]), far)]
     sequence = CameraSequence(int(WaymoType.VEHICLE), (FrameKey("seg", 1, CameraName.SIDE_LEFT),), frames)
     row = tracking_table([sequence], WAYMO_PROTOCOL).to_pylist()[0]
     assert (row["track_id"], row["key.camera_object_id"], row["iou"], row["id_switch"]) == (7, None, None, False)

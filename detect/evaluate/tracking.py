@@ -17,7 +17,7 @@ import numpy as np
 from detect.core.records import FrameKey, Labels
 from detect.evaluate.segment_results import DetectionRows, SegmentResults
 from detect.model.classmap import ClassMap
-from detect.track import FrameTracks
+from detect.track import TrackEvalFrame
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -26,7 +26,7 @@ class CameraSequence:
 
     waymo_type: int
     keys: tuple[FrameKey, ...]  # one per frame
-    frames: list[FrameTracks]
+    frames: list[TrackEvalFrame]
 
 
 def segment_sequences(segment: SegmentResults, class_map: ClassMap,
@@ -57,7 +57,7 @@ def image_sequences(rows: DetectionRows, images: Iterable[FrameKey], labels: Map
                 image_labels = labels.get(key, Labels.empty())
                 of_type = image_labels.types == waymo_type
                 mine = [k for k in by_image.get(key, []) if row_types[k] == waymo_type]
-                frames.append(FrameTracks(
+                frames.append(TrackEvalFrame(
                     label_ids=tuple(i for i, t in zip(image_labels.object_ids, of_type, strict=True) if t),
                     label_xyxy=image_labels.xyxy[of_type], track_ids=rows.track_ids[tracked[mine]],
                     track_xyxy=rows.xyxy[tracked[mine]]))

@@ -236,13 +236,13 @@ def scores(sequences: list[SequenceData], tracks: list[Tracks]) -> dict:
     """(sequence name or "pooled", Waymo type) -> TrackingScores: each type's labels against the boxes tracked in
     its group, under the Waymo protocol (IoU 0.5 for pedestrians, 0.7 for vehicles)."""
     from detect.core.matching import WAYMO_PROTOCOL
-    from detect.track import FrameTracks, score_tracks
+    from detect.track import TrackEvalFrame, score_tracks
 
     out: dict[tuple[str, int], object] = {}
     pooled: dict[int, list] = {}
     for seq, tr in zip(sequences, tracks):
         for t in seq.types.tolist():
-            frames = [FrameTracks(tuple(seq.gt_id[g].tolist()), seq.gt_xyxy[g], tr.track_id[k], tr.xyxy[k])
+            frames = [TrackEvalFrame(tuple(seq.gt_id[g].tolist()), seq.gt_xyxy[g], tr.track_id[k], tr.xyxy[k])
                       for g, k in (((seq.gt_frame == f) & (seq.gt_type == t), (tr.frame == f) & (tr.group == t))
                                    for f in range(len(seq.timestamps)))]
             out[seq.name, t] = score_tracks({t: [frames]}, WAYMO_PROTOCOL)[t]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from detect.track.assignment import linear_sum_assignment
-from detect.track.trackeval_input import FrameTracks, to_trackeval
+from detect.track.trackeval_input import TrackEvalFrame, to_trackeval
 
 _EPS = np.finfo("float").eps
 
@@ -36,7 +36,7 @@ class TrackFlags:
     previous: np.ndarray  # int64: on a switch, the track id its label had before; -1 elsewhere
 
 
-def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
+def track_flags(frames: Sequence[TrackEvalFrame], iou: float) -> TrackFlags:
     """Which label each tracked box matched (CLEAR's rule at `iou`), and its switch / fragment flags."""
     seq = to_trackeval(frames)
     data = seq.data
@@ -87,7 +87,7 @@ def track_flags(frames: Sequence[FrameTracks], iou: float) -> TrackFlags:
                       cat([np.zeros(0, bool), *out_fragment]), cat([np.zeros(0, np.int64), *out_previous]))
 
 
-def _track_ids(frames: Sequence[FrameTracks]) -> list[int]:
+def _track_ids(frames: Sequence[TrackEvalFrame]) -> list[int]:
     """Our track ids in the order `to_trackeval` numbers them densely (first seen, first numbered)."""
     seen: dict[int, None] = {}
     for frame in frames:

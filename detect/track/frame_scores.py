@@ -23,7 +23,7 @@ import numpy as np
 from detect.track.assignment import linear_sum_assignment
 from detect.track.flags import track_flags
 from detect.track.identity import identity_match
-from detect.track.trackeval_input import FrameTracks, to_trackeval
+from detect.track.trackeval_input import TrackEvalFrame, to_trackeval
 
 _EPS = np.finfo("float").eps
 ALPHAS = np.arange(0.05, 0.99, 0.05)  # TrackEval's HOTA `array_labels`
@@ -51,7 +51,7 @@ class FrameCounts:
         return cls(**{f: np.concatenate([getattr(empty, f), *(getattr(p, f) for p in parts)]) for f in fields})
 
 
-def frame_counts(frames: Sequence[FrameTracks], iou: float) -> FrameCounts:
+def frame_counts(frames: Sequence[TrackEvalFrame], iou: float) -> FrameCounts:
     """One sequence's images in time order; `iou`: the protocol's, for MOTA and IDF1. `TooManyIds`
     when its HOTA matrices would not be bounded."""
     seq = to_trackeval(frames)

@@ -29,7 +29,7 @@ import numpy as np
 from detect.core.errors import InputError
 from detect.core.matching import Protocol
 from detect.track.identity import identity_match
-from detect.track.trackeval_input import FrameTracks, to_trackeval
+from detect.track.trackeval_input import TrackEvalFrame, to_trackeval
 
 TRACKEVAL_MISSING = ("tracking scores need TrackEval, installed without its declared dependencies: "
                      "pip install --no-deps trackeval==1.3.0 (or evaluate a run made with --no-track)")
@@ -74,7 +74,7 @@ class TrackingScores:
         return dataclasses.asdict(self)
 
 
-def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's
+def metric_results(sequences: Iterable[Sequence[TrackEvalFrame]], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's
     """TrackEval's combined results (HOTA, CLEAR, Identity) over sequences, as the library alone
     computes them (the reference the tests hold ours to; its Identity is dense: small sequences only)."""
     m = trackeval_metrics()
@@ -90,7 +90,7 @@ def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> di
     return {name: metric.combine_sequences(per_sequence[name]) for name, metric in metrics.items()}
 
 
-def score_tracks(sequences: Mapping[int, Iterable[Sequence[FrameTracks]]], protocol: Protocol) -> dict[int, TrackingScores]:
+def score_tracks(sequences: Mapping[int, Iterable[Sequence[TrackEvalFrame]]], protocol: Protocol) -> dict[int, TrackingScores]:
     """Per Waymo type: its sequences (each one camera of one segment, frames in time order) -> scores."""
     pool = TrackingPool(protocol)
     for waymo_type, type_sequences in sorted(sequences.items()):
@@ -105,7 +105,7 @@ def _metrics(iou: float) -> dict[str, Any]:  # TrackEval's metric objects
     return {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
 
 
-def sequence_results(frames: Sequence[FrameTracks], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's format
+def sequence_results(frames: Sequence[TrackEvalFrame], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's format
     """One sequence's results per metric, as TrackEval's `eval_sequence` gives them (Identity's from
     `identity_match`); `TooManyIds` when HOTA's matrices would not be bounded."""
     sequence = to_trackeval(frames)
@@ -126,7 +126,7 @@ class TrackingPool:
         self.protocol = protocol
         self._results: dict[int, dict[str, dict[str, Any]]] = {}  # type -> metric -> sequence -> TrackEval's
 
-    def add(self, waymo_type: int, frames: Sequence[FrameTracks]) -> None:
+    def add(self, waymo_type: int, frames: Sequence[TrackEvalFrame]) -> None:
         """Score one sequence; `TooManyIds` (nothing added) when it cannot be scored in bounded memory."""
         results = sequence_results(frames, self.protocol.iou(waymo_type))
         per_type = self._results.setdefault(int(waymo_type), {name: {} for name in results})

@@ -28,7 +28,7 @@ class TooManyIds(InputError):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class FrameTracks:
+class TrackEvalFrame:
     """One image of one (segment, camera, Waymo type): labels with their ids, tracked boxes with theirs."""
 
     label_ids: tuple[str | None, ...]
@@ -74,7 +74,7 @@ class SequenceInput:
                              f"HOTA's dense matrices are computed for")
 
 
-def to_trackeval(frames: Sequence[FrameTracks]) -> SequenceInput:
+def to_trackeval(frames: Sequence[TrackEvalFrame]) -> SequenceInput:
     """Frames in time order -> TrackEval's data: dense ids per timestep and IoU similarity matrices."""
     label_dense: dict[object, int] = {}
     track_dense: dict[int, int] = {}
