@@ -26,10 +26,10 @@ from detect.core.cameras import CameraName  # noqa: E402
 from detect.core.records import Detections, FrameKey  # noqa: E402
 from detect.render.draw import draw_detections, to_canvas  # noqa: E402
 from detect.render.mosaic import compose_mosaic, mosaic_layout  # noqa: E402
-from detect.sinks.animations import AnimationSet, prepare_animation_frame  # noqa: E402
-from detect.sinks.frames import encode_frame, read_frame, write_frame  # noqa: E402
-from detect.sinks.gif import GifWriter, encode_gif_frame  # noqa: E402
-from detect.sinks.mp4 import Mp4Writer  # noqa: E402
+from detect.results.animations import AnimationSet, prepare_animation_frame  # noqa: E402
+from detect.results.frames import encode_frame, read_frame, write_frame  # noqa: E402
+from detect.results.gif import GifWriter, encode_gif_frame  # noqa: E402
+from detect.results.mp4 import Mp4Writer  # noqa: E402
 
 LABELS = {1: "person", 3: "car", 4: "motorcycle", 8: "truck", 10: "traffic light", 13: "stop sign"}
 

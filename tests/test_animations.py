@@ -10,14 +10,14 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError, UsageError
 from detect.core.records import Detections, FrameKey
 from detect.render.draw import draw_detections
-from detect.sinks.animations import (
+from detect.results.animations import (
     AnimationSet,
     downscale_to_width,
     prepare_animation_frame,
     rebuild_animations,
 )
-from detect.sinks.frames import write_frame
-from detect.sinks.rebuild import find_segment_dirs, rebuild_all
+from detect.results.frames import write_frame
+from detect.results.rebuild import find_segment_dirs, rebuild_all
 
 SEGMENT = "seg_0001"
 CAMERAS = (CameraName.FRONT, CameraName.FRONT_LEFT, CameraName.SIDE_LEFT)

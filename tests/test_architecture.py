@@ -47,5 +47,5 @@ def test_no_module_imports_itself_back_through_others():
 
 def test_the_layers_are_the_folders():
     layers = {m.split(".")[1] for m in all_modules() if m.count(".") >= 1}
-    assert {"core", "waymo", "model", "render", "track", "sinks", "engine", "evaluate", "report", "compare", "cli",
+    assert {"core", "waymo", "model", "render", "track", "results", "engine", "evaluate", "report", "compare", "cli",
             "tools", "judge"} == layers

@@ -36,8 +36,8 @@ from detect.render.chips import chip_height, chip_width, paint_chip
 from detect.render.draw import DrawStyle, draw_boxes
 from detect.render.mosaic_tile import display_scale, tile_font_size
 from detect.render.verdicts import COLORS, draw_errors, judge
-from detect.sinks.animations import prepare_animation_frame
-from detect.sinks.gif import GifWriter
+from detect.results.animations import prepare_animation_frame
+from detect.results.gif import GifWriter
 from detect.tools.chip_cover import chip_cover, frames
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from detect.compare.comparison import Change, TrackingComparison
 from detect.compare.terminal import tracking_lines
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey
-from detect.sinks.table import with_track_ids
+from detect.results.table import with_track_ids
 
 PED = 2
 LEFT, RIGHT = (100, 100, 200, 300), (600, 100, 700, 300)

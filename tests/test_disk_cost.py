@@ -14,7 +14,7 @@ import pytest
 
 from detect.cli import main
 from detect.core.cameras import CameraName
-from detect.sinks.disk_cost import BYTES_PER_IMAGE, ImageCount, count_images, human_bytes, output_bytes
+from detect.results.disk_cost import BYTES_PER_IMAGE, ImageCount, count_images, human_bytes, output_bytes
 from detect.waymo.selection import FrameFilter
 from detect.waymo.sources import resolve_one
 

@@ -29,7 +29,7 @@ from detect.render.crop import close_up
 from detect.render.draw import DrawStyle
 from detect.render.verdicts import COLORS, draw_errors, judge, paint_error_legend
 from detect.report import gallery
-from detect.sinks.ground_truth import read_ground_truth
+from detect.results.ground_truth import read_ground_truth
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 VEHICLE, PEDESTRIAN, SIGN, CYCLIST = (int(t) for t in (WaymoType.VEHICLE, WaymoType.PEDESTRIAN, WaymoType.SIGN,

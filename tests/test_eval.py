@@ -23,9 +23,9 @@ from detect.model.classmap import default_class_map, load_class_map
 from detect.render.label_boxes import TYPE_COLORS, draw_labels
 from detect.render.verdicts import COLORS as ERROR_COLORS
 from detect.render.verdicts import LEGEND_FILL
-from detect.sinks import journal
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
-from detect.sinks.table import DETECTIONS_FILE, write_table
+from detect.results import journal
+from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
+from detect.results.table import DETECTIONS_FILE, write_table
 
 SEGMENT = "seg_eval"
 T0 = 1_000_000

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from detect.sinks.eval_record import EvalRecord, read_eval_record
-from detect.sinks.results_folder import fraction
+from detect.results.eval_record import EvalRecord, read_eval_record
+from detect.results.results_folder import fraction
 
 ALL = {"name": "ALL", "ap50": 0.5}
 

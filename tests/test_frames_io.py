@@ -9,7 +9,7 @@ from detect.core import atomic
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
 from detect.core.records import FrameKey
-from detect.sinks.frames import (
+from detect.results.frames import (
     encode_frame,
     frame_path,
     list_frames,

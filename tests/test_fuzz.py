@@ -34,7 +34,7 @@ from detect.core.records import CameraFrame, Detections
 from detect.core.tf_env import import_tensorflow
 from detect.model.contract import to_detections
 from detect.model.inputs import decode_error, decode_stream
-from detect.sinks.layout import segment_dir
+from detect.results.layout import segment_dir
 from detect.tools.synthetic import write_camera_image_parquet, write_frames_tfrecord
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 from detect.waymo.info import segment_info

@@ -20,8 +20,8 @@ from detect.core.records import FrameKey
 from detect.render.crop import CROP_SIDE, MIN_WINDOW, PAD, PARTNER, Outline, close_up, crop_window, cut
 from detect.render.verdicts import COLORS
 from detect.report import gallery
-from detect.sinks.results_folder import Manifest
-from detect.sinks.source_images import read_source_images, source_problem
+from detect.results.results_folder import Manifest
+from detect.results.source_images import read_source_images, source_problem
 from detect.waymo.readers import iter_frames
 from detect.waymo.schema import OBJECT_ID
 from detect.waymo.source_check import take_fingerprint

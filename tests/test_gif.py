@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.sinks.gif import MIN_LOOP_CS, GifFrame, GifWriter, delays_cs, encode_gif_frame
+from detect.results.gif import MIN_LOOP_CS, GifFrame, GifWriter, delays_cs, encode_gif_frame
 
 
 def frame(seed, size=(40, 30)) -> Image.Image:

@@ -20,7 +20,7 @@ from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
 from detect.core.records import CameraFrame
 from detect.model.facts import ModelFacts
-from detect.sinks.layout import SegmentLock
+from detect.results.layout import SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
 T0 = 1_000_000
@@ -177,7 +177,7 @@ def test_a_corrupt_settings_file_never_disables_the_resume_check(content, stub_d
 
 
 def test_bookkeeping_files_are_written_atomically(tmp_path, monkeypatch):
-    from detect.sinks import journal
+    from detect.results import journal
 
     journal.save_settings(tmp_path, {"a": 1})
     monkeypatch.setattr(json, "dumps", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
@@ -480,7 +480,7 @@ def test_invalid_counts_reach_the_manifest_the_journal_and_a_warning(tmp_path):
         f"warning: seg_a: the model emitted 4 invalid boxes (NaN or infinite values, zero area inside the image, or a "
         f"class that is not a whole number); they were dropped and are counted per image in "
         f"{tmp_path / 'out' / 'seg_a' / 'manifest.json'}")
-    from detect.sinks import journal
+    from detect.results import journal
 
     done, _ = journal.load(tmp_path / "out" / "seg_a", "seg_a")
     assert sorted(r.detections.invalid for r in done.values()) == [2, 2]

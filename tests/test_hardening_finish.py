@@ -19,7 +19,7 @@ from PIL import Image
 
 from detect.cli import main
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.table import DETECTIONS_FILE
 from detect.waymo.schema import SEGMENT
 
 # Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
@@ -176,7 +176,7 @@ def test_report_finishes_with_fifo_frames_and_notes_the_pictures_it_left_out(res
 
 def test_segment_with_two_frames_a_thousand_seconds_apart_finishes_with_clamped_delays(stub_dynamic_dir, tmp_path):
     from detect.core.records import CameraFrame
-    from detect.sinks.gif import MAX_DELAY_CS
+    from detect.results.gif import MAX_DELAY_CS
     from detect.tools.synthetic import write_camera_image_parquet
 
     def jpeg(color: tuple[int, int, int]) -> bytes:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from detect.cli import main
 from detect.core.errors import InputError
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.waymo.camera_labels import DIFFICULTY, labels_from_camera_box
 from detect.waymo.schema import (
     BOX_CENTER_X,
@@ -142,7 +142,7 @@ def test_any_camera_box_rows_give_labels_or_counted_drops(tmp_path_factory, rows
 
 
 def test_an_edited_ground_truth_table_drops_bad_rows(tmp_path):
-    from detect.sinks.ground_truth import SCHEMA
+    from detect.results.ground_truth import SCHEMA
 
     rows = {SEGMENT: [SEG] * 4, TIMESTAMP: [TS] * 4, CAMERA: [1, 1, 9, 1], OBJECT_ID: ["a", "b", "c", "d"],
             "type": [1, 2, 1, 100], "difficulty": [1, 2, 1, 1], "xmin": [0.0, float("nan"), 0.0, 0.0],
@@ -211,8 +211,8 @@ NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.
 def test_any_results_files_give_numbers_or_one_line(tmp_path_factory, detections, labels, manifest):
     """Hostile detections.parquet / ground_truth.parquet / manifest.json fed to `detect eval` and
     `detect export coco`: exit 0 with valid JSON, or exit 2 with one line; never a traceback."""
-    from detect.sinks.ground_truth import SCHEMA as TRUTH
-    from detect.sinks.table import SCHEMA as TABLE
+    from detect.results.ground_truth import SCHEMA as TRUTH
+    from detect.results.table import SCHEMA as TABLE
 
     seg = tmp_path_factory.mktemp("eval") / "seg"
     seg.mkdir()

@@ -21,7 +21,7 @@ from detect.cli import main
 from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
 from detect.model.formats import SIDECAR
-from detect.sinks.layout import RunLock, SegmentLock
+from detect.results.layout import RunLock, SegmentLock
 from detect.tools.synthetic import write_camera_image_parquet
 
 # Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.sinks.gif import MAX_DELAY_CS, GifWriter, delays_cs
+from detect.results.gif import MAX_DELAY_CS, GifWriter, delays_cs
 
 
 def _frame(seed: int) -> Image.Image:
@@ -117,7 +117,7 @@ def test_links_fifos_truncated_and_huge_frames_are_left_out_of_compares_pictures
 def test_a_manifest_with_nan_infinity_or_deep_nesting_is_one_line_naming_it(tmp_path, text):
     from detect.core.errors import InputError
     from detect.engine.lifecycle import finished_manifest
-    from detect.sinks.results_folder import read_manifest
+    from detect.results.results_folder import read_manifest
 
     (tmp_path / "manifest.json").write_text(text)
     with pytest.raises(InputError) as err:
@@ -129,7 +129,7 @@ def test_a_manifest_with_nan_infinity_or_deep_nesting_is_one_line_naming_it(tmp_
 
 def test_a_huge_png_header_is_named_by_its_size_not_as_unreadable(tmp_path):
     from detect.core.files import UnreadableFileError
-    from detect.sinks.frames import read_frame
+    from detect.results.frames import read_frame
     from detect.waymo.images import jpeg_size, png_size
 
     huge = tmp_path / "huge.png"

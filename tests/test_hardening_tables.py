@@ -34,7 +34,7 @@ from PIL import Image
 from detect.cli import main
 from detect.core.errors import InputError
 from detect.report import gallery
-from detect.sinks.results_tables import MIN_ROWS, ROWS_PER_IMAGE
+from detect.results.results_tables import MIN_ROWS, ROWS_PER_IMAGE
 
 
 def set_column(segment: Path, name: str, values: pa.Array, file: str = "detections.parquet") -> None:
@@ -307,8 +307,8 @@ def test_an_entry_edited_past_reading_ends_the_journal_for_every_reader(tmp_path
     """A resumed run does that image and the ones after it again; eval and the report read the
     folder as one without a journal, whichever entry it is (redraw refuses it, naming the byte)."""
     from detect.core.records import Detections, FrameResult
-    from detect.sinks import journal
-    from detect.sinks.results_folder import finished_frames
+    from detect.results import journal
+    from detect.results.results_folder import finished_frames
 
     results = [FrameResult(key(i), 96, 64, Detections(np.array([[1, 2, 30, 40]], np.float32), [0.9], [3], ("car",)))
                for i in range(4)]

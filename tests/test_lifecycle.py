@@ -23,7 +23,7 @@ from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, outcom
 from detect.engine.spec import ResumeModel, RunSpec, SegmentJob, SegmentSettings, SettingsRecord
 from detect.engine.summary import failure_lines, format_table, summary_line
 from detect.model.facts import ModelFacts
-from detect.sinks import journal
+from detect.results import journal
 from detect.waymo.readers import read_keys
 from detect.waymo.sources import resolve_one
 

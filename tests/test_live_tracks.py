@@ -9,7 +9,7 @@ from test_table_tracks import PARAMS, moving_boxes
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult
 from detect.model.classmap import default_class_map
-from detect.sinks.track_ids import live_tracking_notes
+from detect.results.track_ids import live_tracking_notes
 from detect.track.live import LiveTracks
 from detect.track.table_tracks import track_ids
 

@@ -7,7 +7,7 @@ from detect.core.records import FrameKey
 from detect.render.chips import chip_height, paint_chip
 from detect.render.draw import scaled_font_size
 from detect.render.mosaic import MISSING_FILL, compose_mosaic, mosaic_layout
-from detect.sinks.animations import DEFAULT_WIDTH, prepare_animation_frame
+from detect.results.animations import DEFAULT_WIDTH, prepare_animation_frame
 
 
 def tile(color, size):

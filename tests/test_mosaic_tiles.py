@@ -30,8 +30,8 @@ from detect.render.mosaic_tile import (
     tile_font_size,
 )
 from detect.render.verdicts import COLORS, HIT, LEGEND_FILL, draw_errors, judge
-from detect.sinks.animations import AnimationSet, merged_legend, prepare_animation_frame, rebuild_animations
-from detect.sinks.mosaic_tiles import encode_tile, read_tile, tile_path, write_tile
+from detect.results.animations import AnimationSet, merged_legend, prepare_animation_frame, rebuild_animations
+from detect.results.mosaic_tiles import encode_tile, read_tile, tile_path, write_tile
 from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import read_keys
 
@@ -209,7 +209,7 @@ def test_a_tile_keeps_its_legend_and_left_out_count_in_the_file_and_a_bad_legend
 
 
 def test_overwrite_deletes_the_kept_tiles_with_the_frames(tmp_path):
-    from detect.sinks.layout import clear_outputs
+    from detect.results.layout import clear_outputs
 
     (tmp_path / ".detect").mkdir()
     (tmp_path / ".detect" / "settings.json").write_text("{}")

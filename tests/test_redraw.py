@@ -11,7 +11,7 @@ import pytest
 from conftest import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
 
 from detect.cli import main
-from detect.sinks.layout import SegmentLock
+from detect.results.layout import SegmentLock
 
 
 def segment(source, model, out, *flags) -> int:

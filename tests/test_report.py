@@ -19,7 +19,7 @@ from conftest import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.report.pages import index_page
-from detect.sinks.results_folder import Manifest
+from detect.results.results_folder import Manifest
 
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -8,7 +8,7 @@ from detect.report.evaluation import evaluation_section
 from detect.report.gallery import Outcome
 from detect.report.headline import contents, headline, threshold_text, tracking_line, verdicts
 from detect.report.pictures import Group, Picture, once
-from detect.sinks.eval_record import EvalRecord
+from detect.results.eval_record import EvalRecord
 
 EVAL = {
     "threshold": 0.3,

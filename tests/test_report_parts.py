@@ -14,8 +14,8 @@ from detect.core.records import Detections, FrameKey, FrameResult
 from detect.report.charts import timeline_figure
 from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
-from detect.sinks.journal import Journal
-from detect.sinks.results_folder import Manifest
+from detect.results.journal import Journal
+from detect.results.results_folder import Manifest
 
 SEGMENT = "seg_0000"
 T0 = 1_600_000_000_000_000
@@ -134,7 +134,7 @@ def test_a_camera_with_images_but_no_boxes_still_has_its_panel():
 
 def test_the_evaluation_shows_tracking_scores_when_the_run_was_tracked_and_escapes_them(tmp_path):
     from detect.report.evaluation import evaluation_section
-    from detect.sinks.eval_record import EvalRecord
+    from detect.results.eval_record import EvalRecord
 
     report = {"tracking_level_2": {"PEDESTRIAN": {"hota": 0.4161, "deta": 0.2, "assa": 0.855, "mota": 0.217,
                                                   "idf1": 0.386, "id_switches": 3, "fragmentations": 1,

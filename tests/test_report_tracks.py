@@ -14,7 +14,7 @@ from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.report.track_plot import lifespans_figure
 from detect.report.tracks_section import read_switches, read_tracks, tracks_section
-from detect.sinks.frames import frame_path
+from detect.results.frames import frame_path
 
 
 def with_frames(segment) -> None:

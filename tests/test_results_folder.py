@@ -13,11 +13,11 @@ from detect.cli import main
 from detect.core.errors import InputError, OutputError
 from detect.evaluate.segment_results import load_segment
 from detect.report.data import load as load_report_data
-from detect.sinks import journal
-from detect.sinks.frames import frame_path, list_frames
-from detect.sinks.layout_version import EVAL, LAYOUT_KEY, LAYOUT_VERSION
-from detect.sinks.rebuild import recorded_name
-from detect.sinks.results_folder import (
+from detect.results import journal
+from detect.results.frames import frame_path, list_frames
+from detect.results.layout_version import EVAL, LAYOUT_KEY, LAYOUT_VERSION
+from detect.results.rebuild import recorded_name
+from detect.results.results_folder import (
     DEFAULT_THRESHOLD,
     Counts,
     Manifest,

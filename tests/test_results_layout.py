@@ -16,10 +16,10 @@ from conftest import TINY_SEGMENT
 from detect.cli import main
 from detect.compare.comparison import Comparison
 from detect.core.errors import RecordError
-from detect.sinks.eval_record import read_eval_record
-from detect.sinks.layout_version import COMPARE, EVAL, LAYOUT_KEY, LAYOUT_VERSION, MANIFEST, RUN, STEPS, upgraded
-from detect.sinks.results_folder import read_manifest
-from detect.sinks.run_record import read_run_records
+from detect.results.eval_record import read_eval_record
+from detect.results.layout_version import COMPARE, EVAL, LAYOUT_KEY, LAYOUT_VERSION, MANIFEST, RUN, STEPS, upgraded
+from detect.results.results_folder import read_manifest
+from detect.results.run_record import read_run_records
 
 GOLDEN = Path(__file__).parent / "fixtures" / "results_layout1"
 RECORDS = {MANIFEST: f"run/{TINY_SEGMENT}/manifest.json", EVAL: f"run/{TINY_SEGMENT}/eval.json", RUN: "run/run.json",

@@ -17,8 +17,8 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.records import FrameKey
 from detect.evaluate.segment_results import find_segments
-from detect.sinks.frames import write_frame
-from detect.sinks.run_folder import find_segment_folders
+from detect.results.frames import write_frame
+from detect.results.run_folder import find_segment_folders
 
 TOP, NESTED = "1000000000000000001_000_000_000_000", "1000000000000000002_000_000_000_000"
 

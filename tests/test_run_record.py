@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from detect.sinks.run_record import RUN_FILE, RunRecord, read_run_record, read_run_records, run_file_name
+from detect.results.run_record import RUN_FILE, RunRecord, read_run_record, read_run_records, run_file_name
 
 
 def test_a_run_file_is_named_once_per_shard_and_every_one_is_found(tmp_path):

@@ -18,8 +18,8 @@ from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey, FrameResult
 from detect.report.staleness import stale_notice
-from detect.sinks.fingerprint import Fingerprint, changed_files, fingerprint, recorded_sources
-from detect.sinks.table import DETECTIONS_FILE, write_table
+from detect.results.fingerprint import Fingerprint, changed_files, fingerprint, recorded_sources
+from detect.results.table import DETECTIONS_FILE, write_table
 
 A = Fingerprint(10, 1, "a" * 64)
 

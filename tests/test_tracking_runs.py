@@ -176,7 +176,7 @@ def test_detect_track_on_a_broken_table_is_one_line_naming_it(tracked, damage, m
 
 
 def test_detect_track_leaves_out_a_segment_another_process_holds(tracked, tmp_path):
-    from detect.sinks.layout import SegmentLock
+    from detect.results.layout import SegmentLock
 
     other = tmp_path / "out" / "copy"
     shutil.copytree(tracked, other)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from detect.sinks.mp4 import Mp4Writer, even_rgb, fps_from_timestamps
+from detect.results.mp4 import Mp4Writer, even_rgb, fps_from_timestamps
 
 
 def frame(i, size=(63, 41)) -> Image.Image:

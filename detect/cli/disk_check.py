@@ -2,7 +2,7 @@
 and a refusal when the disk of --out cannot hold it (`--no-disk-check` starts anyway).
 
 PNG frames are ~3 MB a camera image, ~3 GB for a 200-frame segment, and a run of a split fills a
-disk hours in; the estimate (`detect.sinks.disk_cost`) is known in a second, before the model
+disk hours in; the estimate (`detect.results.disk_cost`) is known in a second, before the model
 loads. Segments a resumed run will skip (its run file and their manifests say so) are not counted.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from detect.core.errors import OutputError
 from detect.engine.runner import carried_over, previous_outcomes
 from detect.engine.spec import RunSpec, SegmentSettings
-from detect.sinks.disk_cost import count_images, human_bytes, output_bytes
-from detect.sinks.run_record import run_file_name
+from detect.results.disk_cost import count_images, human_bytes, output_bytes
+from detect.results.run_record import run_file_name
 from detect.waymo.sources import SegmentSource
 
 

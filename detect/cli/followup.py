@@ -12,9 +12,9 @@ from detect.core.errors import InputError
 from detect.core.matching import PROTOCOLS
 from detect.core.names import counted
 from detect.core.records import WaymoType
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE
-from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.source_images import NamedSources
+from detect.results.ground_truth import GROUND_TRUTH_FILE
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.source_images import NamedSources
 
 if TYPE_CHECKING:
     from detect.evaluate.commands import EvalResult

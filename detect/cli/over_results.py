@@ -17,11 +17,11 @@ from detect.evaluate.export import Exported
 from detect.evaluate.outputs import table_lines
 from detect.model.classmap import load_class_map
 from detect.report.build import build_reports
-from detect.sinks.eval_record import read_eval_record
-from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.rebuild import rebuild_all
-from detect.sinks.source_images import NamedSources
-from detect.sinks.track_ids import retrack_all
+from detect.results.eval_record import read_eval_record
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.rebuild import rebuild_all
+from detect.results.source_images import NamedSources
+from detect.results.track_ids import retrack_all
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

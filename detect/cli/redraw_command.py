@@ -13,9 +13,9 @@ from detect.cli.followup import FollowUp, follow_up, load_report_code
 from detect.core.errors import InputError, OutputError
 from detect.engine.redraw import RedrawRequest, map_path, redraw_segment
 from detect.engine.spec import SegmentSettings
-from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.run_folder import find_segment_folders
-from detect.sinks.source_images import NamedSources
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.run_folder import find_segment_folders
+from detect.results.source_images import NamedSources
 
 
 def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

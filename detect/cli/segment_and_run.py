@@ -30,7 +30,7 @@ from detect.model.inputs import parse_input_size
 from detect.model.runtimes import default_runtime
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
-from detect.sinks.source_images import NamedSources
+from detect.results.source_images import NamedSources
 from detect.waymo.selection import FrameFilter
 from detect.waymo.sources import absolute
 

@@ -1,6 +1,6 @@
 """Close-ups of the objects one side found and the other did not, under each "disagree most"
 picture: a small object ringed on a 480-px half is hard to make out, so each is also cut from the
-camera image (re-read from the segment file, `detect.sinks.source_images`: A's, else B's),
+camera image (re-read from the segment file, `detect.results.source_images`: A's, else B's),
 centred and enlarged, with only its box drawn. When neither file can give the image back, the
 close-up is cut from A's drawn frame and a note says why."""
 
@@ -20,8 +20,8 @@ from detect.core.errors import first_line
 from detect.core.files import UnreadableFileError
 from detect.core.records import FrameKey
 from detect.render.crop import Outline, close_up
-from detect.sinks.frames import read_frame
-from detect.sinks.source_images import read_source_images
+from detect.results.frames import read_frame
+from detect.results.source_images import read_source_images
 
 PER_PICTURE = 4  # close-ups under one A | B picture, the largest objects first
 

@@ -36,7 +36,7 @@ from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol
 from detect.core.records import WaymoType
 from detect.model.classmap import ClassMap, load_class_map
-from detect.sinks.layout import real_folder
+from detect.results.layout import real_folder
 
 COMPARE_FILE, PAGE_FILE = "compare.json", "compare.html"
 DEFAULT_REPLICATES = 1000

@@ -14,7 +14,7 @@ from detect.core.cameras import CameraName
 from detect.core.matching import PROTOCOLS, Protocol
 from detect.core.names import counted
 from detect.core.records import FrameKey, WaymoType
-from detect.sinks.layout_version import COMPARE, LAYOUT_KEY, LAYOUT_VERSION, upgraded
+from detect.results.layout_version import COMPARE, LAYOUT_KEY, LAYOUT_VERSION, upgraded
 
 # Facts that differ between any two runs (where, how fast): never "what differs" between the sides.
 NOT_SETTINGS = ("results", "images/s", "detect ms/image")

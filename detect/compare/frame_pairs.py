@@ -22,8 +22,8 @@ from detect.core.files import UnreadableFileError
 from detect.core.records import FrameKey
 from detect.render.chips import font
 from detect.render.mosaic_tile import downscale_to_width
-from detect.sinks.frames import list_frames, read_frame
-from detect.sinks.gif import GifWriter
+from detect.results.frames import list_frames, read_frame
+from detect.results.gif import GifWriter
 
 SIDE_WIDTH = 480  # each side of an A | B picture: the pair is 960 wide, readable on a laptop
 MAX_ANIMATION_FRAMES = 120  # per camera, spread over the segment: a 1,000-image run stays a few MB

@@ -20,7 +20,7 @@ from detect.evaluate.segment_results import SegmentResults, find_segments, load_
 from detect.model.classmap import ClassMap
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP
-from detect.sinks.results_folder import Manifest
+from detect.results.results_folder import Manifest
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -2,7 +2,7 @@
 
 Readers see the old file or the whole new one, never a part. The temp file is created exclusively
 and never through a link (`O_EXCL | O_NOFOLLOW`), with a new file's mode (0666 less the umask).
-Used by the results writers (`detect.sinks`) and by the runtime cache (`detect.model.runtimes`).
+Used by the results writers (`detect.results`) and by the runtime cache (`detect.model.runtimes`).
 """
 
 from __future__ import annotations

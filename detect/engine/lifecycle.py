@@ -27,11 +27,11 @@ from detect.engine.outcomes import SegmentReport, boxes_drawn
 from detect.engine.spec import ResumeModel, SegmentJob, SegmentSettings, SettingsRecord
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
 from detect.model.facts import ModelFacts
-from detect.sinks import journal, layout
-from detect.sinks.frames import frame_path
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
-from detect.sinks.layout import SegmentLock
-from detect.sinks.manifest import (
+from detect.results import journal, layout
+from detect.results.frames import frame_path
+from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
+from detect.results.layout import SegmentLock
+from detect.results.manifest import (
     COMPLETE,
     COMPLETE_WITH_FAILURES,
     MANIFEST_FILE,
@@ -41,9 +41,9 @@ from detect.sinks.manifest import (
     versions,
     write_manifest,
 )
-from detect.sinks.results_folder import Manifest, read_manifest
-from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
-from detect.sinks.track_ids import live_tracking_notes, track_table, tracking_record
+from detect.results.results_folder import Manifest, read_manifest
+from detect.results.table import DETECTIONS_FILE, label_counts, write_table
+from detect.results.track_ids import live_tracking_notes, track_table, tracking_record
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys

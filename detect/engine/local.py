@@ -27,7 +27,7 @@ from detect.engine.tuning import lower_thread_priority
 from detect.model.facts import ModelFacts
 from detect.model.inputs import DecodedImage, decode_error, decode_stream, resize_images
 from detect.model.tiles import TiledDetector
-from detect.sinks.animations import AnimationSet, rebuild_animations
+from detect.results.animations import AnimationSet, rebuild_animations
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import SegmentKeys, iter_frames, read_keys

@@ -69,9 +69,9 @@ from detect.engine.spec import ModelSpec, RunSpec, SegmentJob
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE
 from detect.model.facts import ModelFacts
-from detect.sinks import journal
-from detect.sinks.animations import rebuild_animations
-from detect.sinks.ground_truth import RENDER_LABELS_FILE, write_ground_truth
+from detect.results import journal
+from detect.results.animations import rebuild_animations
+from detect.results.ground_truth import RENDER_LABELS_FILE, write_ground_truth
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.sources import SegmentSource
 

@@ -37,9 +37,9 @@ from detect.engine.tuning import keep_freed_memory
 from detect.model.detector import Detector
 from detect.model.inputs import DecodedImage, InputSize, decode_error, decode_stream, resize_images
 from detect.model.tiles import TiledDetector, TileSpec
-from detect.sinks import journal
-from detect.sinks.ground_truth import RENDER_LABELS_FILE, read_ground_truth
-from detect.sinks.layout import segment_dir
+from detect.results import journal
+from detect.results.ground_truth import RENDER_LABELS_FILE, read_ground_truth
+from detect.results.layout import segment_dir
 from detect.waymo.camera_labels import SegmentLabels, label_types, read_labels
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP

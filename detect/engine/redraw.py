@@ -47,15 +47,15 @@ from detect.engine.spec import SegmentJob, SegmentSettings, SettingsRecord, reco
 from detect.engine.stages import Rendered, StageTimings
 from detect.model.classmap import DEFAULT_MAP_SOURCE, ClassMap, load_class_map
 from detect.model.full_frames import decode_full_frames
-from detect.sinks import journal
-from detect.sinks.animations import AnimationSet
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.sinks.layout import SegmentLock, is_marked, no_links, temp_files
-from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, write_manifest
-from detect.sinks.results_folder import Manifest, json_object, read_manifest
-from detect.sinks.source_images import NamedSources
-from detect.sinks.table import DETECTIONS_FILE, write_table
-from detect.sinks.track_ids import track_table, tracker_params, tracking_record
+from detect.results import journal
+from detect.results.animations import AnimationSet
+from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.results.layout import SegmentLock, is_marked, no_links, temp_files
+from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, write_manifest
+from detect.results.results_folder import Manifest, json_object, read_manifest
+from detect.results.source_images import NamedSources
+from detect.results.table import DETECTIONS_FILE, write_table
+from detect.results.track_ids import track_table, tracker_params, tracking_record
 from detect.track.live import ImageTracks
 from detect.track.params import TrackerParams
 from detect.track.trail_history import Trails

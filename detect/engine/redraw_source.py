@@ -2,7 +2,7 @@
 is still the file the run read.
 
 The file is the one the user names (`--source`), else the one the manifest records, opened only
-when that is a local file named by its absolute path (`detect.sinks.source_images.source_uri`: a
+when that is a local file named by its absolute path (`detect.results.source_images.source_uri`: a
 results folder never makes detect go online, nor take a host or options from the folder). It is
 checked before anything is written:
 - by the fingerprint the run recorded (`detect.waymo.source_check`): its size and its ends;
@@ -22,8 +22,8 @@ from pathlib import Path
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
-from detect.sinks.results_folder import Manifest
-from detect.sinks.source_images import NamedSources, source_uri
+from detect.results.results_folder import Manifest
+from detect.results.source_images import NamedSources, source_uri
 from detect.waymo.images import jpeg_size
 from detect.waymo.readers import SegmentKeys, iter_frames, read_keys
 from detect.waymo.selection import FrameFilter

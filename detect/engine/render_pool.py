@@ -36,7 +36,7 @@ from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import Rendered, StageTimings, render_frame, render_pixels
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
 from detect.model.inputs import DecodedImage
-from detect.sinks.animations import AnimationFrame
+from detect.results.animations import AnimationFrame
 from detect.track.live import ImageTracks
 
 # Slots per worker: one frame being drawn, one waiting, so a worker never idles on the copy.

@@ -27,11 +27,11 @@ from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
-from detect.sinks import journal, layout
-from detect.sinks.layout import RunLock
-from detect.sinks.layout_version import stamped
-from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
-from detect.sinks.run_record import read_run_record, run_file_name
+from detect.results import journal, layout
+from detect.results.layout import RunLock
+from detect.results.layout_version import stamped
+from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
+from detect.results.run_record import read_run_record, run_file_name
 from detect.waymo.readers import SegmentKeys, read_keys
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 

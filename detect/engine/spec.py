@@ -26,8 +26,8 @@ from detect.model.inputs import InputSize, size_from_record, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.render.mosaic import MAX_ANIMATION_WIDTH, MIN_ANIMATION_WIDTH
-from detect.sinks.frames import FRAME_FORMATS
-from detect.sinks.track_ids import tracker_params
+from detect.results.frames import FRAME_FORMATS
+from detect.results.track_ids import tracker_params
 from detect.track import TrackerParams
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 from detect.waymo.selection import FrameFilter

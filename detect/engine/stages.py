@@ -24,9 +24,9 @@ from detect.render.draw import draw_detections, paint_watermark
 from detect.render.mosaic_tile import detection_boxes, draw_mosaic_tile, error_boxes, shrink
 from detect.render.trails import FrameTracks
 from detect.render.verdicts import draw_errors, judge, judged_legend
-from detect.sinks.animations import AnimationFrame, mosaic_tile_width, prepare_animation_frame
-from detect.sinks.frames import write_frame
-from detect.sinks.mosaic_tiles import write_tile
+from detect.results.animations import AnimationFrame, mosaic_tile_width, prepare_animation_frame
+from detect.results.frames import write_frame
+from detect.results.mosaic_tiles import write_tile
 from detect.track.live import ImageTracks
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.selection import FrameFilter, duplicate_rows, select

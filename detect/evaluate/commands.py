@@ -25,10 +25,10 @@ from detect.evaluate.segment_results import SegmentResults, find_segments, load_
 from detect.evaluate.tracking_table import TrackingWriter
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
-from detect.sinks.fingerprint import Sources, computed_from
-from detect.sinks.layout import MATCHES_FILE, TRACKING_FILE
-from detect.sinks.results_folder import Manifest, read_manifest
-from detect.sinks.source_images import NamedSources
+from detect.results.fingerprint import Sources, computed_from
+from detect.results.layout import MATCHES_FILE, TRACKING_FILE
+from detect.results.results_folder import Manifest, read_manifest
+from detect.results.source_images import NamedSources
 
 FOLDERS_NAMED = 3  # a refusal names this many folders, then counts the rest
 

@@ -22,9 +22,9 @@ from detect.core.records import FrameKey
 from detect.evaluate import coco
 from detect.evaluate.segment_results import SegmentResults
 from detect.model.classmap import ClassMap
-from detect.sinks.journal import JOURNAL, STATE_DIR
-from detect.sinks.layout import real_file, real_folder
-from detect.sinks.source_images import NamedSources, source_uri
+from detect.results.journal import JOURNAL, STATE_DIR
+from detect.results.layout import real_file, real_folder
+from detect.results.source_images import NamedSources, source_uri
 from detect.waymo.images import jpeg_size
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
@@ -46,7 +46,7 @@ def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[
                images: bool = False, sources: NamedSources = NamedSources()) -> Exported:
     """Write the export into `target`; `types` are the Waymo types the model's classes map to. The
     images come from the segment files the user named among `sources`, else from the one each
-    manifest records when it is local (`detect.sinks.source_images.source_uri`)."""
+    manifest records when it is local (`detect.results.source_images.source_uri`)."""
     target = Path(target)
     notes: list[str] = []
     written: list[Path] = []

@@ -18,8 +18,8 @@ from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
 from detect.model.classmap import ClassMap
-from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
-from detect.sinks.layout_version import stamped
+from detect.results.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.results.layout_version import stamped
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"

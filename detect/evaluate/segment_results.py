@@ -14,10 +14,10 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
-from detect.sinks.fingerprint import Sources, segment_sources
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
-from detect.sinks.results_folder import Manifest, finished_frames, processed_images, read_manifest
-from detect.sinks.results_tables import (
+from detect.results.fingerprint import Sources, segment_sources
+from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.results.results_folder import Manifest, finished_frames, processed_images, read_manifest
+from detect.results.results_tables import (
     COORDINATES,
     DETECTION_COLUMNS,
     RowBudget,
@@ -28,9 +28,9 @@ from detect.sinks.results_tables import (
     read_track_ids,
     segment_budget,
 )
-from detect.sinks.results_tables import numbers as values
-from detect.sinks.run_folder import SegmentFolders, find_segment_folders
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.results_tables import numbers as values
+from detect.results.run_folder import SegmentFolders, find_segment_folders
+from detect.results.table import DETECTIONS_FILE
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.images import MAX_SIDE, check_size
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP

@@ -14,15 +14,15 @@ from detect.core.names import printable
 from detect.report.data import load
 from detect.report.pages import REPORT_FILE, index_page, segment_page
 from detect.report.staleness import changed_since, refresh_note, stale_segments
-from detect.sinks.eval_record import read_eval_record
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE
-from detect.sinks.layout import EVAL_FILE
-from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.results_folder import Manifest, read_manifest
-from detect.sinks.run_folder import find_segment_folders
-from detect.sinks.run_record import read_run_records
-from detect.sinks.source_images import NamedSources
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.eval_record import read_eval_record
+from detect.results.ground_truth import GROUND_TRUTH_FILE
+from detect.results.layout import EVAL_FILE
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.results_folder import Manifest, read_manifest
+from detect.results.run_folder import find_segment_folders
+from detect.results.run_record import read_run_records
+from detect.results.source_images import NamedSources
+from detect.results.table import DETECTIONS_FILE
 
 
 @dataclasses.dataclass(frozen=True)

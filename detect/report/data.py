@@ -13,10 +13,10 @@ import pyarrow as pa
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey
-from detect.sinks.eval_record import EvalRecord, read_eval_record
-from detect.sinks.frames import list_frames
-from detect.sinks.results_folder import Manifest, processed_images, read_manifest
-from detect.sinks.results_tables import (
+from detect.results.eval_record import EvalRecord, read_eval_record
+from detect.results.frames import list_frames
+from detect.results.results_folder import Manifest, processed_images, read_manifest
+from detect.results.results_tables import (
     DETECTION_COLUMNS,
     RowBudget,
     detection_rows,
@@ -26,8 +26,8 @@ from detect.sinks.results_tables import (
     read_table,
     segment_budget,
 )
-from detect.sinks.source_images import NamedSources
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.source_images import NamedSources
+from detect.results.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"

@@ -10,9 +10,9 @@ from pathlib import Path
 from detect.report import gallery, safe
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
-from detect.sinks.eval_record import EvalRecord
-from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
-from detect.sinks.source_images import NamedSources, SourceImages
+from detect.results.eval_record import EvalRecord
+from detect.results.layout import PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.results.source_images import NamedSources, SourceImages
 
 SIZES = ("small", "medium", "large")
 CROPS = ("Close-ups from the camera image, only the object in question drawn: a false alarm dashed vermillion, "

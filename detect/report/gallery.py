@@ -1,6 +1,6 @@
 """Error galleries: per Waymo type, the highest-scoring false alarms and the largest missed labels
 at the drawing threshold, from `matches.parquet` (the matching the pictures are drawn with), as
-close-ups cut from the camera images (re-read from the segment file, `detect.sinks.source_images`;
+close-ups cut from the camera images (re-read from the segment file, `detect.results.source_images`;
 from the drawn frames when that file is gone or changed), with only the object in question drawn
 and its partner: the detection that matched it below the threshold, else the nearest box. Each
 object once, at its worst frame (`distinct`): six slots show six objects, not one man in six
@@ -29,10 +29,10 @@ from detect.model.coco_classes import label_for
 from detect.render.crop import PARTNER as PARTNER_COLOR
 from detect.render.crop import PARTNER_WIDTH, Outline, close_up
 from detect.render.verdicts import COLORS, LINES
-from detect.sinks.frames import list_frames, read_frame
-from detect.sinks.layout import MATCHES_FILE
-from detect.sinks.results_folder import read_manifest
-from detect.sinks.results_tables import (
+from detect.results.frames import list_frames, read_frame
+from detect.results.layout import MATCHES_FILE
+from detect.results.results_folder import read_manifest
+from detect.results.results_tables import (
     COORDINATES,
     DETECTION_COLUMNS,
     RowBudget,
@@ -45,8 +45,8 @@ from detect.sinks.results_tables import (
     read_track_ids,
     segment_budget,
 )
-from detect.sinks.source_images import NamedSources, SourceImages, read_source_images
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.source_images import NamedSources, SourceImages, read_source_images
+from detect.results.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 FALSE_ALARM, MISSED = "false alarm", "missed label"

@@ -15,7 +15,7 @@ from detect.core.matching import SMALL_SAMPLE
 from detect.report import safe
 from detect.report.gallery import Outcome
 from detect.report.html import num, table
-from detect.sinks.eval_record import EvalRecord
+from detect.results.eval_record import EvalRecord
 
 LEVEL = "LEVEL_2"
 

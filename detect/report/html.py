@@ -9,7 +9,7 @@ from typing import Any
 
 from detect.core.atomic import atomic_write_bytes
 from detect.report import safe
-from detect.sinks.layout import real_file
+from detect.results.layout import real_file
 
 
 class Markup(str):

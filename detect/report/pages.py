@@ -24,10 +24,10 @@ from detect.report.html import count_cell as _count_cell
 from detect.report.html import num as _num
 from detect.report.html import table as _table
 from detect.report.tracks_section import tracks_section
-from detect.sinks.eval_record import read_eval_record
-from detect.sinks.layout import real_folder
-from detect.sinks.results_folder import Manifest
-from detect.sinks.run_record import RunRecord
+from detect.results.eval_record import read_eval_record
+from detect.results.layout import real_folder
+from detect.results.results_folder import Manifest
+from detect.results.run_record import RunRecord
 
 REPORT_FILE, INDEX_FILE, ASSETS = "report.html", "index.html", "report"
 

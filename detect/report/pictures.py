@@ -20,7 +20,7 @@ from detect.report import safe
 from detect.report.data import MOSAIC, SegmentData
 from detect.report.gallery import note_picture
 from detect.report.html import img
-from detect.sinks.frames import list_frames, read_frame
+from detect.results.frames import list_frames, read_frame
 
 THUMBNAILS, THUMB_WIDTH = 8, 360
 # The cameras as the car sees them (the mosaic's order): left to right, front row then sides.

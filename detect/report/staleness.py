@@ -1,14 +1,14 @@
 """Whether an `eval.json` still describes the results beside it: after a segment is run again, its
 evaluation is stale until `detect eval` runs again, and the report says so instead of showing old
-numbers as if they were current (fingerprints: `detect.sinks.fingerprint`)."""
+numbers as if they were current (fingerprints: `detect.results.fingerprint`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from detect.core.names import printable
-from detect.sinks.eval_record import EvalRecord
-from detect.sinks.fingerprint import changed_files, current_sources, recorded_sources
+from detect.results.eval_record import EvalRecord
+from detect.results.fingerprint import changed_files, current_sources, recorded_sources
 
 SHOWN = 3  # files named in a notice; the rest counted
 

@@ -18,8 +18,8 @@ from detect.core.track_numbers import camera_track_number
 from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
-from detect.sinks.layout import TRACKING_FILE
-from detect.sinks.results_tables import (
+from detect.results.layout import TRACKING_FILE
+from detect.results.results_tables import (
     COORDINATES,
     DETECTION_COLUMNS,
     RowBudget,
@@ -32,8 +32,8 @@ from detect.sinks.results_tables import (
     read_track_ids,
     segment_budget,
 )
-from detect.sinks.source_images import NamedSources
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.source_images import NamedSources
+from detect.results.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 SWITCHES_SHOWN = 8

@@ -22,9 +22,9 @@ import numpy as np
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
-from detect.sinks import journal
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
-from detect.sinks.table import DETECTIONS_FILE, write_table
+from detect.results import journal
+from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
+from detect.results.table import DETECTIONS_FILE, write_table
 
 SEGMENT = "1000000000000000000_0000_000_0000_000"
 CLASSES = np.array([1, 2, 3, 4, 6, 8])  # person, bicycle, car, motorcycle, bus, truck

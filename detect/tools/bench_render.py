@@ -24,8 +24,8 @@ from PIL import Image
 from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import render_pixels
 from detect.render.draw import DrawStyle
-from detect.sinks.ground_truth import read_ground_truth
-from detect.sinks.results_folder import finished_frames, read_manifest
+from detect.results.ground_truth import read_ground_truth
+from detect.results.results_folder import finished_frames, read_manifest
 from detect.waymo.camera_labels import label_types
 from detect.waymo.readers import iter_frames
 

@@ -37,12 +37,12 @@ from detect.model.inputs import decode_stream
 from detect.render.draw import DrawStyle, draw_detections, to_canvas
 from detect.render.mosaic import mosaic_layout
 from detect.render.mosaic_tile import detection_boxes, downscale_to_width, draw_mosaic_tile, shrink
-from detect.sinks.animations import mosaic_tile_width, render_mosaic_frame
-from detect.sinks.frames import encode_frame
-from detect.sinks.gif import encode_gif_frame
-from detect.sinks.mosaic_tiles import decode_tile, encode_tile
-from detect.sinks.mp4 import Mp4Writer
-from detect.sinks.table import to_table
+from detect.results.animations import mosaic_tile_width, render_mosaic_frame
+from detect.results.frames import encode_frame
+from detect.results.gif import encode_gif_frame
+from detect.results.mosaic_tiles import decode_tile, encode_tile
+from detect.results.mp4 import Mp4Writer
+from detect.results.table import to_table
 from detect.waymo.readers import iter_frames
 
 GIF_WIDTH = 640

@@ -34,8 +34,8 @@ from detect.model.classmap import default_class_map
 from detect.model.detector import Detector
 from detect.model.inputs import parse_input_size
 from detect.render.draw import DrawStyle
-from detect.sinks.table import DETECTIONS_FILE
-from detect.sinks.track_ids import tracker_params
+from detect.results.table import DETECTIONS_FILE
+from detect.results.track_ids import tracker_params
 from detect.tools.bench_runs import pipeline
 from detect.tools.bench_targets import verdict
 from detect.tools.bench_track import synthetic_frames

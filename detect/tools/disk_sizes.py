@@ -1,5 +1,5 @@
 """What each output costs on disk per camera image, measured on the real Waymo frame: the numbers
-behind `detect.sinks.disk_cost.BYTES_PER_IMAGE` (`detect run` prints its estimate from them).
+behind `detect.results.disk_cost.BYTES_PER_IMAGE` (`detect run` prints its estimate from them).
 
     python -m detect.tools.disk_sizes [--frame ../shared/fixtures/waymo_v1_one_frame.tfrecord]
                                       [--model models/centernet_mobilenetv3_coco]
@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from detect.sinks.disk_cost import ANIMATION_WIDTH
-from detect.sinks.journal import STATE_DIR
-from detect.sinks.mosaic_tiles import TILE_SUFFIX, TILES_DIR
+from detect.results.disk_cost import ANIMATION_WIDTH
+from detect.results.journal import STATE_DIR
+from detect.results.mosaic_tiles import TILE_SUFFIX, TILES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
-from detect.sinks import journal
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
-from detect.sinks.table import DETECTIONS_FILE, with_track_ids, write_table
+from detect.results import journal
+from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
+from detect.results.table import DETECTIONS_FILE, with_track_ids, write_table
 
 SEGMENT = "seg_eval"
 T0 = 1_000_000
@@ -75,7 +75,7 @@ def with_frames(segment: Path, keys: list[FrameKey], size: tuple[int, int] = (19
     """A grey JPEG per image, as a run with frames writes them."""
     from PIL import Image
 
-    from detect.sinks.frames import frame_path
+    from detect.results.frames import frame_path
 
     for k in keys:
         path = frame_path(segment, k.camera_name, k.frame_timestamp_micros, "jpg")

@@ -13,7 +13,7 @@ from typing import Any
 
 from detect.core.atomic import atomic_write_bytes
 from detect.core.records import FrameFailure, FrameResult
-from detect.sinks.layout_version import stamped
+from detect.results.layout_version import stamped
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"

@@ -16,7 +16,7 @@ import imageio.v2 as imageio
 import numpy as np
 from PIL import Image
 
-from detect.sinks.sink import TempFileSink
+from detect.results.sink import TempFileSink
 
 DEFAULT_FPS = 10.0
 PROBE_FRAMES = 10

@@ -30,8 +30,8 @@ from detect.core.errors import InputError
 from detect.core.records import FrameKey
 from detect.render.mosaic_tile import MosaicTile, shrunk_size
 from detect.render.verdicts import COLORS
-from detect.sinks.frames import JPEG_QUALITY, read_frame
-from detect.sinks.journal import STATE_DIR
+from detect.results.frames import JPEG_QUALITY, read_frame
+from detect.results.journal import STATE_DIR
 
 TILES_DIR = "mosaic"  # under STATE_DIR
 TILE_SUFFIX = ".jpg"

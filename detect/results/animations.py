@@ -26,11 +26,11 @@ from detect.render.draw import to_canvas
 from detect.render.mosaic import MIN_TILE_WIDTH, MosaicLayout, compose_mosaic, letterbox, mosaic_layout
 from detect.render.mosaic_tile import MosaicTile, downscale_to_width, merged_legend
 from detect.render.verdicts import LegendEntry
-from detect.sinks.frames import FRAMES_DIR, list_frames, read_frame
-from detect.sinks.gif import GifFrame, GifWriter, encode_gif_frame
-from detect.sinks.mosaic_tiles import kept_tile
-from detect.sinks.mp4 import Mp4Writer
-from detect.sinks.sink import Sink
+from detect.results.frames import FRAMES_DIR, list_frames, read_frame
+from detect.results.gif import GifFrame, GifWriter, encode_gif_frame
+from detect.results.mosaic_tiles import kept_tile
+from detect.results.mp4 import Mp4Writer
+from detect.results.sink import Sink
 
 DEFAULT_WIDTH = 640
 MOSAIC = "mosaic"
@@ -262,7 +262,7 @@ def rebuild_animations(
 ) -> list[Path]:
     """Rebuild a segment's animations from `frames/` (same bytes as the pipeline for PNG frames).
 
-    The mosaic's tiles are the ones the run drew (`detect.sinks.mosaic_tiles`); a frame without
+    The mosaic's tiles are the ones the run drew (`detect.results.mosaic_tiles`); a frame without
     one (a folder written before they were kept), or whose tile is not its own (another image's,
     another size: a line in `notes`), is shrunk for the mosaic instead.
     The mosaic caption shows `segment_context_name`, by default the directory's name. With `notes`,

@@ -20,10 +20,10 @@ from detect.core.errors import InputError, first_line
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameKey, FrameResult
 from detect.model.facts import ModelFacts
-from detect.sinks import journal
-from detect.sinks.frames import list_frames
-from detect.sinks.layout_version import MANIFEST, upgraded
-from detect.sinks.manifest import MANIFEST_FILE
+from detect.results import journal
+from detect.results.frames import list_frames
+from detect.results.layout_version import MANIFEST, upgraded
+from detect.results.manifest import MANIFEST_FILE
 
 # The drawing threshold of a results folder whose manifest does not record one (a hand edit).
 DEFAULT_THRESHOLD = 0.5

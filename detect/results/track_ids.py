@@ -18,10 +18,10 @@ from detect.core.errors import InputError, OutputError, UsageError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
-from detect.sinks.layout import SegmentLock, has_pictures, is_marked
-from detect.sinks.manifest import MANIFEST_FILE, write_manifest
-from detect.sinks.results_folder import read_manifest
-from detect.sinks.results_tables import (
+from detect.results.layout import SegmentLock, has_pictures, is_marked
+from detect.results.manifest import MANIFEST_FILE, write_manifest
+from detect.results.results_folder import read_manifest
+from detect.results.results_tables import (
     COORDINATES,
     RowBudget,
     detection_rows,
@@ -31,8 +31,8 @@ from detect.sinks.results_tables import (
     read_table,
     segment_budget,
 )
-from detect.sinks.run_folder import find_segment_folders
-from detect.sinks.table import DETECTIONS_FILE, SCHEMA, write_table
+from detect.results.run_folder import find_segment_folders
+from detect.results.table import DETECTIONS_FILE, SCHEMA, write_table
 from detect.track import TrackerParams
 from detect.track.live import LiveTracks
 from detect.track.table_tracks import track_ids

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from detect.sinks.layout import EVAL_FILE
-from detect.sinks.layout_version import EVAL
-from detect.sinks.results_folder import fraction, json_object, read_results_json
+from detect.results.layout import EVAL_FILE
+from detect.results.layout_version import EVAL
+from detect.results.results_folder import fraction, json_object, read_results_json
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -30,7 +30,7 @@ from PIL import Image
 from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey
-from detect.sinks.results_folder import Manifest
+from detect.results.results_folder import Manifest
 from detect.waymo import source_check
 from detect.waymo.images import check_size, jpeg_size
 from detect.waymo.readers import read_images

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from detect.sinks.layout_version import RUN
-from detect.sinks.results_folder import json_object, read_results_json, whole
+from detect.results.layout_version import RUN
+from detect.results.results_folder import json_object, read_results_json, whole
 
 RUN_FILE = "run.json"
 RUN_FILES = "run*.json"  # run.json, and run-shard-I-of-N.json of a sharded run

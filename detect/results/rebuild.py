@@ -16,11 +16,11 @@ import os
 from pathlib import Path
 
 from detect.core.errors import InputError, OutputError
-from detect.sinks.animations import DEFAULT_WIDTH, rebuild_animations
-from detect.sinks.frames import FRAMES_DIR
-from detect.sinks.layout import SegmentLock, is_marked, no_links, temp_files
-from detect.sinks.results_folder import read_manifest
-from detect.sinks.run_folder import find_segment_folders
+from detect.results.animations import DEFAULT_WIDTH, rebuild_animations
+from detect.results.frames import FRAMES_DIR
+from detect.results.layout import SegmentLock, is_marked, no_links, temp_files
+from detect.results.results_folder import read_manifest
+from detect.results.run_folder import find_segment_folders
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,8 +21,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.ground_truth import GROUND_TRUTH_FILE
+from detect.results.table import DETECTIONS_FILE
 
 COMPUTED_FROM = "computed_from"
 SOURCE_FILES = (DETECTIONS_FILE, GROUND_TRUTH_FILE)

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from PIL import GifImagePlugin, Image
 
-from detect.sinks.sink import TempFileSink
+from detect.results.sink import TempFileSink
 
 # Waymo cameras run at 10 Hz: a lone frame (no interval to measure) shows for 100 ms.
 DEFAULT_DELAY_CS = 10

@@ -38,10 +38,10 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.files import open_regular
-from detect.sinks.frames import list_frames
-from detect.sinks.journal import journal_path
-from detect.sinks.results_folder import finished_frames, read_manifest
-from detect.sinks.run_folder import find_segment_folders
+from detect.results.frames import list_frames
+from detect.results.journal import journal_path
+from detect.results.results_folder import finished_frames, read_manifest
+from detect.results.run_folder import find_segment_folders
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 MIN_ROWS = 100_000  # a table this long is always read (tens of MB in the readers at most)

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from detect.core.errors import InputError
-from detect.sinks.frames import FRAMES_DIR
-from detect.sinks.manifest import MANIFEST_FILE
+from detect.results.frames import FRAMES_DIR
+from detect.results.manifest import MANIFEST_FILE
 
 # Levels below the folder given: run/split/shard/segment is 3; one more for a folder holding runs.
 MAX_DEPTH = 4

@@ -17,7 +17,7 @@ from detect.core.atomic import atomic_path
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels, valid_label_rows
-from detect.sinks.results_tables import RowBudget, missing, read_table
+from detect.results.results_tables import RowBudget, missing, read_table
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 GROUND_TRUTH_FILE = "ground_truth.parquet"
@@ -67,7 +67,7 @@ def write_ground_truth(path: Path, labels: Mapping[FrameKey, Labels], keys: Iter
 
 def read_ground_truth(path: Path, budget: RowBudget | None = None) -> tuple[dict[FrameKey, Labels], int]:
     """Labels by image from a file `write_ground_truth` wrote, and how many rows were unusable;
-    `budget`: what a results folder's table may hold (`detect.sinks.results_tables`; None: a file
+    `budget`: what a results folder's table may hold (`detect.results.results_tables`; None: a file
     this run wrote for its own render tasks).
 
     A results folder is shared and may be edited: rows with a null key, an unknown camera, a

@@ -19,14 +19,14 @@ from detect.core.atomic import is_temp_path
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError
 from detect.core.names import segment_dir_name
-from detect.sinks.frames import FRAME_FORMATS, FRAMES_DIR
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE
-from detect.sinks.journal import JOURNAL as JOURNAL_FILE
-from detect.sinks.journal import SETTINGS as SETTINGS_FILE
-from detect.sinks.journal import STATE_DIR
-from detect.sinks.manifest import MANIFEST_FILE
-from detect.sinks.mosaic_tiles import TILES_DIR
-from detect.sinks.table import DETECTIONS_FILE
+from detect.results.frames import FRAME_FORMATS, FRAMES_DIR
+from detect.results.ground_truth import GROUND_TRUTH_FILE
+from detect.results.journal import JOURNAL as JOURNAL_FILE
+from detect.results.journal import SETTINGS as SETTINGS_FILE
+from detect.results.journal import STATE_DIR
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.mosaic_tiles import TILES_DIR
+from detect.results.table import DETECTIONS_FILE
 
 LOCK_FILE = "lock"
 FRAME_SUFFIXES = tuple(f".{f}" for f in FRAME_FORMATS)
@@ -87,7 +87,7 @@ def real_file(path: Path) -> Path:
 
 
 # What the tool creates inside a segment directory and then writes into or appends to.
-_TILES = f"{STATE_DIR}/{TILES_DIR}"  # the mosaic's tiles (`detect.sinks.mosaic_tiles`)
+_TILES = f"{STATE_DIR}/{TILES_DIR}"  # the mosaic's tiles (`detect.results.mosaic_tiles`)
 _OWN_PATHS = (STATE_DIR, f"{STATE_DIR}/{LOCK_FILE}", f"{STATE_DIR}/{SETTINGS_FILE}", f"{STATE_DIR}/{JOURNAL_FILE}",
               FRAMES_DIR, *(f"{FRAMES_DIR}/{c.name}" for c in CameraName), "report",
               _TILES, *(f"{_TILES}/{c.name}" for c in CameraName))

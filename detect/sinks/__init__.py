@@ -1,1 +1,0 @@
-"""Files: frames, animations, tables, journal, manifest, and the segment directory's rules."""
