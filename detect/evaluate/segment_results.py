@@ -8,32 +8,20 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError, first_line
+from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
+from detect.results.detections_table import read_detections
 from detect.results.fingerprint import Sources, segment_sources
 from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.results.results_folder import Manifest, finished_frames, processed_images, read_manifest
-from detect.results.results_tables import (
-    COORDINATES,
-    DETECTION_COLUMNS,
-    RowBudget,
-    detection_rows,
-    missing,
-    not_boxes,
-    read_table,
-    read_track_ids,
-    segment_budget,
-)
-from detect.results.results_tables import numbers as values
+from detect.results.results_tables import RowBudget, segment_budget
 from detect.results.run_folder import SegmentFolders, find_segment_folders
 from detect.results.table import DETECTIONS_FILE
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.images import MAX_SIDE, check_size
-from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -170,35 +158,21 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
 
 
 def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list[str]]:
-    """The table's boxes (`detection_rows`: an edited table's other rows are left out, never fatal),
+    """The table's boxes (`read_detections`: an edited table's other rows are left out, never fatal),
     and what reading it left out, one line each (rows that are not boxes, track ids it cannot use)."""
-    table = read_table(path, [*DETECTION_COLUMNS, "track_id"], budget, "detections table")
-    absent = missing(table, DETECTION_COLUMNS)
-    if absent:
-        raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
-    try:
-        ok = detection_rows(table)
-        numbers = {c: values(table, c) for c in (TIMESTAMP, CAMERA, "class_id", "score", *COORDINATES)}
-    except (pa.ArrowException, ValueError) as err:
-        raise InputError(f"{path}: not a detections table ({first_line(err)})") from None
-    rows = np.flatnonzero(ok)
-    segments = table.column(SEGMENT).to_pylist()
-    timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)
-    keys = _keys(segments, timestamps, numbers[CAMERA], rows)
-    xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in COORDINATES], axis=1).reshape(-1, 4)
-    tracks = read_track_ids(table, ok, path)
-    notes = [note for note in (not_boxes(path, ok), tracks.note) if note is not None]
-    return (DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32),
-                          xyxy, None if tracks.ids is None else tracks.ids[rows]), notes)
+    table = read_detections(path, budget)
+    notes = [note for note in (table.not_boxes, table.track_note) if note is not None]
+    keys = _keys(table.segments, table.timestamps, table.cameras)
+    return (DetectionRows(keys, table.class_ids.astype(np.int32), table.scores.astype(np.float32),
+                          table.xyxy.astype(np.float32), table.track_ids), notes)
 
 
-def _keys(segments: list[object], timestamps: np.ndarray, cameras: np.ndarray, rows: np.ndarray) -> list[FrameKey]:
-    """Each kept row's image key; one FrameKey per image, shared by its boxes (a tiled run's table
+def _keys(segments: list[str], timestamps: np.ndarray, cameras: np.ndarray) -> list[FrameKey]:
+    """Each box's image key; one FrameKey per image, shared by its boxes (a tiled run's table
     has a few hundred images and tens of thousands of boxes)."""
     made: dict[tuple[object, int, int], FrameKey] = {}
     keys = []
-    for segment, timestamp, camera in zip([segments[i] for i in rows], timestamps[rows].tolist(),
-                                          cameras[rows].astype(np.int64).tolist(), strict=True):
+    for segment, timestamp, camera in zip(segments, timestamps.tolist(), cameras.tolist(), strict=True):
         key = made.get((segment, timestamp, camera))
         if key is None:
             key = made[segment, timestamp, camera] = FrameKey(str(segment), int(timestamp), CameraName(camera))

@@ -6,29 +6,21 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from detect.core.cameras import CameraName
-from detect.core.errors import InputError, first_line
+from detect.core.errors import InputError
 from detect.core.records import FrameKey
+from detect.results.detections_table import read_detections
 from detect.results.eval_record import EvalRecord, read_eval_record
 from detect.results.frames import list_frames
 from detect.results.results_folder import Manifest, processed_images, read_manifest
 from detect.results.results_tables import (
-    DETECTION_COLUMNS,
     RowBudget,
-    detection_rows,
-    missing,
-    not_boxes,
-    numbers,
-    read_table,
     segment_budget,
 )
 from detect.results.source_images import NamedSources
 from detect.results.table import DETECTIONS_FILE
-from detect.waymo.schema import CAMERA, TIMESTAMP
 
 MOSAIC = "mosaic"
 MIN_GAP_FRAMES = 10  # thumbnails of one camera at least 1 s apart at Waymo's 10 Hz: frames closer look alike
@@ -184,30 +176,18 @@ def load(directory: Path, sources: NamedSources = NamedSources()) -> SegmentData
 
 
 def _detections(path: Path, budget: RowBudget, notes: list[str] | None = None) -> pd.DataFrame:
-    """The table's boxes (`detection_rows`, as eval reads them) as camera name, timestamp, label, score;
+    """The table's boxes (`read_detections`, as eval reads them) as camera name, timestamp, label, score;
     a line in `notes` when some rows are not boxes."""
     columns = ["camera", "timestamp", "label", "score"]
     if not path.is_file() and not path.is_symlink():
         return pd.DataFrame(columns=columns)
-    table = read_table(path, [*DETECTION_COLUMNS, "label"], budget, "detections table")
-    absent = missing(table, [*DETECTION_COLUMNS, "label"])
-    if absent:
-        raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
-    try:
-        ok = detection_rows(table)
-        rows = np.flatnonzero(ok)
-        cameras, scores = numbers(table, CAMERA)[rows].astype(np.int64), numbers(table, "score")[rows]
-        timestamps = table.column(TIMESTAMP).cast(pa.int64()).take(pa.array(rows)).to_numpy(zero_copy_only=False)
-        labels = table.column("label").cast(pa.string()).take(pa.array(rows)).to_pandas()
-    except (pa.ArrowException, ValueError) as err:
-        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
-    note = not_boxes(path, ok)
-    if note is not None and notes is not None:
-        notes.append(note)
+    table = read_detections(path, budget, labels=True)
+    if table.not_boxes is not None and notes is not None:
+        notes.append(table.not_boxes)
     known = {int(c): c.name for c in CameraName}
     return pd.DataFrame({
-        "camera": [known[c] for c in cameras.tolist()],
-        "timestamp": np.asarray(timestamps, np.int64),
-        "label": labels.astype(str).to_numpy(),
-        "score": scores.astype(float),
+        "camera": [known[c] for c in table.cameras.tolist()],
+        "timestamp": table.timestamps,
+        "label": table.labels,
+        "score": table.scores.astype(float),
     })[columns]

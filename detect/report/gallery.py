@@ -29,20 +29,18 @@ from detect.model.coco_classes import label_for
 from detect.render.crop import PARTNER as PARTNER_COLOR
 from detect.render.crop import PARTNER_WIDTH, Outline, close_up
 from detect.render.verdicts import COLORS, LINES
+from detect.results.detections_table import read_detections
 from detect.results.frames import list_frames, read_frame
 from detect.results.layout import MATCHES_FILE
 from detect.results.results_folder import read_manifest
 from detect.results.results_tables import (
     COORDINATES,
-    DETECTION_COLUMNS,
     RowBudget,
     box_rows,
-    detection_rows,
     folder_budget,
     missing,
     numbers,
     read_table,
-    read_track_ids,
     segment_budget,
 )
 from detect.results.source_images import NamedSources, SourceImages, read_source_images
@@ -247,21 +245,15 @@ class TrackIds:
     def read(cls, directory: Path) -> TrackIds | None:
         """The segment folder's table's track ids (`read_track_ids`, on its boxes); None when it has
         none it can use or cannot be read (the page's own reading of the table says why)."""
-        path = directory / DETECTIONS_FILE
         try:
-            table = read_table(path, [*DETECTION_COLUMNS, "track_id"], segment_budget(directory), "detections table")
-            if missing(table, DETECTION_COLUMNS):
-                return None
-            rows = detection_rows(table)
-            ids = read_track_ids(table, rows, path).ids
-            if ids is None:
-                return None
-            kept = rows & (ids >= 0)
-            return cls(pd.DataFrame({TIMESTAMP: numbers(table, TIMESTAMP)[kept].astype(np.int64),
-                                     CAMERA: numbers(table, CAMERA)[kept].astype(np.int64),
-                                     **{c: numbers(table, c)[kept] for c in COORDINATES}, "track_id": ids[kept]}))
-        except (InputError, pa.ArrowException, ValueError):
+            table = read_detections(directory / DETECTIONS_FILE, segment_budget(directory))
+        except InputError:
             return None
+        if table.track_ids is None:
+            return None
+        kept = table.take(table.track_ids >= 0)
+        return cls(pd.DataFrame({TIMESTAMP: kept.timestamps, CAMERA: kept.cameras,
+                                 **{c: kept.xyxy[:, i] for i, c in enumerate(COORDINATES)}, "track_id": kept.track_ids}))
 
     def of(self, row: Mapping[str, object]) -> object:
         """The track (segment, camera, track id) of a matches row's detection; None: not tracked."""

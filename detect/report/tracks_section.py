@@ -18,18 +18,16 @@ from detect.core.track_numbers import camera_track_number
 from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
+from detect.results.detections_table import read_detections
 from detect.results.layout import TRACKING_FILE
 from detect.results.results_tables import (
     COORDINATES,
-    DETECTION_COLUMNS,
     RowBudget,
     box_rows,
-    detection_rows,
     folder_budget,
     missing,
     numbers,
     read_table,
-    read_track_ids,
     segment_budget,
 )
 from detect.results.source_images import NamedSources
@@ -72,26 +70,20 @@ def read_tracks(directory: Path, notes: list[str] | None = None) -> pd.DataFrame
     use: a line in `notes` says why)."""
     path = directory / DETECTIONS_FILE
     try:
-        table = read_table(path, [*DETECTION_COLUMNS, "label", "track_id"], segment_budget(directory), "detections table")
-        if missing(table, [*DETECTION_COLUMNS, "label"]):
-            return None
-        rows = detection_rows(table)
-        tracks = read_track_ids(table, rows, path)
-        if tracks.ids is None:
-            if tracks.note is not None and notes is not None:
-                notes.append(tracks.note)
-            return None
-        kept = np.flatnonzero(rows & (tracks.ids >= 0))
-        cameras = numbers(table, CAMERA)[kept].astype(np.int64)
-        timestamps = numbers(table, TIMESTAMP)[kept].astype(np.int64)
-        labels = table.column("label").cast(pa.string()).take(pa.array(kept)).to_pandas().astype(str).to_numpy()
-    except (InputError, pa.ArrowException, ValueError):
+        table = read_detections(path, segment_budget(directory), labels=True)
+    except InputError:
         return None  # the page's own reading of the table says what is wrong with it
+    if table.track_ids is None or table.labels is None:
+        if table.track_note is not None and notes is not None:
+            notes.append(table.track_note)
+        return None
+    kept = np.flatnonzero(table.track_ids >= 0)
     if not len(kept):
         return None
+    cameras, timestamps, labels = table.cameras[kept], table.timestamps[kept], table.labels[kept]
     order = np.lexsort((timestamps, np.array([CAMERA_ORDER[c] for c in cameras.tolist()], np.int64)))
     return pd.DataFrame({"camera": [CameraName(c).name for c in cameras[order].tolist()],
-                         "timestamp": timestamps[order], "label": labels[order], "track_id": tracks.ids[kept][order]})
+                         "timestamp": timestamps[order], "label": labels[order], "track_id": table.track_ids[kept][order]})
 
 
 def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN,
