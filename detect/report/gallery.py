@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from detect.core.atomic import atomic_path
 from detect.core.boxes import box_iou
@@ -30,17 +28,13 @@ from detect.render.crop import PARTNER as PARTNER_COLOR
 from detect.render.crop import PARTNER_WIDTH, Outline, close_up
 from detect.render.verdicts import COLORS, LINES
 from detect.results.detections_table import read_detections
+from detect.results.evaluation_tables import read_matches_table
 from detect.results.frames import list_frames, read_frame
 from detect.results.layout import MATCHES_FILE
 from detect.results.results_folder import read_manifest
 from detect.results.results_tables import (
     COORDINATES,
-    RowBudget,
-    box_rows,
     folder_budget,
-    missing,
-    numbers,
-    read_table,
     segment_budget,
 )
 from detect.results.source_images import NamedSources, SourceImages, read_source_images
@@ -56,8 +50,6 @@ NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner
 SAME_OBJECT_SECONDS, SAME_OBJECT_IOU = 1.0, 0.3
 CAMERA_NAMES = frozenset(c.name for c in CameraName)
 CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
-COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "kind", "type_name", "score", "iou", "matched", OBJECT_ID, "xmin", "ymin", "xmax",
-           "ymax", "class_id")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +122,7 @@ def read_matches(directory: Path, segment: str | None, notes: list[str] | None =
         if not path.is_file() and not path.is_symlink():
             continue
         try:
-            table = _matches(path, budget())
+            table = read_matches_table(path, budget())
         except InputError as err:
             if notes is not None and f"{first_line(err)}; {LEFT_OUT}" not in notes:
                 notes.append(f"{first_line(err)}; {LEFT_OUT}")
@@ -140,26 +132,6 @@ def read_matches(directory: Path, segment: str | None, notes: list[str] | None =
 
 
 LEFT_OUT = "the error counts and galleries are left out of the page"
-
-
-def _matches(path: Path, budget: RowBudget) -> pd.DataFrame:
-    """matches.parquet's boxes with its columns in the types the page reads (numbers: float, NaN for none)."""
-    table = read_table(path, COLUMNS, budget, "matches table")
-    absent = missing(table, COLUMNS)
-    if absent:
-        raise InputError(f"{path}: not a matches table (no {', '.join(absent)} column)")
-    try:
-        rows = pa.array(np.flatnonzero(box_rows(table)))
-        frame = pd.DataFrame({c: table.column(c).cast(pa.string()).take(rows).to_pandas()
-                              for c in (SEGMENT, "kind", "type_name", OBJECT_ID)})
-        frame["matched"] = pc.fill_null(table.column("matched").cast(pa.bool_()), False).take(rows).to_pandas()
-        for column in (TIMESTAMP, CAMERA, "score", "iou", "xmin", "ymin", "xmax", "ymax", "class_id"):
-            frame[column] = numbers(table, column)[rows.to_numpy()]
-    except (pa.ArrowException, ValueError) as err:
-        raise InputError(f"{path}: not a readable matches table ({first_line(err)})") from None
-    frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
-    frame[CAMERA] = frame[CAMERA].astype("int64")
-    return frame[list(COLUMNS)]
 
 
 def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.core.errors import InputError, first_line
@@ -19,15 +18,10 @@ from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
 from detect.results.detections_table import read_detections
+from detect.results.evaluation_tables import read_tracking_table
 from detect.results.layout import TRACKING_FILE
 from detect.results.results_tables import (
-    COORDINATES,
-    RowBudget,
-    box_rows,
     folder_budget,
-    missing,
-    numbers,
-    read_table,
     segment_budget,
 )
 from detect.results.source_images import NamedSources
@@ -37,8 +31,6 @@ from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 SWITCHES_SHOWN = 8
 CAMERA_ORDER = {int(c): n for n, c in enumerate(CameraName)}
 PLOT = "track_lifespans.png"
-SWITCH_COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "type_name", "track_id", OBJECT_ID, "id_switch", "previous_track_id",
-                  "xmin", "ymin", "xmax", "ymax")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,36 +87,13 @@ def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN,
         if not path.is_file() and not path.is_symlink():
             continue
         try:
-            rows = _switch_rows(path, budget())
+            rows = read_tracking_table(path, budget())
         except InputError as err:
             if notes is not None:
                 notes.append(f"{first_line(err)}; its ID switches are left out of the page")
             return []
         return _switches(rows[rows[SEGMENT] == segment], limit)
     return []
-
-
-def _switch_rows(path: Path, budget: RowBudget) -> pd.DataFrame:
-    """tracking.parquet's boxes (`box_rows`) with the columns the switches need; track ids as
-    floats (NaN: none or not a whole number)."""
-    table = read_table(path, SWITCH_COLUMNS, budget, "tracking table")
-    absent = missing(table, SWITCH_COLUMNS)
-    if absent:
-        raise InputError(f"{path}: not a tracking table (no {', '.join(absent)} column)")
-    try:
-        rows = np.flatnonzero(box_rows(table))
-        frame = pd.DataFrame({c: table.column(c).cast(kind).take(pa.array(rows)).to_pandas()
-                              for c, kind in ((SEGMENT, pa.string()), ("type_name", pa.string()),
-                                              (OBJECT_ID, pa.string()), ("id_switch", pa.bool_()))})
-        for column in (TIMESTAMP, CAMERA, "track_id", "previous_track_id", *COORDINATES):
-            values = numbers(table, column)[rows]
-            with np.errstate(invalid="ignore"):
-                frame[column] = np.where(values == np.floor(values), values, np.nan) if "track_id" in column else values
-    except (pa.ArrowException, ValueError) as err:
-        raise InputError(f"{path}: not a readable tracking table ({first_line(err)})") from None
-    frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
-    frame[CAMERA] = frame[CAMERA].astype("int64")
-    return frame
 
 
 def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None,
