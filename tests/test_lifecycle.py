@@ -241,7 +241,7 @@ def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
     model = ResumeModel("/models/fake", 0.05, None, None)
     assert "errors" not in settings.resume_key(model, "seg")  # known before an input is opened
     judged = SegmentJob.judged(settings, ALL_TYPES, None)
-    assert judged.settings is settings and judged.errors is not None
+    assert judged.settings is settings and judged.rules is not None
     assert judged.resume_key(model, "seg") == settings.resume_key(model, "seg") | {
         "errors": "coco protocol, default COCO -> Waymo map"}
     assert list(judged.resume_key(model, "seg"))[-1] == "errors"  # settings.json's key order is kept
@@ -252,7 +252,7 @@ def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
                 SegmentJob.judged(settings, ALL_TYPES, (0,)),  # a model whose class maps to no Waymo type
                 SegmentJob.judged(settings, {int(WaymoType.SIGN)}, (1, 2, 3))):  # labels of none of its types
         # not judged: the protocol and the map are still recorded (the evaluation and the tracker use them)
-        assert job.errors is None and recorded_errors(job) == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
+        assert job.rules is None and recorded_errors(job) == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
                                                                "types": []}
         assert job.resume_key(model, "seg")["errors"] is None
 
@@ -263,11 +263,11 @@ def test_a_type_the_labels_lack_is_not_judged_in_the_frames():
     labelled = {int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN), int(WaymoType.CYCLIST)}
     settings = SegmentSettings()
     job = SegmentJob.judged(settings, labelled, None)
-    assert job.errors is not None and recorded_errors(job)["types"] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
+    assert job.rules is not None and recorded_errors(job)["types"] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
     every = SegmentJob.judged(settings, ALL_TYPES, None)
     assert every.for_label_types(labelled) == job
     assert recorded_errors(every.for_label_types({int(WaymoType.SIGN)}))["types"] == ["SIGN"]
-    assert every.for_label_types(set()).errors is None
+    assert every.for_label_types(set()).rules is None
 
 
 def test_a_run_spec_refuses_a_bad_shard_and_engine(tmp_path):

@@ -98,7 +98,7 @@ def test_the_frames_and_camera_gifs_are_drawn_as_before_the_tile_beside_them(rea
     job, frames = render_real(real_frame_path, real_camera_frames, tmp_path, write_frames=False)
     for key, (image, frame, labels, animation) in frames.items():
         alone = image.copy()
-        draw_errors(alone, judge(as_detections(labels), labels, job.errors, job.settings.style))
+        draw_errors(alone, judge(as_detections(labels), labels, job.rules, job.settings.style))
         assert np.array_equal(frame, alone)  # the frame: what the drawing alone makes of the raw image
         plain = prepare_animation_frame(alone, key)
         assert animation.image.tobytes() == plain.image.tobytes() and animation.gif == plain.gif

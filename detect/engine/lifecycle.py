@@ -289,7 +289,7 @@ class SegmentLifecycle:
                 write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
-            rules = self.job.errors
+            rules = self.job.rules
             drawn = boxes_drawn(self.results.values(), settings.style, rules,
                                 self.labels.get if self.labels is not None and rules is not None else None)
             report = SegmentReport(self.name, segment_dir, COMPLETE_WITH_FAILURES if failures else COMPLETE,

@@ -98,7 +98,7 @@ def _run_segment(segment: SegmentLifecycle, source: SegmentSource, detector: Bat
     pending = (f for f in iter_frames(source, settings.frame_filter, segment.keys) if f.key not in done)
     loop_start = clock()
     try:
-        labels = segment.labels.get if segment.labels is not None and segment.job.errors is not None else _no_labels
+        labels = segment.labels.get if segment.labels is not None and segment.job.rules is not None else _no_labels
         live = segment.track_live() if settings.needs_full_frames else None
         _OverlappedStages(detector, renderer, settings, timings, consume, clock, labels, live).run(pending)
         if animations is not None:

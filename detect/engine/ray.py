@@ -183,7 +183,7 @@ class _Job:
             job = SegmentJob.judged(self.spec.settings, None if labels is None else labels.types, self.facts.knows_classes)
             opened = SegmentLifecycle.open(keys, self.spec.out, job, self.facts, claims=self.claims,
                                            labels=labels)
-            if isinstance(opened, SegmentLifecycle) and job.errors is not None and labels is not None:
+            if isinstance(opened, SegmentLifecycle) and job.rules is not None and labels is not None:
                 # The render tasks draw errors: they read the labels beside the journal.
                 write_ground_truth(opened.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE, labels.by_key,
                                    opened.pending)

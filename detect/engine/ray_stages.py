@@ -256,7 +256,7 @@ def render_frames(batch: Batch, *, root: str, job: SegmentJob) -> Batch:
             try:
                 result = journal.decode(str(batch["result"][i]), segment)
                 directory = segment_dir(Path(root), segment)
-                labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if job.errors else None
+                labels = _render_labels(directory / journal.STATE_DIR / RENDER_LABELS_FILE) if job.rules else None
                 here = job if labels is None else job.for_label_types(labels[1])
                 render_frame(decoded, result.key, result.detections, directory, here, timings,
                              None if labels is None else labels[0].get(result.key, Labels.empty()))

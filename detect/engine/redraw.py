@@ -165,8 +165,8 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
         beside.result()
 
     data = _updated_manifest(plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
-    labels = plan.labels.get if plan.labels is not None and job.errors is not None else None
-    data["counts"] = dict(json_object(data.get("counts"))) | {"drawn": boxes_drawn(results.values(), settings.style, job.errors,
+    labels = plan.labels.get if plan.labels is not None and job.rules is not None else None
+    data["counts"] = dict(json_object(data.get("counts"))) | {"drawn": boxes_drawn(results.values(), settings.style, job.rules,
                                                                                labels)}
     data["tracking"] = tracking_record(params, ids)
     data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
@@ -208,7 +208,7 @@ def _plan(directory: Path, request: RedrawRequest) -> _Plan:
     params = _tracker(settings, manifest, request.threshold is not None)
     resume_key = journal.load_settings(directory) or {}
     record = SettingsRecord(asked, recorded.batch_size, recorded.score_floor,
-                            () if job.errors is None else tuple(job.errors.types))
+                            () if job.rules is None else tuple(job.rules.types))
     return _Plan(manifest, record, job, source, results, labels, params, resume_key)
 
 
@@ -305,7 +305,7 @@ def _redraw_pixels(directory: Path, source: CheckedSource, job: SegmentJob, resu
     try:
         for decoded in decode_full_frames(numbered(), threads=settings.decode_threads, max_pixels=settings.max_pixels):
             key = by_index.pop(decoded.index)
-            frame_labels = labels.get(key) if labels is not None and job.errors is not None else None
+            frame_labels = labels.get(key) if labels is not None and job.rules is not None else None
             window.append(renderer.submit(decoded, key, results[key].detections, frame_labels, tracks.get(key)))
             drawn += 1
             while len(window) > 2 * settings.workers + 2:
@@ -377,7 +377,7 @@ def _resume_key(previous: Mapping[str, object], settings: SegmentSettings, job: 
     style = dataclasses.asdict(settings.style)
     key = {k: v for k, v in previous.items() if k != "redraw"}
     key |= {f"draw_{k}": v for k, v in style.items() if k not in ("classes", "palette")}
-    rules = job.errors
+    rules = job.rules
     key["draw"] = settings.draw
     key["errors"] = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
     return key

@@ -158,9 +158,9 @@ class SegmentJob:
     for this segment once it opened it (the settings alone hold no engine state)."""
 
     settings: SegmentSettings
-    # How the segment's frames are judged, from its labels and the model's classes
-    # (None: the detections alone are drawn).
-    errors: ErrorRules | None = None
+    # How the segment's frames are judged (hit, false alarm, missed label), from its labels and the
+    # model's classes (None: the detections alone are drawn).
+    rules: ErrorRules | None = None
 
     @classmethod
     def judged(cls, settings: SegmentSettings, label_types: Collection[int] | None,
@@ -181,15 +181,15 @@ class SegmentJob:
     def for_label_types(self, label_types: Collection[int]) -> SegmentJob:
         """This job's rules kept to the types one segment's labels have (`judged` for a job made
         before the segment's labels were read: Ray's render tasks, one job for every segment)."""
-        rules = self.errors
+        rules = self.rules
         if rules is None:
             return self
         types = tuple(t for t in rules.types if t in label_types)
-        return dataclasses.replace(self, errors=dataclasses.replace(rules, types=types) if types else None)
+        return dataclasses.replace(self, rules=dataclasses.replace(rules, types=types) if types else None)
 
     def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
         """The settings' resume key and how the frames were judged (settings.json)."""
-        rules = self.errors
+        rules = self.rules
         judged = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
         return self.settings.resume_key(model, segment) | {"errors": judged}
 
@@ -225,7 +225,7 @@ class SettingsRecord:
     @classmethod
     def of(cls, job: SegmentJob, facts: ModelFacts | None = None) -> SettingsRecord:
         return cls(job.settings, None if facts is None else facts.batch_size, None if facts is None else facts.score_floor,
-                   () if job.errors is None else tuple(job.errors.types))
+                   () if job.rules is None else tuple(job.rules.types))
 
     def to_json(self) -> dict[str, object]:
         s, f = self.settings, self.settings.frame_filter

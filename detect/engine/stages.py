@@ -122,8 +122,8 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     t0 = time.thread_time()
     raw_tile, scale = shrink(frame, mosaic_tile_width(settings.gif_width))  # before the frame is drawn on
     drawn_tracks = None if tracks is None else FrameTracks.numbered(tracks.track_ids, tracks.trails, int(key.camera_name))
-    if job.errors is not None and labels is not None:
-        judged = judge(detections, labels, job.errors, settings.style, drawn_tracks)
+    if job.rules is not None and labels is not None:
+        judged = judge(detections, labels, job.rules, settings.style, drawn_tracks)
         draw_errors(frame, judged, line_width=settings.style.line_width)
         annotated = paint_watermark(frame, settings.style)
         boxes = error_boxes(judged, judged_legend(judged))
