@@ -26,7 +26,7 @@ def detections(rows: list[tuple[str, int, str, float]]) -> pd.DataFrame:
 
 
 def segment(rows: list[tuple[str, int, str, float]], images: set[tuple[str, int]]) -> SegmentData:
-    return SegmentData(Path("unused"), {}, detections(rows), 0.5, None, frozenset(images))
+    return SegmentData(Path("unused"), Manifest.from_json({}, Path("unused")), detections(rows), 0.5, None, frozenset(images))
 
 
 def crafted() -> SegmentData:
