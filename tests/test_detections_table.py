@@ -37,10 +37,12 @@ def test_the_boxes_are_read_as_typed_columns_and_the_rest_is_one_line(tmp_path):
     table = read_detections(path, BUDGET)
     assert len(table) == 2 and table.segments == [SEGMENT, SEGMENT]
     assert table.timestamps.tolist() == [1_600_000_000_000_001, 2] and table.cameras.tolist() == [1, 2]
-    assert table.xyxy.tolist() == [[0, 0, 4, 4], [5, 5, 9, 9]] and table.class_ids.dtype == np.int64
+    assert table.xyxy.tolist() == [[0, 0, 4, 4], [5, 5, 9, 9]] and table.class_ids.dtype == np.int32
     assert table.labels is None and table.track_ids is None and table.track_note is None
     assert table.not_boxes is not None and table.not_boxes.startswith(f"{path}: 2 row(s) are not boxes")
-    assert table.take(np.array([False, True])).scores.tolist() == [0.7]
+    assert table.take(np.array([False, True])).scores.tolist() == [np.float32(0.7)]
+    assert [(k.frame_timestamp_micros, k.camera_name.name) for k in table.keys] == [(1_600_000_000_000_001, "FRONT"),
+                                                                                (2, "FRONT_LEFT")]
 
 
 def test_labels_and_track_ids_are_optional_columns_of_the_one_record(tmp_path):

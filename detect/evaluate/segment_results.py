@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
-from detect.results.detections_table import read_detections
+from detect.results.detections_table import DetectionTable, read_detections
 from detect.results.fingerprint import Sources, segment_sources
 from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.results.results_folder import Manifest, finished_frames, processed_images, read_manifest
@@ -25,27 +24,13 @@ from detect.waymo.images import MAX_SIDE, check_size
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class DetectionRows:
-    """A detections table as arrays (one entry per box)."""
-
-    keys: list[FrameKey]
-    class_ids: np.ndarray
-    scores: np.ndarray
-    xyxy: np.ndarray
-    track_ids: np.ndarray | None = None  # int64, -1 where none; None: a table written before tracking
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
 class SegmentResults:
     """One segment's outputs: where, what the run recorded, its boxes and its labels."""
 
     directory: Path
     name: str
     manifest: Manifest
-    detections: DetectionRows
+    detections: DetectionTable  # its boxes (one record, the track ids an optional column)
     labels: Mapping[FrameKey, Labels]
     images: frozenset[FrameKey]  # every image the run processed, labeled or not
     labels_dropped: int = 0  # unusable label rows (NaN, negative, unknown type or camera), when run and here
@@ -118,16 +103,13 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
                           notes)
 
 
-def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
+def _own_rows(rows: DetectionTable, segment: str) -> tuple[DetectionTable, int]:
     """The rows of `segment` and how many name another one (an edited or concatenated table):
     those would be boxes on images this segment's results do not hold."""
-    own = np.array([k.segment_context_name == segment for k in rows.keys], bool)
+    own = np.array([s == segment for s in rows.segments], bool)
     if own.all():
         return rows, 0
-    keep = np.flatnonzero(own)
-    tracks = None if rows.track_ids is None else rows.track_ids[keep]
-    return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep],
-                          tracks), len(rows) - len(keep))
+    return rows.take(own), int(len(rows) - own.sum())
 
 
 def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
@@ -157,24 +139,8 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
     return f"{results}: no labels for {names} ({why}); name a camera_box file or folder with --gt PATH"
 
 
-def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list[str]]:
+def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionTable, list[str]]:
     """The table's boxes (`read_detections`: an edited table's other rows are left out, never fatal),
     and what reading it left out, one line each (rows that are not boxes, track ids it cannot use)."""
     table = read_detections(path, budget)
-    notes = [note for note in (table.not_boxes, table.track_note) if note is not None]
-    keys = _keys(table.segments, table.timestamps, table.cameras)
-    return (DetectionRows(keys, table.class_ids.astype(np.int32), table.scores.astype(np.float32),
-                          table.xyxy.astype(np.float32), table.track_ids), notes)
-
-
-def _keys(segments: list[str], timestamps: np.ndarray, cameras: np.ndarray) -> list[FrameKey]:
-    """Each box's image key; one FrameKey per image, shared by its boxes (a tiled run's table
-    has a few hundred images and tens of thousands of boxes)."""
-    made: dict[tuple[object, int, int], FrameKey] = {}
-    keys = []
-    for segment, timestamp, camera in zip(segments, timestamps.tolist(), cameras.tolist(), strict=True):
-        key = made.get((segment, timestamp, camera))
-        if key is None:
-            key = made[segment, timestamp, camera] = FrameKey(str(segment), int(timestamp), CameraName(camera))
-        keys.append(key)
-    return keys
+    return table, [note for note in (table.not_boxes, table.track_note) if note is not None]

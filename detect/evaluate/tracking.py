@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from detect.core.records import FrameKey, Labels
-from detect.evaluate.segment_results import DetectionRows, SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.model.classmap import ClassMap
+from detect.results.detections_table import DetectionTable
 from detect.track import TrackEvalFrame
 
 
@@ -37,7 +38,7 @@ def segment_sequences(segment: SegmentResults, class_map: ClassMap,
     yield from image_sequences(segment.detections, segment.images, segment.labels, class_map, types)
 
 
-def image_sequences(rows: DetectionRows, images: Iterable[FrameKey], labels: Mapping[FrameKey, Labels],
+def image_sequences(rows: DetectionTable, images: Iterable[FrameKey], labels: Mapping[FrameKey, Labels],
                     class_map: ClassMap, types: list[int]) -> Iterator[CameraSequence]:
     """`segment_sequences` over some of a segment's images (`detect compare`: the ones both sides
     processed), with `labels` for them; nothing when the table has no track ids."""
