@@ -19,7 +19,7 @@ from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.names import printable
 from detect.core.records import WaymoType
 from detect.evaluate.export import Exported, write_coco
-from detect.evaluate.images import ImagesWriter, image_counts
+from detect.evaluate.image_counts import ImagesWriter, image_counts
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, library_version, to_json, write_outputs
