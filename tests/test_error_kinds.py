@@ -132,3 +132,41 @@ def test_detect_eval_prints_the_error_kinds_and_the_confusion_matrix(tmp_path, c
         "background           1          1          0          1          0"]  # rows without labels left out
     assert out[start + 12] == "  car -> VEHICLE: 2 (VEHICLE 1, PEDESTRIAN 1)"
     assert all(len(line) < 100 for line in out)
+
+
+def test_the_segment_pages_and_the_index_show_the_error_kinds_and_the_confusion_matrix(tmp_path):
+    """A run of two segments: the index shows the pooled numbers, each page its own segment's."""
+    run = tmp_path / "run"
+    car = (100, 100, 300, 300)
+    for n, name in enumerate(("seg_a", "seg_b")):
+        images = {key(0, segment=name): (labels((car, VEHICLE)), dets(((100, 100, 300, 260 - 80 * n), 0.9, CAR)))}
+        segment_folder(run, images, threshold=0.5, name=name)
+    assert main(["eval", str(run), "--quiet"]) == 0
+    assert main(["report", str(run)]) == 0
+    index, page = (run / "index.html").read_text(), (run / "seg_b" / "report.html").read_text()
+    for html in (index, page):
+        assert "<h3>Where the AP goes: kinds of error</h3>" in html and "<h3>Confusion</h3>" in html
+        assert "<tr><td>car</td><td>VEHICLE</td>" in html
+    # seg_b's car is boxed at IoU 0.4 (a localisation error, AP 0); seg_a's is a hit.
+    assert "<tr><td>VEHICLE</td><td>0.000</td><td>1.000</td>" in page
+    assert "<tr><td>VEHICLE</td><td>0.000</td><td>0.495</td>" in index  # pooled: AP 51/101, 1 when fixed
+    assert "<tr><td>VEHICLE labels</td><td data-value='1'>1</td>" in index  # one of the two found
+
+
+@pytest.mark.parametrize("edited", [{"error_kinds": "x", "confusion": {"names": ["A"], "matrix": "no"}},
+                                    {"error_kinds": {"LEVEL_2": {"VEHICLE": {"missed": "<b>"}}},
+                                     "confusion": {"names": ["A", "background"], "matrix": [[1, 2], [3]]}}])
+def test_an_edited_eval_json_shows_no_broken_table_and_no_markup(edited):
+    from detect.report.failures import failures_section
+    from detect.sinks.eval_record import EvalRecord
+
+    html = failures_section(EvalRecord.from_json(edited))
+    assert "<b>" not in html and "Confusion" not in html
+
+
+def test_an_image_without_labels_makes_every_detection_a_background_error():
+    boxes, scores, types = np.array([[0, 0, 10, 10], [5, 5, 20, 20]], float), np.array([0.9, 0.2]), np.array([1, 2])
+    found = image_errors(boxes, scores, types, np.zeros((0, 4)), np.zeros(0, int))
+    assert found.kind.tolist() == [BACKGROUND, BACKGROUND] and not found.true.any()
+    found = image_errors(boxes, scores, types, np.zeros((0, 4)), np.zeros(0, int), np.zeros(0, bool))
+    assert found.kind.tolist() == [BACKGROUND, BACKGROUND]

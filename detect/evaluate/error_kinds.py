@@ -88,7 +88,8 @@ def image_errors(xyxy: np.ndarray, scores: np.ndarray, types: np.ndarray, gt_xyx
                                ignore).label_of
     d_xyxy, d_types = xyxy[order], types[order]
     matched = label_of >= 0
-    true = matched & ~ignore[np.maximum(label_of, 0)]
+    true = matched.copy()
+    true[matched] = ~ignore[label_of[matched]]
     counted = ~(matched & ~true)
     real = np.flatnonzero(~ignore)
     used = np.zeros(len(gt_types), bool)

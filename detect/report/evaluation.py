@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from detect.report import gallery, safe
+from detect.report.failures import failures_section
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.sinks.eval_record import EvalRecord
@@ -48,6 +49,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_levels(report))
     parts.append(_tracking(report.section("tracking_level_2")))
     parts.append(_by_size_and_camera(level_2, report.section("cameras_level_2")))
+    parts.append(failures_section(report))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
