@@ -15,7 +15,7 @@ from typing import Any
 from detect.core.names import counted
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
-from detect.report import charts, gallery, pictures, safe
+from detect.report import charts, filters, gallery, pictures, safe
 from detect.report.data import SegmentData, drawn_count
 from detect.report.evaluation import evaluation_section
 from detect.report.headline import contents, headline, threshold_text
@@ -51,6 +51,7 @@ h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: r
   .headline th { white-space: normal; } table.sortable td:first-child { word-break: break-all; min-width: 8em; } }
 .grid.cameras { grid-template-columns: repeat(auto-fill, minmax(min(520px, 100%), 1fr)); }
 h2[id] { scroll-margin-top: 8px; } .wide figure { margin: 0; } img { height: auto; }
+form.filters { font-size: 14px; margin: 10px 0; } form.filters label { margin-right: 10px; white-space: nowrap; }
 """
 
 SORT_SCRIPT = """
@@ -120,7 +121,8 @@ def segment_page(data: SegmentData) -> Path:
     top = [f"<h1>{safe.text(data.name)}</h1>", headline(data.evaluation, outcomes, _segment_lead(data), tracking),
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
-    return _write(directory / REPORT_FILE, f"detect: {data.name}", top + body)
+    scripts = [f"{ASSETS}/{filters.write_script(assets).name}"] if "<form class='filters'" in "".join(body) else []
+    return _write(directory / REPORT_FILE, f"detect: {data.name}", top + body, script_files=scripts)
 
 
 def _segment_lead(data: SegmentData) -> str:
@@ -299,5 +301,5 @@ def _if_file(directory: Path, name: str) -> str:
     return f", <a href='{safe.href(name)}'>{safe.text(name)}</a>" if (directory / name).is_file() else ""
 
 
-def _write(path: Path, title: str, sections: list[str], script: str = "") -> Path:
-    return write_page(path, title, sections, STYLE, script)
+def _write(path: Path, title: str, sections: list[str], script: str = "", script_files: Sequence[str] = ()) -> Path:
+    return write_page(path, title, sections, STYLE, script, script_files)
