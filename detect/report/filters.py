@@ -21,6 +21,7 @@ from detect.report import safe
 from detect.sinks.layout import real_file
 
 SCRIPT_FILE = "filters.js"
+FORM = "<form class='filters'"  # how a page's sections show they hold a gallery to filter
 STATES = ("hit", "false-alarm", "missed")
 STATE_NAMES = {"hit": "hit", "false-alarm": "false alarm", "missed": "missed"}
 # Waymo's range breakdown (breakdown.proto: RANGE), metres from the car.
@@ -105,7 +106,7 @@ def form(items: Sequence[Item]) -> str:
                _select("camera", sorted({i.camera for i in items}))]
     scores = "".join(f"<option value='{s}'>{s:.1f} or more</option>" for s in SCORES)
     selects.append(f"<label>score <select name='score'><option value=''>any</option>{scores}</select></label>")
-    return f"<form class='filters' hidden>{' '.join(selects)} <output></output></form>"
+    return f"{FORM} hidden>{' '.join(selects)} <output></output></form>"
 
 
 def _select(name: str, values: Iterable[str], shown: Mapping[str, str] | None = None) -> str:

@@ -121,8 +121,7 @@ def segment_page(data: SegmentData) -> Path:
     top = [f"<h1>{safe.text(data.name)}</h1>", headline(data.evaluation, outcomes, _segment_lead(data), tracking),
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
-    scripts = [f"{ASSETS}/{filters.write_script(assets).name}"] if "<form class='filters'" in "".join(body) else []
-    return _write(directory / REPORT_FILE, f"detect: {data.name}", top + body, script_files=scripts)
+    return _write(directory / REPORT_FILE, f"detect: {data.name}", top + body)
 
 
 def _segment_lead(data: SegmentData) -> str:
@@ -301,5 +300,8 @@ def _if_file(directory: Path, name: str) -> str:
     return f", <a href='{safe.href(name)}'>{safe.text(name)}</a>" if (directory / name).is_file() else ""
 
 
-def _write(path: Path, title: str, sections: list[str], script: str = "", script_files: Sequence[str] = ()) -> Path:
-    return write_page(path, title, sections, STYLE, script, script_files)
+def _write(path: Path, title: str, sections: list[str], script: str = "") -> Path:
+    """The page, with the galleries' filter script beside its pictures when it has a gallery to filter."""
+    files = ([f"{ASSETS}/{filters.write_script(real_folder(path.parent / ASSETS)).name}"]
+             if any(filters.FORM in section for section in sections) else [])
+    return write_page(path, title, sections, STYLE, script, files)
