@@ -49,6 +49,14 @@ def test_the_error_kinds_of_the_real_frame_equal_tidecv(coco_model, real_frame_p
     assert main(["eval", str(out), "--quiet"]) == 0
     mean = assert_equal_to_tidecv(out, tmp_path / "coco")["mean"]
     assert mean["classification"] > 0.1 and mean["localisation"] > 0.05  # the frame's two largest kinds
+    report = json.loads((out / "eval.json").read_text())
+    rows = {r["name"]: r for r in report["levels"]["LEVEL_2"]}
+    confusion = report["confusion"]
+    for k, name in enumerate(confusion["names"][:-1]):  # rows sum to the labels, the background row to the false alarms
+        assert sum(confusion["matrix"][k]) == rows[name]["labels"]
+        assert confusion["matrix"][-1][k] == rows[name]["false_positives"] or not rows[name]["labels"]
+    assert sum(confusion["matrix"][-1][k] for k, n in enumerate(confusion["names"][:-1]) if rows[n]["labels"]) == sum(
+        r["false_positives"] for r in report["levels"]["LEVEL_2"][:-1])
 
 
 def test_the_error_kinds_of_a_mot17_clip_equal_tidecv(coco_model, tmp_path):
