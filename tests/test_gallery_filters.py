@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.results_folders import CAR, PERSON, dets, key, labels, segment_folder, with_frames
+from helpers.results_folders import CAR, PERSON, SEGMENT, dets, key, labels, segment_folder, with_frames
 
 from detect.cli import main
 from detect.core.cameras import CameraName
@@ -22,7 +22,7 @@ FIGURE = re.compile(r"<figure data-state='([^']*)' data-type='([^']*)' data-rang
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory) -> Path:
+def run(tmp_path_factory) -> Path:
     """A segment whose pedestrian (one object, three frames) is never found, whose car on FRONT is
     missed, and whose model sees cars on empty road on FRONT and SIDE_LEFT."""
     walker, parked, found = (100, 100, 200, 400), (900, 300, 1100, 500), (1300, 300, 1500, 500)
@@ -33,11 +33,17 @@ def page(tmp_path_factory) -> Path:
     images[key(0, CameraName.SIDE_LEFT)] = (labels(((10, 10, 90, 90), VEHICLE), ids=["side"]),
                                             dets(((10, 10, 90, 90), 0.8, CAR), ((300, 300, 400, 350), 0.6, CAR),
                                                  ((600, 600, 650, 700), 0.7, PERSON)))
-    directory = segment_folder(tmp_path_factory.mktemp("filters"), images, threshold=0.5)
-    with_frames(directory, list(images))
-    assert main(["eval", str(directory), "--quiet"]) == 0
-    assert main(["report", str(directory)]) == 0
-    return directory / "report.html"
+    run = tmp_path_factory.mktemp("filters")
+    with_frames(segment_folder(run, images, threshold=0.5), list(images))
+    assert main(["eval", str(run), "--quiet"]) == 0
+    assert main(["report", str(run)]) == 0
+    return run
+
+
+@pytest.fixture(scope="module")
+def page(run) -> Path:
+    """The segment's page."""
+    return run / SEGMENT / "report.html"
 
 
 def test_each_gallery_item_says_its_state_type_range_camera_score_and_object(page):
@@ -66,6 +72,34 @@ def test_the_script_is_a_file_beside_the_pictures_and_the_policy_runs_only_files
                                           (29.99, "0-30 m"), (30.0, "30-50 m"), (50.0, "50+ m"), (400.0, "50+ m")])
 def test_a_box_range_falls_in_waymo_range_bands(metres, band):
     assert range_band(metres) == band
+
+
+def test_the_run_page_worst_moments_have_the_same_filters_and_script(run):
+    html = (run / "index.html").read_text()
+    assert "<form class='filters' hidden>" in html and "<script src='./report/filters.js'></script>" in html
+    assert (run / "report" / "filters.js").read_text() == SCRIPT
+    ids = [f[5] for f in FIGURE.findall(html)]
+    assert ids and len(set(ids)) == len(ids)
+
+
+@pytest.mark.slow  # starts Chromium
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_on_the_run_page_choosing_missed_shows_only_missed_moments_each_object_once(run):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    visible = "els => els.filter(e => e.offsetParent !== null).map(e => [e.dataset.state, e.dataset.objectId])"
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            tab = browser.new_page()
+            tab.goto((run / "index.html").as_uri())
+            every = tab.eval_on_selector_all("figure[data-state]", visible)
+            assert {state for state, _ in every} == {"missed", "false-alarm"}
+            tab.select_option("form.filters select[name=state]", "missed")
+            shown = tab.eval_on_selector_all("figure[data-state]", visible)
+            assert shown and {state for state, _ in shown} == {"missed"}
+            assert len({object_id for _, object_id in shown}) == len(shown)
+        finally:
+            browser.close()
 
 
 @pytest.mark.slow  # starts Chromium
