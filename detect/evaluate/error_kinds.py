@@ -132,7 +132,7 @@ def image_errors(xyxy: np.ndarray, scores: np.ndarray, types: np.ndarray, gt_xyx
 
 class ErrorKinds:
     """TIDE's data over many images (one difficulty level), added one image at a time in order;
-    18 bytes a kept detection, counts per type for the labels."""
+    13 bytes a kept detection, counts per type for the labels."""
 
     def __init__(self, types: list[int]) -> None:
         self.types = list(types)
