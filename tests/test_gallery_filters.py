@@ -4,9 +4,12 @@ the page's policy) work from file:// with no server; without JavaScript every it
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.results_folders import CAR, PERSON, SEGMENT, dets, key, labels, segment_folder, with_frames
@@ -82,52 +85,56 @@ def test_the_run_page_worst_moments_have_the_same_filters_and_script(run):
     assert ids and len(set(ids)) == len(ids)
 
 
-@pytest.mark.slow  # starts Chromium
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
-def test_on_the_run_page_choosing_missed_shows_only_missed_moments_each_object_once(run):
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Chromium (Debian's), closed after."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    visible = "els => els.filter(e => e.offsetParent !== null).map(e => [e.dataset.state, e.dataset.objectId])"
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         try:
-            tab = browser.new_page()
-            tab.goto((run / "index.html").as_uri())
-            every = tab.eval_on_selector_all("figure[data-state]", visible)
-            assert {state for state, _ in every} == {"missed", "false-alarm"}
-            tab.select_option("form.filters select[name=state]", "missed")
-            shown = tab.eval_on_selector_all("figure[data-state]", visible)
-            assert shown and {state for state, _ in shown} == {"missed"}
-            assert len({object_id for _, object_id in shown}) == len(shown)
+            yield browser
         finally:
             browser.close()
+
+
+def shown(tab: Any) -> list[tuple[str, str]]:
+    """The state and object of each gallery item the page shows."""
+    return [tuple(item) for item in tab.eval_on_selector_all(
+        "figure[data-state]", "els => els.filter(e => e.offsetParent !== null).map(e => [e.dataset.state, e.dataset.objectId])")]
+
+
+@pytest.mark.slow  # starts Chromium
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+def test_on_the_run_page_choosing_missed_shows_only_missed_moments_each_object_once(run):
+    with chromium() as browser:
+        tab = browser.new_page()
+        tab.goto((run / "index.html").as_uri())
+        assert {state for state, _ in shown(tab)} == {"missed", "false-alarm"}
+        tab.select_option("form.filters select[name=state]", "missed")
+        missed = shown(tab)
+        assert missed and {state for state, _ in missed} == {"missed"}
+        assert len({object_id for _, object_id in missed}) == len(missed)
 
 
 @pytest.mark.slow  # starts Chromium
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
 def test_choosing_missed_shows_only_missed_items_each_object_once_and_without_javascript_all_show(page):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    visible = "els => els.filter(e => e.offsetParent !== null).map(e => [e.dataset.state, e.dataset.objectId])"
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            tab = browser.new_page()
-            errors: list[str] = []
-            tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            tab.goto(page.as_uri())
-            assert tab.locator("form.filters").is_visible()
-            assert len(tab.eval_on_selector_all("figure[data-state]", visible)) == 5
-            tab.select_option("form.filters select[name=state]", "missed")
-            shown = tab.eval_on_selector_all("figure[data-state]", visible)
-            assert [state for state, _ in shown] == ["missed", "missed"]
-            assert len({object_id for _, object_id in shown}) == len(shown)
-            assert tab.locator("form.filters output").inner_text() == "2 of 5 shown"
-            tab.select_option("form.filters select[name=state]", "")
-            tab.select_option("form.filters select[name=score]", "0.7")
-            assert sorted(s for s, _ in tab.eval_on_selector_all("figure[data-state]", visible)) == ["false-alarm"] * 2
-            assert errors == []
-            plain = browser.new_context(java_script_enabled=False).new_page()
-            plain.goto(page.as_uri())
-            assert not plain.locator("form.filters").is_visible()
-            assert plain.locator("figure[data-state]:visible").count() == 5
-        finally:
-            browser.close()
+    with chromium() as browser:
+        tab = browser.new_page()
+        errors: list[str] = []
+        tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        tab.goto(page.as_uri())
+        assert tab.locator("form.filters").is_visible() and len(shown(tab)) == 5
+        tab.select_option("form.filters select[name=state]", "missed")
+        missed = shown(tab)
+        assert [state for state, _ in missed] == ["missed", "missed"]
+        assert len({object_id for _, object_id in missed}) == len(missed)
+        assert tab.locator("form.filters output").inner_text() == "2 of 5 shown"
+        tab.select_option("form.filters select[name=state]", "")
+        tab.select_option("form.filters select[name=score]", "0.7")
+        assert sorted(state for state, _ in shown(tab)) == ["false-alarm"] * 2
+        assert errors == []
+        plain = browser.new_context(java_script_enabled=False).new_page()
+        plain.goto(page.as_uri())
+        assert not plain.locator("form.filters").is_visible()
+        assert plain.locator("figure[data-state]:visible").count() == 5
