@@ -103,7 +103,8 @@ def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, s
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
-    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, job, labels, tracks)
+    frame = decoded.full if decoded.full.flags.writeable else decoded.full.copy()  # drawn on in place
+    animation, seconds = render_pixels(frame, key, detections, segment_dir, job, labels, tracks)
     for stage, value in seconds.items():
         timings.add(stage, value)
     return Rendered(result, animation)
