@@ -87,7 +87,10 @@ def install(clock: StageClock) -> Callable[[], None]:
     undo: list[tuple[object, str, object]] = []
     for stage, names in STAGES.items():
         for module_name, qualname in names:
-            module = importlib.import_module(f"detect.{module_name}")
+            try:
+                module = importlib.import_module(f"detect.{module_name}")
+            except ModuleNotFoundError:  # not in this checkout
+                continue
             owner_name, _, attr = qualname.rpartition(".")
             owner = getattr(module, owner_name, None) if owner_name else module
             original = getattr(owner, attr, None)
