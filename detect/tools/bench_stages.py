@@ -19,13 +19,14 @@ import argparse
 import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,21 +65,37 @@ class StageClock:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def wrap(self, stage: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        """`func` timed into `stage`; a generator function's time is that of each item it yields."""
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def timed_items(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                items = func(*args, **kwargs)
+                while True:
+                    try:
+                        item = self.call(stage, next, items)
+                    except StopIteration:
+                        return
+                    yield item
+            return timed_items
+
         @functools.wraps(func)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            stack = self.local.__dict__.setdefault("stack", [])
-            stack.append(0.0)  # the time of stages nested in this call
-            start = time.thread_time()
-            try:
-                return func(*args, **kwargs)
-            finally:
-                spent = time.thread_time() - start
-                nested = stack.pop()
-                if stack:
-                    stack[-1] += spent
-                with self.lock:
-                    self.seconds[stage] = self.seconds.get(stage, 0.0) + spent - nested
+            return self.call(stage, func, *args, **kwargs)
         return timed
+
+    def call(self, stage: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        stack = self.local.__dict__.setdefault("stack", [])
+        stack.append(0.0)  # the time of stages nested in this call
+        start = time.thread_time()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            spent = time.thread_time() - start
+            nested = stack.pop()
+            if stack:
+                stack[-1] += spent
+            with self.lock:
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + spent - nested
 
 
 def install(clock: StageClock) -> Callable[[], None]:
