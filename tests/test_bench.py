@@ -133,3 +133,31 @@ def test_the_gpu_box_ceiling_is_its_cores_over_the_cpu_an_image_of_everything_bu
     assert len(ceiling) == 1  # from the run with every default output only
     assert "a 16-core box: 500 images/s at most (16 x 1000 / 32.0 CPU ms" in ceiling[0]
     assert "(target <= 26: MISSED)" in ceiling[0] and "(target >= 1.8: met)" in ceiling[0]
+
+
+def test_a_stage_called_inside_another_counts_only_as_itself(monkeypatch):
+    from detect.tools import bench_stages
+
+    now = [0.0]
+    monkeypatch.setattr(bench_stages.time, "thread_time", lambda: now[0])
+    clock = bench_stages.StageClock()
+
+    def inner() -> None:
+        now[0] += 2.0
+
+    timed_inner = clock.wrap("chips", inner)
+
+    def outer() -> int:
+        now[0] += 3.0
+        timed_inner()
+        return 7
+
+    def items():
+        now[0] += 1.0
+        yield 1
+        now[0] += 0.5
+        yield 2
+
+    assert clock.wrap("draw", outer)() == 7
+    assert list(clock.wrap("decode", items)()) == [1, 2]
+    assert clock.seconds == {"chips": 2.0, "draw": 3.0, "decode": 1.5}
