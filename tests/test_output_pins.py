@@ -67,8 +67,8 @@ class LabelDetector:
 
 
 def run(source: Path, out: Path, **settings) -> Path:
-    report = process_segment(resolve_one(str(source)), out, LabelDetector(str(source)),
-                             SegmentSettings(workers=1, render="threads", **settings),
+    settings = {"workers": 1, "render": "threads", **settings}
+    report = process_segment(resolve_one(str(source)), out, LabelDetector(str(source)), SegmentSettings(**settings),
                              model_facts=ModelFacts.from_json({"path": "fake"}))
     assert not report.failures
     return report.segment_dir
@@ -119,3 +119,11 @@ def test_a_run_without_frames_or_without_gifs_writes_the_same_frames_and_camera_
         same = {path: d for path, d in written.items() if not path.endswith("mosaic.gif")}
         assert same.items() <= default.items(), variant
         assert any(path.endswith(".gif") for path in same) == (variant == "no_png")
+
+
+def test_render_processes_write_the_pinned_pictures(shared_fixtures: Path, runs: dict[str, str], tmp_path: Path) -> None:
+    """The frames, animations and mosaic drawn in two render processes (frames through shared
+    memory, animation frames and mosaic tiles sent back and forth) are the one thread's."""
+    written = pictures(run(shared_fixtures / SOURCES["waymo"], tmp_path, render="processes", workers=2))
+    assert {f"default/waymo/{path}": d for path, d in written.items()} == {
+        path: d for path, d in runs.items() if path.startswith("default/waymo/")}
