@@ -29,7 +29,7 @@ from detect.render.crop import PARTNER as PARTNER_COLOR
 from detect.render.crop import PARTNER_WIDTH, Outline, close_up
 from detect.render.verdicts import COLORS, LINES
 from detect.results.detections_table import read_detections
-from detect.results.evaluation_tables import read_matches_table
+from detect.results.evaluation_tables import RANGE, read_matches_table
 from detect.results.frames import list_frames, read_frame
 from detect.results.layout import MATCHES_FILE
 from detect.results.results_folder import read_manifest
@@ -78,6 +78,8 @@ class Example:
     what: str  # the model's class for a false alarm, the object id for a missed label
     segment: str = ""
     partner: Partner | None = None
+    object_key: str = ""  # the object it is (a label's id, a detection's track), unique in a gallery
+    range_m: float | None = None  # metres from the car, when the matches table holds a range
 
     @property
     def key(self) -> FrameKey | None:
@@ -168,8 +170,10 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
         missed = distinct(missed.assign(area=area).sort_values("area", ascending=False, kind="stable"), per_type,
                           label_id)
-        chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
-                               for e in (_example(kind, r) for r in found.to_dict("records"))]
+        identities = {FALSE_ALARM: track_ids.of if track_ids is not None else None, MISSED: label_id}
+        chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold),
+                                                   object_key=_object_key(kind, r, identities[kind]))
+                               for e, r in ((_example(kind, r), r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
 
@@ -184,6 +188,15 @@ def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, ob
         if memory.add(row):
             taken.append(index)
     return rows.loc[taken]
+
+
+def _object_key(kind: str, row: Mapping[str, object], identity: Callable[[Mapping[str, object]], object] | None) -> str:
+    """The object a row shows, as text: its label id or track (`identity`), else its own box in its
+    image (a detection no track names is an object of its own)."""
+    found = identity(row) if identity is not None else None
+    if found is not None:
+        return "/".join(str(part) for part in (kind, *(found if isinstance(found, tuple) else (found,))))
+    return "/".join(str(row.get(c)) for c in (SEGMENT, CAMERA, TIMESTAMP, "xmin", "ymin", "xmax", "ymax")) + f"/{kind}"
 
 
 class ObjectMemory:
@@ -340,7 +353,8 @@ def _example(kind: str, row: Mapping[str, object]) -> Example:
                    CameraName(camera).name if camera in CAMERA_NUMBERS else str(camera),
                    int(_number(row[TIMESTAMP]) or 0), (x0, y0, x1, y1),
                    score if score is not None and _present(score) else None,
-                   iou if iou is not None and _present(iou) else None, what, str(row.get(SEGMENT) or ""))
+                   iou if iou is not None and _present(iou) else None, what, str(row.get(SEGMENT) or ""),
+                   range_m=_number(row.get(RANGE)) if _present(row.get(RANGE)) else None)
 
 
 def _partner(example: Example, matches: pd.DataFrame, threshold: float) -> Partner | None:
