@@ -13,7 +13,7 @@ from detect.core.matching import COCO_PROTOCOL
 from detect.core.records import LEVEL_1, LEVEL_2, Labels
 from detect.evaluate.confusion import Confusion
 from detect.evaluate.error_kinds import ErrorKinds, image_errors
-from detect.evaluate.results import SegmentResults
+from detect.evaluate.segment_results import SegmentResults
 from detect.judge import match_frame
 from detect.model.classmap import ClassMap
 
