@@ -157,7 +157,7 @@ def test_the_segment_pages_and_the_index_show_the_error_kinds_and_the_confusion_
                                     {"error_kinds": {"LEVEL_2": {"VEHICLE": {"missed": "<b>"}}},
                                      "confusion": {"names": ["A", "background"], "matrix": [[1, 2], [3]]}}])
 def test_an_edited_eval_json_shows_no_broken_table_and_no_markup(edited):
-    from detect.report.failures import failures_section
+    from detect.report.failures_section import failures_section
     from detect.results.eval_record import EvalRecord
 
     html = failures_section(EvalRecord.from_json(edited))

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from detect.report import filters, gallery, safe
-from detect.report.failures import failures_section
+from detect.report.failures_section import failures_section
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.results.eval_record import EvalRecord
