@@ -240,6 +240,21 @@ def test_a_ctrl_c_a_library_swallowed_while_the_model_loaded_stops_the_run_befor
     assert not (out / TINY_SEGMENT).exists()
 
 
+def test_a_ctrl_c_a_library_swallowed_still_ends_the_command_as_interrupted(tmp_path, monkeypatch, ctrl_c_raises):
+    def command(*_args: object) -> int:
+        try:
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(0)
+        except KeyboardInterrupt:
+            pass  # a library's `__del__` or C++ callback
+        return 0
+
+    monkeypatch.setattr("detect.cli.info_and_model.cmd_model", command)
+    err = io.StringIO()
+    assert main(["model", str(tmp_path)], stdout=io.StringIO(), stderr=err) == 130
+    assert err.getvalue() == "detect: interrupted; rerun the command to start again\n"
+
+
 def test_an_ignored_ctrl_c_stays_ignored_during_a_command_and_the_handlers_come_back_after_it(tmp_path, monkeypatch):
     def command(*_args: object) -> int:
         signal.raise_signal(signal.SIGINT)

@@ -14,7 +14,8 @@ on to its end, exit 0 (18 of 1,000 signals sent to a loop over a tf.data iterato
 thread calls into TensorFlow inside `deferred_interrupts` (the exception waits for the call to
 return, as it had to before Python could run the handler at all), and every signal is remembered
 until the command ends: `raise_if_interrupted` raises one whose exception went missing elsewhere
-(while the model loaded).
+(while the model loaded, in a finalizer), before the next segment and, at the latest, as the
+command ends.
 """
 
 from __future__ import annotations

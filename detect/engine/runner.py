@@ -146,7 +146,7 @@ class LocalEngine:
         for line in model.notices:
             reporter.message(line)
         for number, source in enumerate(todo, 1):
-            raise_if_interrupted()  # a Ctrl-C a library swallowed while the model loaded stops the run here
+            raise_if_interrupted()  # a Ctrl-C a library swallowed (while the model loaded...) stops the run here
             started = time.perf_counter()
             try:
                 report = process_segment(source, spec.out, model.detector, spec.settings, model_facts=model.facts,
@@ -160,6 +160,7 @@ class LocalEngine:
                 if note:
                     reporter.message(note)
             record(outcome_of(source.uri, report))
+        raise_if_interrupted()
         return model.facts
 
 
