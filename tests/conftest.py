@@ -43,7 +43,7 @@ def examples(share: float) -> int:
 # Fixtures that load a real detector: a test that uses one is `slow` (see the module docstring).
 SLOW_FIXTURES = frozenset({
     "coco_model", "npm_files", "person_pb", "person_saved_model", "tf1_zoo_saved_model", "two_models",
-    "nanodet_files", "nanodet_model", "nanodet_run",
+    "nanodet_files", "nanodet_model", "nanodet_run", "ssd_files", "ssd_model", "ssd_run", "centernet_onnx", "ssd_onnx",
 })
 # Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
 TIMEOUTS = {"signals": 300, "ray": 600}

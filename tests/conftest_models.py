@@ -86,11 +86,12 @@ def conversion_key(*inputs: str | bytes) -> str:
     return digest.hexdigest()[:16]
 
 
-def cached_conversion(name: str, key: str, build: Callable[[Path], Path]) -> Path:
+def cached_conversion(name: str, key: str, build: Callable[[Path], Path], marker: str = "saved_model.pb") -> Path:
     """`TEST_CACHE/<name>-<key>`, made by `build(out)` the first time (in a temporary folder beside it,
-    then renamed, so an interrupted session leaves no half model); reused by later sessions."""
+    then renamed, so an interrupted session leaves no half model); reused by later sessions. `marker`:
+    the file a finished one holds."""
     done = TEST_CACHE / f"{name}-{key}"
-    if (done / "saved_model.pb").is_file():
+    if (done / marker).is_file():
         return done
     TEST_CACHE.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=TEST_CACHE))
@@ -99,7 +100,7 @@ def cached_conversion(name: str, key: str, build: Callable[[Path], Path]) -> Pat
         try:
             built.rename(done)
         except OSError:  # another session converted it meanwhile
-            if not (done / "saved_model.pb").is_file():
+            if not (done / marker).is_file():
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -114,5 +115,35 @@ def tfjs_saved_model(head: Head, repo_model: Path, work: Path) -> Path:
         return repo_model
     convert = load_models_script("convert_tfjs")
     npm = load_models_script("npm_package")
-    key = conversion_key(npm.HUMAN_MODELS, str(npm.PINNED_INTEGRITY.get(npm.HUMAN_MODELS)), head.name)
-    return cached_conversion(head.name, key, lambda out: convert.from_package(npm.HUMAN_MODELS, head, out))
+    key = conversion_key(head.package, str(npm.PINNED_INTEGRITY.get(head.package)), head.name)
+    return cached_conversion(head.name, key, lambda out: convert.from_package(head.package, head, out))
+
+
+ONNX_OPSET = 17
+
+
+def onnx_export(saved_model: Path, name: str) -> Path:
+    """`model.onnx`: tf2onnx's export (opset 17) of `saved_model`, with a sidecar holding only the
+    SavedModel's defaults (so both run at the same settings), kept in TEST_CACHE under a key of the
+    SavedModel's files and tf2onnx's version."""
+    import subprocess
+
+    import tf2onnx
+
+    from detect.model.formats import checksum
+    from detect.model.sidecar import ModelSidecar, read_sidecar
+
+    def export(out: Path) -> Path:
+        out.mkdir(parents=True)
+        done = subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved_model), "--output",
+                               str(out / "model.onnx"), "--opset", str(ONNX_OPSET)], capture_output=True, text=True,
+                              timeout=900, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"tf2onnx failed: {done.stderr[-2000:]}")
+        sidecar = read_sidecar(saved_model)
+        ModelSidecar("real", description=f"tf2onnx export of {name}", defaults=sidecar.defaults if sidecar else None,
+                     ).write(out)
+        return out
+
+    key = conversion_key(name, checksum(saved_model), tf2onnx.__version__, str(ONNX_OPSET))
+    return cached_conversion(f"{name}-onnx", key, export, marker="model.onnx") / "model.onnx"

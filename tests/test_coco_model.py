@@ -314,8 +314,8 @@ def test_a_bin_of_the_wrong_length_is_refused(npm_files, tmp_path):
     ("[1, 2]", "is not a TF.js graph model (the JSON is a list, not an object)"),
     ('{"format": "layers-model", "modelTopology": {}}', "is not a TF.js graph model (no modelTopology.node)"),
     ('{"modelTopology": {"node": [{"name": "x", "op": "Placeholder"}]}, "weightsManifest": []}',
-     ": a TF.js graph model of no known detector family (known: centernet, nanodet; their input and output node names are "
-     "not in this graph)"),
+     ": a TF.js graph model of no known detector family (known: centernet, nanodet, ssdlite; their input and output node "
+     "names are not in this graph)"),
 ])
 def test_a_json_that_is_not_a_known_graph_model_is_one_line_and_exit_2(content, message, tiny_v2_path, tmp_path, capsys):
     (tmp_path / "model.json").write_text(content)
@@ -349,7 +349,8 @@ def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, re
     reports = [out / fmt / REAL_SEGMENT / "report.html" for fmt in ("v1_tfrecord", "v2_parquet")]
     assert all(f"  {page}   (open it in a browser" in printed for page in reports)
     assert printed.rstrip().splitlines()[-5].startswith("demo: next, try")
-    assert printed.rstrip().splitlines()[-1].strip().startswith(".venv/bin/detect compare")
+    compare = printed.rstrip().splitlines()[-1].strip()
+    assert compare.startswith(".venv/bin/detect compare") and "(AP at Waymo's IoU 0.7 drops)" in compare  # tiles' cost
     for page in reports:
         assert "Against Waymo&#x27;s labels" in page.read_text() or "Against Waymo's labels" in page.read_text()
     evals = [json.loads((page.parent / "eval.json").read_text())["levels"]["LEVEL_2"] for page in reports]

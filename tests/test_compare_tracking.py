@@ -1,5 +1,5 @@
 """`detect compare` on tracked runs: both sides' HOTA, MOTA and IDF1 per type, as `detect eval` gives
-them, with the paired bootstrap over frames that AP uses."""
+them, with the paired block bootstrap that AP uses."""
 
 from __future__ import annotations
 
@@ -9,27 +9,35 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_eval import PERSON, dets, key, labels, results_dir
+from test_eval import PERSON, SEGMENT, T0, dets, key, labels, results_dir
 
 from detect.cli import main
-from detect.compare.comparison import TrackingComparison
-from detect.compare.tracking import tracking_lines
+from detect.compare.comparison import Change, TrackingComparison
+from detect.compare.terminal import tracking_lines
+from detect.core.cameras import CameraName
+from detect.core.records import FrameKey
 from detect.sinks.table import with_track_ids
 
 PED = 2
 LEFT, RIGHT = (100, 100, 200, 300), (600, 100, 700, 300)
-FRAMES = 12
+FRAMES, APART = 12, 100_000  # 1.2 s at 10 Hz: one block
+LONG, SECOND = 20, 1_000_000  # 20 frames a second apart: 10 blocks of 2 s, enough for a verdict
 
 
-def tracked_folder(tmp_path: Path, name: str, swap_every: int | None) -> Path:
+def frame_key(i: int, apart: int = APART) -> FrameKey:
+    return FrameKey(SEGMENT, T0 + i * apart, CameraName.FRONT)
+
+
+def tracked_folder(tmp_path: Path, name: str, swap_every: int | None, frames: int = FRAMES, apart: int = APART) -> Path:
     """Two pedestrians (labels obj0 left, obj1 right) boxed in every frame; the tracker keeps ids 1
     (left) and 2 (right), or swaps them every `swap_every` frames."""
-    images = {key(i): (labels((LEFT, PED, 1), (RIGHT, PED, 1)), dets((LEFT, 0.9, PERSON), (RIGHT, 0.8, PERSON)))
-              for i in range(FRAMES)}
+    images = {frame_key(i, apart): (labels((LEFT, PED, 1), (RIGHT, PED, 1)),
+                                    dets((LEFT, 0.9, PERSON), (RIGHT, 0.8, PERSON)))
+              for i in range(frames)}
     segment = results_dir(tmp_path / name, images, knows=[PERSON])
     path = segment / "detections.parquet"
     table = pq.read_table(path)
-    frame = (np.asarray(table.column("key.frame_timestamp_micros")) - key(0).frame_timestamp_micros) // 100_000
+    frame = (np.asarray(table.column("key.frame_timestamp_micros")) - T0) // apart
     left = np.asarray(table.column("xmin")) < 300
     swapped = (frame // swap_every) % 2 == 1 if swap_every else np.zeros(len(frame), bool)
     ids = np.where(left ^ swapped, 1, 2)
@@ -43,13 +51,13 @@ def compare(a: Path, b: Path, out: Path, *extra: str) -> dict:
 
 
 def test_a_side_that_swaps_ids_scores_lower_outside_the_noise_and_as_eval_scores_it(tmp_path):
-    a, b = tracked_folder(tmp_path, "a", None), tracked_folder(tmp_path, "b", 2)
+    a, b = tracked_folder(tmp_path, "a", None, LONG, SECOND), tracked_folder(tmp_path, "b", 2, LONG, SECOND)
     report = compare(a, b, tmp_path / "out")
     rows = {r["metric"]: r for r in report["tracking"] if r["name"] == "PEDESTRIAN"}
     assert list(rows) == ["HOTA", "MOTA", "IDF1"]
     assert rows["HOTA"]["a"] == rows["MOTA"]["a"] == rows["IDF1"]["a"] == pytest.approx(1.0)
-    # B: both objects switch ids at frames 2, 4, 6, 8, 10: 10 switches on 24 labels
-    assert rows["MOTA"]["b"] == pytest.approx(1 - 10 / 24)
+    # B: both objects switch ids at frames 2, 4, ..., 18: 18 switches on 40 labels
+    assert rows["MOTA"]["b"] == pytest.approx(1 - 18 / 40)
     for metric, row in rows.items():
         assert row["difference"] == pytest.approx(row["b"] - row["a"]) and row["difference"] < 0, metric
         assert row["high"] < 0 and row["verdict"] == "A better", metric
@@ -63,7 +71,7 @@ def test_a_side_that_swaps_ids_scores_lower_outside_the_noise_and_as_eval_scores
 
 
 def test_identical_tracks_differ_by_nothing_in_every_resample(tmp_path):
-    a = tracked_folder(tmp_path, "a", 3)
+    a = tracked_folder(tmp_path, "a", 3, LONG, SECOND)
     report = compare(a, a, tmp_path / "out")
     for row in report["tracking"]:
         assert row["difference"] == row["low"] == row["high"] == 0.0 and row["verdict"] == "within noise"
@@ -80,19 +88,32 @@ def test_an_untracked_side_is_a_note_and_no_tracking_rows(tmp_path, capsys):
         capsys.readouterr().err)
 
 
-def test_too_few_frames_give_values_without_an_interval(tmp_path):
-    a = tracked_folder(tmp_path, "a", None)
-    b = tracked_folder(tmp_path, "b", 1)
+def test_without_resamples_the_values_have_no_interval_and_no_verdict(tmp_path):
+    a = tracked_folder(tmp_path, "a", None, LONG, SECOND)
+    b = tracked_folder(tmp_path, "b", 1, LONG, SECOND)
     report = compare(a, b, tmp_path / "out", "--bootstrap", "0")
     assert {(r["low"], r["high"], r["verdict"]) for r in report["tracking"]} == {(None, None, "-")}
 
 
+def test_the_same_swaps_in_half_a_second_of_video_get_no_verdict(tmp_path):
+    """Five frames at 10 Hz are one block: B's swaps are measured, but one block is too little
+    data for a better/worse verdict (resampling single frames called it "A better")."""
+    a, b = tracked_folder(tmp_path, "a", None, frames=5), tracked_folder(tmp_path, "b", 1, frames=5)
+    report = compare(a, b, tmp_path / "out")
+    assert report["bootstrap"]["blocks"] == 1
+    for row in report["tracking"]:
+        assert row["difference"] < 0 and (row["low"], row["high"]) == (None, None), row["metric"]
+        assert row["verdict"] == "too little data (1 block)", row["metric"]
+
+
 def test_the_terminal_table_lines():
-    rows = [TrackingComparison("PEDESTRIAN", "MOTA", 1.0, 0.5833333, -0.4166667, -0.5, -0.3),
-            TrackingComparison("VEHICLE", "IDF1", 0.5, 0.5, 0.0, None, None)]
+    rows = [TrackingComparison("PEDESTRIAN", "MOTA", Change(1.0, 0.5833333, -0.5, -0.3, 12)),
+            TrackingComparison("PEDESTRIAN", "HOTA", Change(1.0, 0.75, -0.5, -0.1, 9)),
+            TrackingComparison("VEHICLE", "IDF1", Change(0.5, 0.5, None, None, 12))]
     assert tracking_lines(rows) == [
-        "tracking (track ids against the labels' object ids; same bootstrap):",
+        "tracking (track ids against the labels' object ids; the same resamples):",
         "type        metric       A       B   B - A  95% interval      verdict",
         "PEDESTRIAN    MOTA   1.000   0.583  -0.417  [-0.500, -0.300]  A better",
+        "PEDESTRIAN    HOTA   1.000   0.750  -0.250  [-0.500, -0.100]  too little data (9 blocks)",
         "VEHICLE       IDF1   0.500   0.500  +0.000  -                 -"]
     assert tracking_lines([]) == []

@@ -130,12 +130,12 @@ def test_not_a_saved_model(tmp_path):
 
 
 def test_a_file_that_is_not_a_pb_is_refused(tmp_path):
-    (tmp_path / "model.onnx").write_bytes(b"onnx")
+    (tmp_path / "model.pt").write_bytes(b"torch")
     with pytest.raises(ModelError) as err:
-        Detector(tmp_path / "model.onnx")
-    assert str(err.value) == (f"model {tmp_path / 'model.onnx'} is a file but not a frozen graph (.pb) or a TF.js "
-                              f"model.json: expected a SavedModel directory, a TF1 frozen_inference_graph.pb or a TF.js "
-                              f"graph model")
+        Detector(tmp_path / "model.pt")
+    assert str(err.value) == (f"model {tmp_path / 'model.pt'} is a file but not a frozen graph (.pb), a TF.js model.json "
+                              f"or an ONNX model (.onnx): expected a SavedModel directory, a TF1 "
+                              f"frozen_inference_graph.pb, a TF.js graph model or an ONNX file")
 
 def test_corrupt_saved_model(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"\x00garbage")

@@ -378,4 +378,5 @@ def test_crowded_images_give_the_libraries_ap_in_eval_and_in_compare(tmp_path):
     assert main(["compare", str(run), str(run), "--out", str(tmp_path / "cmp"), "--bootstrap", "0", "--quiet"]) == 0
     compared = {t["name"]: t for t in json.loads((tmp_path / "cmp" / "compare.json").read_text())["types"]}
     for name in ("VEHICLE", "PEDESTRIAN", "CYCLIST"):
-        assert compared[name]["ap_a"] == pytest.approx(ours[name]["ap50"], abs=1e-12), name
+        assert compared[name]["ap"]["coco"]["a"] == pytest.approx(ours[name]["ap50"], abs=1e-12), name
+        assert compared[name]["ap"]["waymo"]["a"] == pytest.approx(ours[name]["ap_waymo"], abs=1e-12), name

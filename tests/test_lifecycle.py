@@ -20,7 +20,7 @@ from detect.engine.events import Collect
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, outcome_of
-from detect.engine.spec import ResumeModel, RunSpec, SegmentJob, SegmentSettings
+from detect.engine.spec import ResumeModel, RunSpec, SegmentJob, SegmentSettings, SettingsRecord
 from detect.engine.summary import failure_lines, format_table, summary_line
 from detect.model.facts import ModelFacts
 from detect.sinks import journal
@@ -230,6 +230,11 @@ def test_the_lifecycle_refuses_to_record_when_nothing_was_pending(tiny_v2_path, 
     assert report.images_resumed == 15 and [f.error for f in report.failures] == ["disk full"]
 
 
+def recorded_errors(job: SegmentJob) -> object:
+    """How the manifest records the way a job's frames are judged."""
+    return SettingsRecord.of(job).to_json()["errors"]
+
+
 def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
     settings = SegmentSettings()
     assert "errors" not in {f.name for f in dataclasses.fields(SegmentSettings)}
@@ -240,13 +245,15 @@ def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
     assert judged.resume_key(model, "seg") == settings.resume_key(model, "seg") | {
         "errors": "coco protocol, default COCO -> Waymo map"}
     assert list(judged.resume_key(model, "seg"))[-1] == "errors"  # settings.json's key order is kept
-    assert judged.errors_json() == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
-                                    "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
+    assert recorded_errors(judged) == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
+                                       "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
     for job in (SegmentJob.judged(settings, None, None),  # no labels
                 SegmentJob.judged(dataclasses.replace(settings, draw="detections"), ALL_TYPES, None),
                 SegmentJob.judged(settings, ALL_TYPES, (0,)),  # a model whose class maps to no Waymo type
                 SegmentJob.judged(settings, {int(WaymoType.SIGN)}, (1, 2, 3))):  # labels of none of its types
-        assert job.errors is None and job.errors_json() is None
+        # not judged: the protocol and the map are still recorded (the evaluation and the tracker use them)
+        assert job.errors is None and recorded_errors(job) == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
+                                                               "types": []}
         assert job.resume_key(model, "seg")["errors"] is None
 
 
@@ -256,10 +263,10 @@ def test_a_type_the_labels_lack_is_not_judged_in_the_frames():
     labelled = {int(WaymoType.VEHICLE), int(WaymoType.PEDESTRIAN), int(WaymoType.CYCLIST)}
     settings = SegmentSettings()
     job = SegmentJob.judged(settings, labelled, None)
-    assert job.errors is not None and job.errors_json()["types"] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
+    assert job.errors is not None and recorded_errors(job)["types"] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
     every = SegmentJob.judged(settings, ALL_TYPES, None)
     assert every.for_label_types(labelled) == job
-    assert every.for_label_types({int(WaymoType.SIGN)}).errors_json()["types"] == ["SIGN"]
+    assert recorded_errors(every.for_label_types({int(WaymoType.SIGN)}))["types"] == ["SIGN"]
     assert every.for_label_types(set()).errors is None
 
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_text import without_status
 from conftest import REAL_SEGMENT, TINY_SEGMENT
+from helpers.onnx_graphs import ultralytics_head, ultralytics_model
 from test_pipeline import _outputs
 from test_signals import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
 
@@ -253,6 +254,22 @@ def test_ray_and_local_give_the_same_detections_with_the_coco_model(ray_local, r
     for m in manifests.values():
         assert (m["model"]["nms_iou"], m["settings"]["input_size"]) == (0.7, default_size)
         assert m["model"]["runtime"]["name"] == "openvino"
+
+
+def test_an_onnx_model_gives_the_same_tiled_boxes_with_ray(ray_local, real_frame_path, tmp_path):
+    """An Ultralytics-layout ONNX on OpenVINO in the Ray actors, with --tile: the local engine's boxes."""
+    head = ultralytics_head([(200, 356, 200, 100, 1, 0.9), (500, 300, 30, 90, 0, 0.4)], classes=2)
+    model = ultralytics_model(tmp_path / "yolo.onnx", {0: "person", 1: "car"}, head)
+    tables = {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        assert run(real_frame_path, "--out", out, "--quiet", "--no-gif", "--no-report", "--runtime", "auto", "--tile",
+                   "960", model=model, engine=engine) == 0
+        tables[engine] = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
+    assert tables["local"].num_rows >= 10 and set(tables["local"].column("label").to_pylist()) == {"car", "person"}
+    assert tables["local"].column("class_id").to_pylist() == tables["ray"].column("class_id").to_pylist()
+    for column in ("score", "xmin", "ymin", "xmax", "ymax"):
+        assert np.allclose(tables["local"].column(column).to_numpy(), tables["ray"].column(column).to_numpy(), atol=1e-3)
 
 
 def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path, stub_dynamic_dir, tmp_path):

@@ -10,8 +10,6 @@ from typing import TypeVar
 # Upper bounds on flags that size memory or threads: a typo must not ask for 28 GB. 256 full
 # 1920x1280 frames are 1.9 GB; 64 drawing threads keep a 64-core box busy.
 MAX_BATCH_SIZE = 256
-MAX_WORKERS = 64
-MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH = 16, 7680
 # Bootstrap resamples: 1,000 took 0.08 s per type for 120 frames with 2,000 boxes on one core, so
 # 100,000 is minutes at most for a run; 10^8 was hours and 10^12 asked numpy for 7.28 TiB.
 MAX_BOOTSTRAP = 100_000

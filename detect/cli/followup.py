@@ -12,6 +12,7 @@ from detect.core.errors import InputError
 from detect.core.matching import PROTOCOLS
 from detect.core.names import counted
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE
+from detect.sinks.source_images import NamedSources
 
 if TYPE_CHECKING:
     from detect.evaluate.commands import EvalResult
@@ -26,9 +27,11 @@ class FollowUp:
 
 
 def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | None, protocol: str,
-              pooled: bool, status: Callable[[str], None] = lambda text: None) -> FollowUp:
+              pooled: bool, status: Callable[[str], None] = lambda text: None,
+              sources: NamedSources = NamedSources()) -> FollowUp:
     """`detect eval` on `results` when a segment there has labels, then `detect report`; `status`
-    says which of the two is under way (each takes seconds).
+    says which of the two is under way (each takes seconds). `sources`: the segment files the user
+    named (a run's inputs, redraw's --source), which the report's close-ups read.
 
     The evaluation and the report (matplotlib, pandas: ~0.7 s to import) load when they are
     first needed, so a command starts its own work first, and `detect redraw` imports them in
@@ -52,7 +55,7 @@ def follow_up(results: Path, *, evaluate: bool, report: bool, class_map: Path | 
         from detect.report.pages import INDEX_FILE, REPORT_FILE
 
         try:
-            written = build_reports(results)
+            written = build_reports(results, sources)
         except InputError as err:
             notes.append(f"no report: {err}")
         else:

@@ -13,7 +13,8 @@ from detect.core.names import printable
 from detect.engine.loading import default_model_path
 from detect.model import formats
 from detect.model.coco_classes import COCO_LABELS, label_for
-from detect.model.runtimes import CpuPlan, cpu_plan
+from detect.model.onnx.layouts import LAYOUT_TITLES
+from detect.model.runtimes import CpuPlan, cpu_plan, openvino
 from detect.model.tfjs import HEADS
 from detect.model.tfjs.heads import DEFAULTS_REASON
 from detect.waymo.info import format_info, segment_info
@@ -40,7 +41,7 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     source = formats.locate(path)
     classes = list(source.classes) if source.classes is not None else sorted(c for c in COCO_LABELS if c)
     defaults = {k: v for k, v in dataclasses.asdict(source.defaults).items() if v is not None}
-    plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
+    plan = onnx_plan() if source.format == "onnx" else cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
     if args.json:
         payload = {"path": str(path), "format": source.format, "kind": source.kind, "description": source.description,
                    "short_name": source.short_name, "source": source.origin, "defaults": defaults,
@@ -50,6 +51,8 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     event(f"{printable(source.description, limit=200)} ({source.kind})", out)
     event(f"path: {path} ({source.format})", out)
     origin = source.origin or {}
+    if source.format == "onnx":
+        _onnx_lines(origin, out)
     where = " ".join(str(origin[k]) for k in ("registry", "package", "version") if origin.get(k))
     if where or origin.get("upstream"):
         extra = f"; license {origin['license']}" if origin.get("license") else ""
@@ -77,7 +80,26 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _onnx_lines(origin: dict[str, object], out: TextIO) -> None:
+    """What `detect.model.onnx` recognised: layout, input, boxes and classes, each with where it came from."""
+    opsets = origin.get("opsets")
+    made = ", ".join(f"{domain} {version}" for domain, version in opsets.items()) if isinstance(opsets, dict) else "?"
+    event(printable(f"ONNX: made by {origin.get('producer') or 'an unnamed producer'}, opsets {made}", limit=300), out)
+    event(printable(f"layout: {LAYOUT_TITLES.get(str(origin.get('layout')), origin.get('layout'))}", limit=300), out)
+    for key, name in (("input", "input"), ("boxes_from", "boxes"), ("classes_from", "classes from")):
+        say(printable(f"  {name}: {origin.get(key)}", limit=400), out)
+
+
+def onnx_plan() -> CpuPlan:
+    """An ONNX model runs on OpenVINO, which reads the file itself: nothing converted, no TensorFlow runtime."""
+    version = openvino.version()
+    return CpuPlan("openvino" if version else "none", "ONNX runs on OpenVINO only", version)
+
+
 def _plan_line(plan: CpuPlan) -> str:
+    if plan.why == "ONNX runs on OpenVINO only":
+        return (f"runtime: OpenVINO {plan.version}, reading the ONNX file itself (nothing converted; no TensorFlow "
+                f"runtime for ONNX)" if plan.version else "runtime: none: ONNX runs on OpenVINO, which is not installed")
     if plan.runtime != "openvino":
         return f"runtime on a CPU: TensorFlow ({plan.why})"
     if not plan.converted:

@@ -15,6 +15,7 @@ from detect.evaluate.outputs import table_lines
 from detect.model.classmap import load_class_map
 from detect.report.build import build_reports
 from detect.sinks.rebuild import rebuild_all
+from detect.sinks.source_images import NamedSources
 from detect.sinks.tracks import retrack_all
 
 
@@ -43,14 +44,14 @@ def wrote(paths: Sequence[Path]) -> str:
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"exporting {args.results} as COCO JSON", err, args.quiet)
     exported = export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map, images=args.images,
-                           allow_mixed=args.allow_mixed)
+                           allow_mixed=args.allow_mixed, sources=NamedSources(tuple(args.source or ())))
     _print(exported.notes, exported.written, out, err)
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"writing the report pages of {args.results}", err)
-    reports = build_reports(args.results)
+    reports = build_reports(args.results, NamedSources(tuple(args.source or ())))
     _print(reports.notes, reports.written, out, err)
     return EXIT_OK
 

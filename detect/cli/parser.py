@@ -11,11 +11,8 @@ from typing import TextIO
 from detect import __version__
 from detect.cli.flag_values import (
     AUTO_GT,
-    MAX_ANIMATION_WIDTH,
     MAX_BATCH_SIZE,
     MAX_BOOTSTRAP,
-    MAX_WORKERS,
-    MIN_ANIMATION_WIDTH,
     bounded_float,
     bounded_int,
     nms_iou,
@@ -26,10 +23,11 @@ from detect.cli.flag_values import (
 )
 from detect.core.matching import PROTOCOLS
 from detect.engine.loading import DEFAULT_MODEL_HELP, MODEL_ENV
-from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, RENDER_MODES
+from detect.engine.spec import DEFAULT_SCORE_FLOOR, DRAW_MODES, MAX_WORKERS, RENDER_MODES
 from detect.model.runtimes import BACKENDS, RUNTIME_ENV, RUNTIMES
 from detect.model.tiles import MAX_TILE, MIN_TILE
-from detect.render.draw import UNSCORED
+from detect.render.draw import MAX_BOXES, MAX_LINE_WIDTH, UNSCORED
+from detect.render.mosaic import MAX_ANIMATION_WIDTH, MIN_ANIMATION_WIDTH
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 
 
@@ -102,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--images", action="store_true",
                         help="also copy each image's original JPEG out of the input file its manifest names, to the "
                         "images/ path its file_name gives (for FiftyOne, CVAT, ...)")
+    _source(export, "with --images, read the images from these segment files")
     _eval_options(export)
     export.set_defaults(handler=_handler("detect.cli.over_results", "cmd_export"))
 
@@ -111,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run facts, failed frames, evaluation) and index.html at the top of a run directory. Relative links only: "
         "copy, zip or serve the directory as it is.")
     report.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
+    _source(report, "cut the close-ups from these segment files' images")
     _common(report)
     report.set_defaults(handler=_handler("detect.cli.over_results", "cmd_report"))
 
@@ -177,10 +177,19 @@ def build_parser() -> argparse.ArgumentParser:
     redraw.add_argument("--no-eval", dest="evaluate", action="store_false", help="do not evaluate afterwards")
     redraw.add_argument("--no-report", dest="report", action="store_false", help="do not rewrite the report")
     redraw.add_argument("--quiet", action="store_true", help="no status lines, no summary")
-    _matching(redraw)
+    _source(redraw, "read the images from these segment files")
+    _matching(redraw, the_runs=True)
     _common(redraw)
     redraw.set_defaults(handler=_handler("detect.cli.redraw", "cmd_redraw"))
     return parser
+
+
+def _source(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--source", nargs="+", metavar="PATH",
+                        help=f"{what} (files, folders, globs or URIs, as `detect run` takes them; a segment's is the "
+                             "one named like the file its manifest records, or the only one). Default: the file its "
+                             "manifest records, when that is a local file: a results folder never makes detect go "
+                             "online")
 
 
 def _max_pixels(parser: argparse.ArgumentParser) -> None:
@@ -201,14 +210,18 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
     _common(parser)
 
 
-def _matching(parser: argparse.ArgumentParser) -> None:
+def _matching(parser: argparse.ArgumentParser, the_runs: bool = False) -> None:
+    """--class-map and --protocol; `the_runs`: their defaults are those the run recorded (redraw)."""
     parser.add_argument("--class-map", type=Path, metavar="FILE",
-                        help="JSON from model classes to Waymo types (default: car/truck/bus/motorcycle -> VEHICLE, "
-                        "person -> PEDESTRIAN, bicycle -> CYCLIST, stop sign -> SIGN)")
-    parser.add_argument("--protocol", choices=tuple(PROTOCOLS), default="coco",
-                        help="the IoU a detection needs to match a label: coco (0.5 for every type, default) or waymo "
+                        help="JSON from model classes to Waymo types (default: " + ("the run's" if the_runs else
+                        "car/truck/bus/motorcycle -> VEHICLE, person -> PEDESTRIAN, bicycle -> CYCLIST, stop sign -> "
+                        "SIGN") + ")")
+    parser.add_argument("--protocol", choices=tuple(PROTOCOLS), default=None if the_runs else "coco",
+                        help="the IoU a detection needs to match a label: coco (0.5 for every type"
+                        f"{'' if the_runs else ', default'}) or waymo "
                         "(Waymo's 2D protocol: 0.7 for VEHICLE, 0.5 for PEDESTRIAN and CYCLIST); both APs are "
-                        "always reported, this one decides hits and misses, P/R/F1 and thresholds")
+                        "always reported, this one decides hits and misses, P/R/F1 and thresholds"
+                        + ("; default: the run's (the frames and the evaluation judge alike)" if the_runs else ""))
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -273,8 +286,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
                              "is printed at the start either way)")
     parser.add_argument("--gif-width", type=bounded_int(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH), default=640, metavar="PX",
                         help=f"animation width, {MIN_ANIMATION_WIDTH}-{MAX_ANIMATION_WIDTH} (default 640)")
-    parser.add_argument("--line-width", type=bounded_int(1, 64), metavar="PX",
-                        help="box line width, 1-64 (default: scaled to the image)")
+    parser.add_argument("--line-width", type=bounded_int(1, MAX_LINE_WIDTH), metavar="PX",
+                        help=f"box line width, 1-{MAX_LINE_WIDTH} (default: scaled to the image)")
     parser.add_argument("--no-labels", dest="show_labels", action="store_false", help="draw boxes without label chips")
     parser.add_argument("--no-scores", dest="show_scores", action="store_false", help="label chips without scores")
     parser.add_argument("--no-track", dest="track", action="store_false",
@@ -283,7 +296,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draw-unscored", choices=UNSCORED, default="boxes",
                         help="with labels: classes that map to no Waymo type (traffic lights, benches, ...) drawn "
                              "thin without a chip (boxes, the default), with their chip (chips), or not at all (none)")
-    parser.add_argument("--max-boxes", type=bounded_int(1, 10_000), default=100, metavar="N",
+    parser.add_argument("--max-boxes", type=bounded_int(1, MAX_BOXES), default=100, metavar="N",
                         help="draw at most N boxes per image")
     parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), metavar="N",
                         help=f"workers drawing and encoding frames, 1-{MAX_WORKERS} (default: 2, or all cores but two "

@@ -30,8 +30,9 @@ from detect.model.inputs import parse_input_size
 from detect.model.runtimes import default_runtime
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
+from detect.sinks.source_images import NamedSources
 from detect.waymo.selection import FrameFilter
-from detect.waymo.sources import resolve_one
+from detect.waymo.sources import absolute, resolve_one
 
 
 def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -39,7 +40,7 @@ def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.disk_check:
         check_disk(spec, [resolve_one(args.path)], lambda text: say_status(text, err, args.quiet))
     report, model = run_segment(spec, TerminalReporter(err, args.quiet))
-    after = _follow_up(args, report.segment_dir, pooled=False, err=err)
+    after = _follow_up(args, report.segment_dir, pooled=False, err=err, inputs=[args.path])
     if not args.quiet:
         _notes(after.notes, err)
         say(summary_line(report, model.kind), out)
@@ -68,7 +69,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.disk_check:
         check_disk(spec, still_to_do(spec, plan_sources(spec.inputs, spec.shard)), reporter.status)
     result = run_many(spec, engine, reporter)
-    after = _follow_up(args, spec.out, pooled=True, err=err)
+    after = _follow_up(args, spec.out, pooled=True, err=err, inputs=args.paths)
     if not args.quiet:
         _notes(after.notes, err)
         if result.model is not None:
@@ -80,10 +81,12 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_FRAMES_FAILED if result.failed else EXIT_OK
 
 
-def _follow_up(args: argparse.Namespace, results: Path, pooled: bool, err: TextIO) -> FollowUp:
-    """Evaluate and write the report, as the flags allow (see `detect.cli.followup`)."""
+def _follow_up(args: argparse.Namespace, results: Path, pooled: bool, err: TextIO, inputs: Sequence[str]) -> FollowUp:
+    """Evaluate and write the report, as the flags allow (see `detect.cli.followup`); the report's
+    close-ups read the inputs the user named."""
     return follow_up(results, evaluate=args.evaluate, report=args.report, class_map=args.class_map,
-                     protocol=args.protocol, pooled=pooled, status=lambda text: say_status(text, err, args.quiet))
+                     protocol=args.protocol, pooled=pooled, status=lambda text: say_status(text, err, args.quiet),
+                     sources=NamedSources(tuple(inputs)))
 
 
 def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
@@ -112,7 +115,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         mode=mode,
         max_pixels=args.max_pixels,
         draw=args.draw or ("errors" if args.gt is not None else "auto"),
-        ground_truth=None if args.gt in (None, AUTO_GT) else args.gt,
+        ground_truth=None if args.gt in (None, AUTO_GT) else absolute(args.gt),  # recorded: from any folder
         class_map=load_class_map(args.class_map),
         tile=None if args.tile is None else TileSpec(args.tile, args.tile_overlap),
         track=args.track,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,23 +17,25 @@ import numpy as np
 from detect.compare import page, pictures
 from detect.compare.close_ups import write_close_ups
 from detect.compare.comparison import (
-    MIN_FRAMES,
     AgreementRow,
+    Bootstrap,
+    Change,
     Comparison,
     GalleryEntry,
-    SideFacts,
     TypeComparison,
+    ap_metric,
 )
 from detect.compare.naming import side_names
+from detect.compare.resample import BlockBootstrap, Difference, FrameIndex
 from detect.compare.sides import Pairing, Side, load_side, pair
-from detect.compare.stats import Collected, Mark, average_precision, bootstrap_difference, collect
-from detect.compare.tracking import compare_tracking, tracking_lines
+from detect.compare.stats import Collected, Mark, PairedAP, collect
+from detect.compare.terminal import summary_lines
+from detect.compare.tracking import tracked_types
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
-from detect.core.matching import COCO_PROTOCOL, Protocol
-from detect.core.names import counted
+from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol
 from detect.core.records import WaymoType
-from detect.model.classmap import load_class_map
+from detect.model.classmap import ClassMap, load_class_map
 from detect.sinks.layout import real_folder
 
 COMPARE_FILE, PAGE_FILE = "compare.json", "compare.html"
@@ -55,11 +58,7 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
     class_map = load_class_map(class_map_path)
     a, b = load_side("A", a_path, class_map, gt), load_side("B", b_path, class_map, gt)
     pairing = pair(a, b)
-    collected = collect(a, b, pairing.common, dict(pairing.labels) if pairing.labels else None, class_map, protocol)
-    types = _types(a, b, pairing, collected, replicates, seed)
-    tracking, tracking_notes = compare_tracking(a, b, pairing, class_map, protocol, replicates, seed)
-    comparison = dataclasses.replace(_comparison(a, b, pairing, collected, types, protocol, replicates, seed),
-                                     tracking=tuple(tracking))
+    comparison, collected, tracking_notes = _numbers(a, b, pairing, class_map, protocol, replicates, seed)
     target = real_folder(Path(out))
     names = (f"A: {comparison.names[0]}", f"B: {comparison.names[1]}")
     frames_a = pictures.frame_files({n: s.directory for n, s in a.segments.items()})
@@ -83,75 +82,69 @@ def run_compare(a_path: Path, b_path: Path, out: Path, *, class_map_path: Path |
                               (json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n").encode())
     html = page.write(target / PAGE_FILE, comparison, list(shown), list(chosen.values()), shown, ups)
     close_up_files = [target / c.file for found in ups.values() for c in found]
-    return Result(comparison, summary_lines(comparison, types) + [f"page: {html}"],
+    return Result(comparison, summary_lines(comparison) + [f"page: {html}"],
                   [data, html, *animations, *shown.values(), *close_up_files], notes)
 
 
-def _types(a: Side, b: Side, pairing: Pairing, collected: Collected, replicates: int, seed: int) -> list[TypeComparison]:
-    out: list[TypeComparison] = []
-    if not pairing.labels:
-        return out  # agreement only
-    for waymo_type in sorted(set(a.types) | set(b.types)):
-        if not any(int(np.count_nonzero(lab.types == waymo_type)) for lab in pairing.labels.values()):
-            continue  # no labels of this type (SIGN, in Waymo's 2D labels): nothing to say
-        rec_a, rec_b = collected.records["A"].get(waymo_type), collected.records["B"].get(waymo_type)
-        ap_a = average_precision(rec_a) if rec_a is not None else None
-        ap_b = average_precision(rec_b) if rec_b is not None else None
-        labels = int((rec_a or rec_b).labels.sum()) if (rec_a or rec_b) is not None else 0  # type: ignore[union-attr]
-        difference = low = high = None
-        if ap_a is not None and ap_b is not None and rec_a is not None and rec_b is not None:
-            difference = ap_b - ap_a
-            if replicates and collected.frames >= MIN_FRAMES:
-                diffs = bootstrap_difference(rec_a, rec_b, replicates, seed)
-                diffs = diffs[~np.isnan(diffs)]
-                if len(diffs):
-                    low, high = (float(v) for v in np.percentile(diffs, [2.5, 97.5]))
-        found = collected.found.get(waymo_type, np.zeros((0, 2), bool))
-        out.append(TypeComparison(WaymoType(waymo_type).name, labels, ap_a, ap_b, difference, low, high,
-                                  int((found[:, 0] & found[:, 1]).sum()), int((found[:, 0] & ~found[:, 1]).sum()),
-                                  int((~found[:, 0] & found[:, 1]).sum()), int((~found[:, 0] & ~found[:, 1]).sum()),
-                                  waymo_type in a.types, waymo_type in b.types))
-    return out
-
-
-def _comparison(a: Side, b: Side, pairing: Pairing, collected: Collected, types: list[TypeComparison],
-                protocol: Protocol, replicates: int, seed: int) -> Comparison:
+def _numbers(a: Side, b: Side, pairing: Pairing, class_map: ClassMap, protocol: Protocol, replicates: int,
+             seed: int) -> tuple[Comparison, Collected, list[str]]:
+    """Every number of the comparison: AP per type under both protocols and the tracking scores, each
+    with its interval from one moving-block bootstrap over the common frames; agreement per type."""
+    index = FrameIndex.of(pairing.common)
+    bootstrap = BlockBootstrap.of(index)
+    collected = collect(a, b, pairing.common, dict(pairing.labels) if pairing.labels else None, class_map, protocol,
+                        index)
+    ap = _paired_ap(a, b, pairing, collected)
+    tracked, notes = tracked_types(a, b, pairing, index, class_map, protocol)
+    differences: list[Difference] = [*(p.difference for per_metric in ap.values() for p in per_metric.values()),
+                                     *(t.difference for t in tracked)]
+    intervals = iter(bootstrap.intervals(differences, replicates, seed))
+    blocks = bootstrap.blocks
+    types = [_type_row(waymo_type, per_metric, intervals, blocks, a, b, collected) for waymo_type, per_metric in ap.items()]
+    tracking = [row for t in tracked for row in t.rows(next(intervals), blocks)]
     agreement = {WaymoType(waymo_type).name: AgreementRow(agree.pairs, agree.only_a, agree.only_b,
                                                           _correlation(agree.scores))
                  for waymo_type, agree in collected.agreement.items()}
     facts_a, facts_b = a.facts(), b.facts()
-    return Comparison(a=facts_a, b=facts_b, names=side_names(facts_a, facts_b), images=len(pairing.common),
-                      frames=collected.frames,
-                      left_out=tuple(pairing.left_out_lines()), labels=pairing.labels_from, protocol=protocol,
-                      replicates=replicates, seed=seed, types=tuple(types), agreement=agreement,
-                      boxes_per_image=(float(collected.drawn["A"].mean()), float(collected.drawn["B"].mean())))
+    comparison = Comparison(
+        a=facts_a, b=facts_b, names=side_names(facts_a, facts_b), images=len(pairing.common), frames=len(index),
+        left_out=tuple(pairing.left_out_lines()), labels=pairing.labels_from, protocol=protocol,
+        bootstrap=Bootstrap(replicates, seed, blocks), types=tuple(types), agreement=agreement,
+        boxes_per_image=(float(collected.drawn["A"].mean()), float(collected.drawn["B"].mean())),
+        tracking=tuple(tracking))
+    return comparison, collected, notes
 
 
-def summary_lines(comparison: Comparison, types: list[TypeComparison]) -> list[str]:
-    a, b = comparison.a, comparison.b
-    lines = [_side_line("A", comparison.names[0], a), _side_line("B", comparison.names[1], b),
-             f"{counted(comparison.images, 'common image')} ({counted(comparison.frames, 'frame')}); "
-             f"differs: {', '.join(comparison.differs) or 'nothing recorded'}"]
-    if comparison.labels:
-        ap = comparison.protocol.ap_name
-        few = comparison.frames < MIN_FRAMES
-        lines.append(f"{comparison.protocol.describe()}; intervals: paired bootstrap over frames"
-                     + (f" (none: {counted(comparison.frames, 'frame')}, at least {MIN_FRAMES} needed)" if few else ""))
-        lines.append(f"{'type':<11}{'labels':>7}{ap + ' A':>11}{ap + ' B':>11}{'B - A':>8}  {'95% interval':<18}verdict")
-        for t in types:
-            interval = "-" if t.low is None or t.high is None else f"[{t.low:+.3f}, {t.high:+.3f}]"
-            lines.append(f"{t.name:<11}{t.labels:>7}{_ap(t.ap_a, t.outputs_a):>11}{_ap(t.ap_b, t.outputs_b):>11}"
-                         f"{_fmt(t.difference, '+'):>8}  {interval:<18}{t.verdict}")
-        lines.extend(tracking_lines(comparison.tracking))
-    else:
-        lines.append("no labels: agreement only")
-    for name, agree in comparison.agreement.items():
-        if not (agree.pairs or agree.only_a or agree.only_b):
-            continue  # neither drew a box of this type
-        corr = agree.score_correlation
-        lines.append(f"{name}: {counted(agree.pairs, 'box')} in both, {agree.only_a} only in A, {agree.only_b} only in B"
-                     + ("" if corr is None else f"; score correlation {corr:.2f}"))
-    return lines
+def _paired_ap(a: Side, b: Side, pairing: Pairing, collected: Collected) -> dict[int, dict[str, PairedAP]]:
+    """Per type with labels on the common images (SIGN has none in Waymo's 2D labels: nothing to say),
+    per AP ("AP50", "AP70" for VEHICLE under Waymo's protocol): both sides' records. Where both
+    protocols ask the same IoU they are one AP, resampled once."""
+    if not pairing.labels:
+        return {}  # agreement only
+    labeled = {int(t) for image in pairing.labels.values() for t in image.types}
+    out: dict[int, dict[str, PairedAP]] = {}
+    for t in sorted((set(a.types) | set(b.types)) & labeled):
+        out[t] = {}
+        for name, protocol in PROTOCOLS.items():
+            out[t].setdefault(ap_metric(protocol, t), PairedAP(collected.records["A"][name].get(t),
+                                                               collected.records["B"][name].get(t)))
+    return out
+
+
+def _type_row(waymo_type: int, per_metric: dict[str, PairedAP], intervals: Iterator[list[tuple[float, float] | None]],
+              blocks: int, a: Side, b: Side, collected: Collected) -> TypeComparison:
+    """One type's row: its labels, AP under each protocol with the change, the labels each side found."""
+    changes = {}
+    for metric, paired in per_metric.items():
+        [interval] = next(intervals)
+        changes[metric] = Change.of(*paired.values(), interval, blocks)
+    ap = {name: changes[ap_metric(protocol, waymo_type)] for name, protocol in PROTOCOLS.items()}
+    records = next((r for p in per_metric.values() for r in (p.a, p.b) if r is not None), None)
+    found = collected.found.get(waymo_type, np.zeros((0, 2), bool))
+    by_a, by_b = found[:, 0], found[:, 1]
+    return TypeComparison(WaymoType(waymo_type).name, 0 if records is None else int(records.labels.sum()), ap,
+                          int((by_a & by_b).sum()), int((by_a & ~by_b).sum()), int((~by_a & by_b).sum()),
+                          int((~by_a & ~by_b).sum()), waymo_type in a.types, waymo_type in b.types)
 
 
 def _correlation(scores: tuple[tuple[float, float], ...]) -> float | None:
@@ -162,20 +155,6 @@ def _correlation(scores: tuple[tuple[float, float], ...]) -> float | None:
         return None
     value = float(np.corrcoef(values[:, 0], values[:, 1])[0, 1])
     return None if math.isnan(value) else value
-
-
-def _fmt(value: float | None, sign: str = "") -> str:
-    return "-" if value is None else f"{value:{sign}.3f}"
-
-
-def _ap(value: float | None, outputs: bool) -> str:
-    return "not output" if not outputs else _fmt(value)
-
-
-def _side_line(label: str, name: str, facts: SideFacts) -> str:
-    """"A: tiles 512; CenterNet MobileNetV3 (results/tiled)": the side's name, its model, its folder."""
-    model = "" if facts.model is None or name.startswith(facts.model) else f"; {facts.model}"
-    return f"{label}: {name}{model} ({facts.results})"
 
 
 def _found_by(marks: tuple[Mark, ...], side: str) -> int:

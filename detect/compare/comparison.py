@@ -1,17 +1,22 @@
-"""What `detect compare` found, as typed records: each side's facts, each Waymo type's AP and its
-interval, box-for-box agreement; `Comparison.to_json` is compare.json, the page reads the records."""
+"""What `detect compare` found, as typed records: each side's facts, each Waymo type's AP under both
+protocols with its interval and verdict, the tracking scores, box-for-box agreement. `Comparison`'s
+`to_json` is compare.json and `from_json` reads it back; the page and the terminal read the records."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
-from detect.core.matching import Protocol
-from detect.core.records import FrameKey
+from detect.compare.resample import BLOCK_SECONDS, MIN_BLOCKS, UNIT
+from detect.core.cameras import CameraName
+from detect.core.matching import PROTOCOLS, Protocol
+from detect.core.names import counted
+from detect.core.records import FrameKey, WaymoType
 
-# Fewer frames than this give no interval: resampling 1-4 frames says nothing about the noise.
-MIN_FRAMES = 5
 # Facts that differ between any two runs (where, how fast): never "what differs" between the sides.
 NOT_SETTINGS = ("results", "images/s", "detect ms/image")
+INTERVAL = "2.5th-97.5th percentile of B - A over the resamples"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,23 +39,79 @@ class SideFacts:
     detect_ms_per_image: object
 
     def to_json(self) -> dict[str, object]:
-        return {"results": self.results, "model": self.model, "description": self.description, "sha256": self.sha256,
-                "classes": self.classes, "input size": self.input_size, "threshold": self.threshold,
-                "score floor": self.score_floor, "NMS IoU": self.nms_iou, "tiles": self.tiles, "runtime": self.runtime,
-                "images/s": self.images_per_second, "detect ms/image": self.detect_ms_per_image}
+        return {key: getattr(self, field) for field, key in _FACT_KEYS.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SideFacts:
+        values: dict[str, Any] = {field: data.get(key) for field, key in _FACT_KEYS.items()}
+        return cls(**values)
+
+
+# SideFacts' fields and their names in compare.json (and on the page), in the order they are shown.
+_FACT_KEYS = {"results": "results", "model": "model", "description": "description", "sha256": "sha256",
+              "classes": "classes", "input_size": "input size", "threshold": "threshold", "score_floor": "score floor",
+              "nms_iou": "NMS IoU", "tiles": "tiles", "runtime": "runtime", "images_per_second": "images/s",
+              "detect_ms_per_image": "detect ms/image"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One number for A and for B on the same images, B - A and its 95% paired-bootstrap interval;
+    `blocks`: the independent blocks of frames the interval resampled."""
+
+    a: float | None  # None: not evaluated (no labels, or the model cannot output the type)
+    b: float | None
+    low: float | None  # None: no interval (one block, --bootstrap 0, or nothing to compare)
+    high: float | None
+    blocks: int
+
+    @classmethod
+    def of(cls, a: float | None, b: float | None, interval: tuple[float, float] | None, blocks: int) -> Change:
+        low, high = interval or (None, None)
+        return cls(a, b, low, high, blocks)
+
+    @property
+    def difference(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def verdict(self) -> str:
+        """"B better", "A better", "within noise"; "too little data (N blocks)" below `MIN_BLOCKS`
+        (the interval is still shown from 2); "-" with nothing to compare or no interval."""
+        if self.difference is None:
+            return "-"
+        if self.blocks < MIN_BLOCKS:
+            return f"too little data ({counted(self.blocks, 'block')})"
+        if self.low is None or self.high is None:
+            return "-"
+        if self.low > 0:
+            return "B better"
+        if self.high < 0:
+            return "A better"
+        return "within noise"
+
+    def to_json(self) -> dict[str, object]:
+        return {"a": self.a, "b": self.b, "difference": self.difference, "low": self.low, "high": self.high,
+                "verdict": self.verdict}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], blocks: int) -> Change:
+        return cls(data["a"], data["b"], data["low"], data["high"], blocks)
+
+
+def ap_metric(protocol: Protocol, waymo_type: int) -> str:
+    """"AP50", "AP70": the AP a protocol computes for one type."""
+    return f"AP{round(100 * protocol.iou(waymo_type))}"
 
 
 @dataclasses.dataclass(frozen=True)
 class TypeComparison:
-    """One Waymo type: each side's AP (None: not evaluated), the difference and its interval."""
+    """One Waymo type: each side's AP under each protocol (COCO: AP50; Waymo: AP70 for VEHICLE, AP50
+    for the others) and the labeled objects each found."""
 
     name: str
     labels: int
-    ap_a: float | None  # None: no labels, or the model cannot output the type
-    ap_b: float | None
-    difference: float | None  # B - A
-    low: float | None  # 95% paired-bootstrap interval of the difference
-    high: float | None
+    ap: Mapping[str, Change]  # by protocol name, in PROTOCOLS' order
     found_by_both: int
     only_a: int
     only_b: int
@@ -59,39 +120,68 @@ class TypeComparison:
     outputs_b: bool
 
     @property
-    def verdict(self) -> str:
-        return "-" if self.difference is None else interval_verdict(self.low, self.high)
+    def waymo_type(self) -> int:
+        return int(WaymoType[self.name])
 
+    def ap_rows(self) -> list[tuple[str, tuple[str, ...], Change]]:
+        """One row per distinct AP and the protocols that compute it: ("AP50", ("COCO",), ...), ("AP70",
+        ("Waymo 2D",), ...) for VEHICLE; one AP50 of both where both ask IoU 0.5 (the same matching,
+        the same numbers)."""
+        rows: dict[str, tuple[tuple[str, ...], Change]] = {}
+        for name, change in self.ap.items():
+            protocol = PROTOCOLS[name]
+            metric = ap_metric(protocol, self.waymo_type)
+            titles, first = rows.get(metric, ((), change))
+            rows[metric] = ((*titles, protocol.title), first)
+        return [(metric, titles, change) for metric, (titles, change) in rows.items()]
 
-def interval_verdict(low: float | None, high: float | None) -> str:
-    """What a 95% interval of B - A says: "-" without one, else which side is better or neither."""
-    if low is None or high is None:
-        return "-"
-    if low > 0:
-        return "B better"
-    if high < 0:
-        return "A better"
-    return "within noise"
+    def to_json(self) -> dict[str, object]:
+        ap = {name: {"metric": ap_metric(PROTOCOLS[name], self.waymo_type), "iou": PROTOCOLS[name].iou(self.waymo_type),
+                     **change.to_json()} for name, change in self.ap.items()}
+        return {"name": self.name, "labels": self.labels, "ap": ap, "found_by_both": self.found_by_both,
+                "only_a": self.only_a, "only_b": self.only_b, "neither": self.neither, "outputs_a": self.outputs_a,
+                "outputs_b": self.outputs_b}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], blocks: int) -> TypeComparison:
+        return cls(data["name"], data["labels"], {name: Change.from_json(v, blocks) for name, v in data["ap"].items()},
+                   data["found_by_both"], data["only_a"], data["only_b"], data["neither"], data["outputs_a"],
+                   data["outputs_b"])
 
 
 @dataclasses.dataclass(frozen=True)
 class TrackingComparison:
-    """One Waymo type and one metric: each side's value, B - A and its 95% paired-bootstrap interval."""
+    """One Waymo type and one metric ("HOTA", "MOTA" or "IDF1"): both sides' values and the change."""
 
     name: str
-    metric: str  # "HOTA", "MOTA" or "IDF1"
-    a: float
-    b: float
-    difference: float
-    low: float | None  # None: too few frames, or no resample
-    high: float | None
-
-    @property
-    def verdict(self) -> str:
-        return interval_verdict(self.low, self.high)
+    metric: str
+    change: Change
 
     def to_json(self) -> dict[str, object]:
-        return dataclasses.asdict(self) | {"verdict": self.verdict}
+        return {"name": self.name, "metric": self.metric, **self.change.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], blocks: int) -> TrackingComparison:
+        return cls(data["name"], data["metric"], Change.from_json(data, blocks))
+
+
+@dataclasses.dataclass(frozen=True)
+class Bootstrap:
+    """How the intervals were made: resamples of blocks of consecutive frames (`detect.compare.resample`)."""
+
+    replicates: int
+    seed: int
+    blocks: int  # independent blocks in the common frames: a verdict needs MIN_BLOCKS
+    block_seconds: float = BLOCK_SECONDS
+    min_blocks: int = MIN_BLOCKS
+    unit: str = UNIT
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self) | {"interval": INTERVAL}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Bootstrap:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +214,13 @@ class GalleryEntry:
                 "file": self.file, "frame_a": self.frame_a, "frame_b": self.frame_b, "disagreement": self.disagreement,
                 "only_a": self.only_a, "only_b": self.only_b, "close_ups": list(self.close_ups)}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GalleryEntry:
+        image = data["image"]
+        return cls(FrameKey(image["segment"], image["timestamp"], CameraName[image["camera"]]), data["file"],
+                   data["frame_a"], data["frame_b"], data["disagreement"], data["only_a"], data["only_b"],
+                   tuple(data["close_ups"]))
+
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
@@ -136,9 +233,8 @@ class Comparison:
     frames: int  # common timestamps
     left_out: tuple[str, ...]
     labels: str | None  # "A", "B" (whose labels) or None: agreement only
-    protocol: Protocol
-    replicates: int
-    seed: int
+    protocol: Protocol  # the one that decides the labels found, the pictures and tracking's IoU
+    bootstrap: Bootstrap
     types: tuple[TypeComparison, ...]
     agreement: dict[str, AgreementRow]  # by Waymo type name
     boxes_per_image: tuple[float, float]  # drawn per image, A and B
@@ -158,9 +254,8 @@ class Comparison:
             "names": {"A": self.names[0], "B": self.names[1]},
             "images": self.images, "frames": self.frames, "left_out": list(self.left_out), "labels": self.labels,
             "protocol": {"name": self.protocol.name, "title": self.protocol.describe(), "ap_name": self.protocol.ap_name},
-            "bootstrap": {"replicates": self.replicates, "seed": self.seed, "unit": BOOTSTRAP_UNIT,
-                          "min_frames": MIN_FRAMES, "interval": "2.5th-97.5th percentile of AP(B) - AP(A)"},
-            "types": [dataclasses.asdict(t) | {"verdict": t.verdict} for t in self.types],
+            "bootstrap": self.bootstrap.to_json(),
+            "types": [t.to_json() for t in self.types],
             "agreement": {name: dataclasses.asdict(row) for name, row in self.agreement.items()},
             "boxes_per_image": {"A": self.boxes_per_image[0], "B": self.boxes_per_image[1]},
             "animations": list(self.animations),
@@ -169,5 +264,15 @@ class Comparison:
             **({"tracking": [row.to_json() for row in self.tracking]} if self.tracking else {}),
         }
 
-
-BOOTSTRAP_UNIT = "frames (every camera of one timestamp)"
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        bootstrap = Bootstrap.from_json(data["bootstrap"])
+        blocks = bootstrap.blocks
+        return cls(SideFacts.from_json(data["a"]), SideFacts.from_json(data["b"]),
+                   (data["names"]["A"], data["names"]["B"]), data["images"], data["frames"], tuple(data["left_out"]),
+                   data["labels"], PROTOCOLS[data["protocol"]["name"]], bootstrap,
+                   tuple(TypeComparison.from_json(t, blocks) for t in data["types"]),
+                   {name: AgreementRow(**row) for name, row in data["agreement"].items()},
+                   (data["boxes_per_image"]["A"], data["boxes_per_image"]["B"]), tuple(data["animations"]),
+                   tuple(GalleryEntry.from_json(g) for g in data["gallery"]), tuple(data["notes"]),
+                   tuple(TrackingComparison.from_json(t, blocks) for t in data.get("tracking", ())))

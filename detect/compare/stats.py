@@ -1,35 +1,34 @@
-"""The numbers of a comparison: AP per type for A and B on the same images, the paired bootstrap
-of their difference, which labeled objects one found and the other missed, and how the two agree
-box for box.
+"""The numbers of a comparison: AP per type for A and B on the same images under both protocols,
+which labeled objects one found and the other missed, and how the two agree box for box.
 
-Each image is matched on its own (`detect.judge.match_frame`: COCO's rule at the
-protocol's IoU, the same matching `detect eval` and the pictures use), so AP over any multiset of
-frames is COCO's accumulation over those frames' records: detections in score order (ties in image
-order), cumulative hits and false alarms, precision made monotone, sampled at 101 recall points.
-Over all the common images it is `detect eval`'s AP on them. The bootstrap resamples frames (a
-frame: every camera of one timestamp of one segment, as they share the scene), the same resample
-for both sides, and recomputes both APs: the 2.5th and 97.5th percentiles of B - A are the 95%
-interval; a difference whose interval excludes 0 is larger than the frame-to-frame noise.
+Each image is matched on its own (`detect.judge.match_frame`: COCO's rule at the protocol's IoU,
+the same matching `detect eval` and the pictures use), so AP over any multiset of frames is COCO's
+accumulation over those frames' records: detections in score order (ties in image order),
+cumulative hits and false alarms, precision made monotone, sampled at 101 recall points. Over all
+the common images it is `detect eval`'s AP on them; over a resample of the frames
+(`detect.compare.resample`) it is that resample's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from detect.compare.resample import FrameIndex
 from detect.compare.sides import Side
 from detect.core.frame_rows import rows_by_image
-from detect.core.matching import COCO_PROTOCOL, Protocol, match_image
+from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol, match_image
 from detect.core.records import FrameKey, Labels, WaymoType
 from detect.evaluate.coco import image_id
 from detect.evaluate.pooled import precision_at_recalls
-from detect.evaluate.results import SegmentResults
-from detect.judge import match_frame
+from detect.judge import FrameMatch, match_frame
 from detect.model.classmap import ClassMap
 
 RECALLS = np.linspace(0.0, 1.0, 101)  # COCO's recall thresholds (the library's params.recThrs)
 AGREEMENT_IOU = 0.5
+AGREEMENT = Protocol("agreement", "agreement", "-", {}, AGREEMENT_IOU)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -52,26 +51,14 @@ class Records:
 
 def average_precision(records: Records, weights: np.ndarray | None = None) -> float | None:
     """COCO's AP over frames taken `weights` times each (all once for None); None without labels."""
-    w = np.ones(len(records.labels)) if weights is None else np.asarray(weights, np.float64)
-    labels = float(np.dot(w, records.labels))
+    per_frame = np.ones(len(records.labels)) if weights is None else np.asarray(weights, np.float64)
+    labels = float(np.dot(per_frame, records.labels))
     if labels <= 0:
         return None
-    per = w[records.frame]
-    tp = np.cumsum(per * records.hit)
-    fp = np.cumsum(per * ~records.hit)
-    return float(precision_at_recalls(tp, fp, labels, RECALLS).mean())
-
-
-def bootstrap_difference(a: Records, b: Records, replicates: int, seed: int) -> np.ndarray:
-    """B's AP minus A's over `replicates` resamples of the frames (the same resample for both)."""
-    frames = len(a.labels)
-    rng = np.random.default_rng(seed)
-    out = np.empty(replicates)
-    for r in range(replicates):
-        weights = np.bincount(rng.integers(0, frames, frames), minlength=frames).astype(np.float64)
-        ap_a, ap_b = average_precision(a, weights), average_precision(b, weights)
-        out[r] = np.nan if ap_a is None or ap_b is None else ap_b - ap_a
-    return out
+    taken = per_frame[records.frame]
+    hits = np.cumsum(taken * records.hit)
+    false_alarms = np.cumsum(taken * ~records.hit)
+    return float(precision_at_recalls(hits, false_alarms, labels, RECALLS).mean())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,83 +96,153 @@ class Disagreement:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Collected:
-    """Per type: both sides' records (labeled types a side outputs), the labels each found; per
-    image: the boxes each drew and the pairs they share; per image the disagreement."""
+    """Per side, protocol and type: the records AP is computed from (labeled types the side outputs);
+    per type: the labels each found, how A's and B's boxes pair up; per image: the boxes each drew;
+    the images where they disagree, most first."""
 
-    frames: int
-    records: dict[str, dict[int, Records]]  # side -> type -> records
+    records: dict[str, dict[str, dict[int, Records]]]  # side -> protocol name -> type -> records
     found: dict[int, np.ndarray]  # type -> [labels, 2] bool: found by A, by B at their thresholds
     agreement: dict[int, Agreement]  # type -> how A's and B's boxes pair up
     drawn: dict[str, np.ndarray]  # side -> boxes drawn per image
     disagreement: list[Disagreement]  # most first
 
 
-def collect(a: Side, b: Side, common: list[FrameKey], labels: dict[FrameKey, Labels] | None, class_map: ClassMap,
-            protocol: Protocol = COCO_PROTOCOL) -> Collected:
-    """Everything per image, in one pass over the common images (each side's segments, the types
-    its model outputs and its drawing threshold)."""
-    frame_of: dict[tuple[str, int], int] = {}
-    for key in common:
-        frame_of.setdefault((key.segment_context_name, key.frame_timestamp_micros), len(frame_of))
-    # Ties in score are broken as COCO breaks them: in the order of the images' COCO ids.
-    ids = np.array([image_id(k) for k in common], np.int64)
-    rank = np.empty(len(common), np.int64)
-    rank[np.argsort(ids, kind="stable")] = np.arange(len(common))
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Drawn:
+    """The boxes a side drew on one image (at its threshold), as Waymo types."""
+
+    xyxy: np.ndarray
+    scores: np.ndarray
+    types: np.ndarray
+
+    def of_type(self, waymo_type: int) -> tuple[np.ndarray, np.ndarray]:
+        chosen = self.types == waymo_type
+        return self.xyxy[chosen], self.scores[chosen]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Judged:
+    """One side's boxes on one image, judged against the image's labels."""
+
+    matches: dict[str, FrameMatch]  # protocol name -> the matching under it
+    found: np.ndarray  # per label of the image: a box at the side's threshold matched it (the chosen protocol)
+    drawn: _Drawn
+    drawn_count: int  # boxes drawn of the types the side outputs
+
+
+def collect(a: Side, b: Side, common: list[FrameKey], labels: Mapping[FrameKey, Labels] | None, class_map: ClassMap,
+            protocol: Protocol = COCO_PROTOCOL, index: FrameIndex | None = None) -> Collected:
+    """One pass over the common images. Each side's boxes on an image are judged against its labels
+    under every protocol (for AP) and under `protocol` (which labels it found at its drawing
+    threshold); the labels one side found and the other missed, or without labels the boxes without
+    a partner, make the image's disagreement. `index` numbers the frames AP's records name (the
+    comparison's one index; by default the common images' own)."""
+    index = index or FrameIndex.of(common)
+    protocols = list(PROTOCOLS.values()) if labels else [protocol]
     sides = {"A": a, "B": b}
-    rows = {s: _index(sides[s].segments) for s in sides}
-    both_types = sorted(set(a.types) & set(b.types))
-    label_types = sorted(set(a.types) | set(b.types))
-    recs: dict[str, dict[int, list[tuple[int, int, float, bool]]]] = {s: {t: [] for t in sides[s].types} for s in sides}
-    frame_labels = {t: np.zeros(len(frame_of)) for t in label_types}
-    found: dict[int, list[tuple[bool, bool]]] = {t: [] for t in both_types}
-    agreement = {t: _Tally() for t in both_types}
-    drawn = {s: np.zeros(len(common), np.int64) for s in sides}
-    disagreement: list[Disagreement] = []
+    boxes_of = {label: _rows_by_image(side) for label, side in sides.items()}
+    coco_order = _coco_order(common)
+    tally = _Collecting.start(a, b, protocols, frames=len(index), images=len(common), labeled=bool(labels))
     for n, key in enumerate(common):
-        frame = frame_of[(key.segment_context_name, key.frame_timestamp_micros)]
-        image_labels = (labels.get(key) or Labels.empty()) if labels else Labels.empty()
-        kept: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        hit_labels: dict[str, np.ndarray] = {}
-        for s, side in sides.items():
-            segment = side.segments[key.segment_context_name]
-            index = rows[s][key.segment_context_name].get(key, np.zeros(0, np.int64))
-            d = segment.detections
-            m = match_frame(d.xyxy[index], d.scores[index], d.class_ids[index], image_labels, class_map, side.types,
-                            protocol)
-            boxes = m.boxes
-            for j, i in enumerate(m.detections):
-                if m.matches.evaluated[j]:
-                    recs[s][int(boxes.types[i])].append((frame, int(rank[n]), float(boxes.scores[i]), bool(m.hits[j])))
-            on = np.zeros(len(image_labels), bool)
-            on[m.labels] = m.labels_found(side.threshold)
-            hit_labels[s] = on
-            above = boxes.scores >= side.threshold
-            drawn[s][n] = int(np.count_nonzero(above & np.isin(boxes.types, side.types)))
-            kept[s] = (boxes.xyxy[above], boxes.scores[above], boxes.types[above])
-        if labels:
-            for t in label_types:
-                frame_labels[t][frame] += int(np.count_nonzero(image_labels.types == t))
+        image_labels = (labels.get(key) if labels else None) or Labels.empty()
+        judged = {label: _judge(side, boxes_of[label], key, image_labels, class_map, protocols, protocol)
+                  for label, side in sides.items()}
+        tally.add_records(judged, image_labels, index.number(key), int(coco_order[n]))
+        tally.add_drawn(judged, n)
+        tally.add_differences(judged, image_labels, key)
+    return tally.collected()
+
+
+@dataclasses.dataclass
+class _Collecting:
+    """What `collect` adds up, image by image."""
+
+    labeled: bool
+    rows: dict[str, dict[str, dict[int, list[tuple[int, int, float, bool]]]]]  # side, protocol, type: AP's rows
+    labels_per_frame: dict[int, np.ndarray]  # type -> labels of it per frame
+    found: dict[int, list[tuple[bool, bool]]]  # type -> per label: found by A, by B
+    agreement: dict[int, _Tally]
+    drawn: dict[str, np.ndarray]  # side -> boxes drawn per image
+    disagreement: list[Disagreement]
+
+    @classmethod
+    def start(cls, a: Side, b: Side, protocols: Sequence[Protocol], frames: int, images: int,
+              labeled: bool) -> _Collecting:
+        both = sorted(set(a.types) & set(b.types))
+        return cls(labeled, {side.label: {p.name: {t: [] for t in side.types} for p in protocols} for side in (a, b)},
+                   {t: np.zeros(frames) for t in sorted(set(a.types) | set(b.types))}, {t: [] for t in both},
+                   {t: _Tally() for t in both}, {"A": np.zeros(images, np.int64), "B": np.zeros(images, np.int64)}, [])
+
+    def add_records(self, judged: Mapping[str, _Judged], labels: Labels, frame: int, image: int) -> None:
+        """The detections AP counts (each type's best 100 on the image, with their hits) and the labels."""
+        for side, seen in judged.items():
+            for protocol, match in seen.matches.items():
+                by_type, boxes = self.rows[side][protocol], match.boxes
+                for j, i in enumerate(match.detections):
+                    if match.matches.evaluated[j]:
+                        by_type[int(boxes.types[i])].append((frame, image, float(boxes.scores[i]), bool(match.hits[j])))
+        for waymo_type, per_frame in self.labels_per_frame.items():
+            per_frame[frame] += int(np.count_nonzero(labels.types == waymo_type))
+
+    def add_drawn(self, judged: Mapping[str, _Judged], image: int) -> None:
+        for side, seen in judged.items():
+            self.drawn[side][image] = seen.drawn_count
+
+    def add_differences(self, judged: Mapping[str, _Judged], labels: Labels, key: FrameKey) -> None:
+        """Per type both output: which labels each found, how their boxes pair up; the objects one
+        side found and the other did not (without labels: the boxes without a partner)."""
+        a, b = judged["A"], judged["B"]
         marks: list[Mark] = []
-        for t in both_types:
-            of_type = np.flatnonzero(image_labels.types == t)
-            for g in of_type:
-                found[t].append((bool(hit_labels["A"][g]), bool(hit_labels["B"][g])))
-                if hit_labels["A"][g] != hit_labels["B"][g]:
-                    marks.append(Mark(_box(image_labels.xyxy[g]), "A" if hit_labels["A"][g] else "B", WaymoType(t).name))
-            agree = _agree(kept["A"], kept["B"], t)
-            agreement[t].add(agree)
-            if not labels:
-                marks.extend(agree.alone)
+        for waymo_type, found in self.found.items():
+            for label in np.flatnonzero(labels.types == waymo_type):
+                by_a, by_b = bool(a.found[label]), bool(b.found[label])
+                found.append((by_a, by_b))
+                if by_a != by_b:
+                    marks.append(Mark(_box(labels.xyxy[label]), "A" if by_a else "B", WaymoType(waymo_type).name))
+            pairs = _agree(a.drawn, b.drawn, waymo_type)
+            self.agreement[waymo_type].add(pairs)
+            if not self.labeled:
+                marks.extend(pairs.alone)
         if marks:
-            what = "labeled objects found by one side only" if labels else "boxes without a partner on the other side"
-            disagreement.append(Disagreement(len(marks), key, what, tuple(marks)))
-    disagreement.sort(key=lambda item: (-item.count, item.key.order))
-    records = {s: {t: Records.build(recs[s][t], frame_labels.get(t, np.zeros(len(frame_of)))) for t in recs[s]}
-               for s in sides} if labels else {"A": {}, "B": {}}
-    return Collected(len(frame_of), records,
-                     {t: np.array(v, bool).reshape(-1, 2) for t, v in found.items()},
-                     {t: c.agreement() for t, c in agreement.items()},
-                     drawn, disagreement)
+            what = "labeled objects found by one side only" if self.labeled else "boxes without a partner on the other side"
+            self.disagreement.append(Disagreement(len(marks), key, what, tuple(marks)))
+
+    def collected(self) -> Collected:
+        records = {side: {protocol: {t: Records.build(rows, self.labels_per_frame[t]) for t, rows in by_type.items()}
+                          for protocol, by_type in per_protocol.items()}
+                   for side, per_protocol in self.rows.items()} if self.labeled else {"A": {}, "B": {}}
+        return Collected(records, {t: np.array(pairs, bool).reshape(-1, 2) for t, pairs in self.found.items()},
+                         {t: tally.agreement() for t, tally in self.agreement.items()}, self.drawn,
+                         sorted(self.disagreement, key=lambda item: (-item.count, item.key.order)))
+
+
+def _judge(side: Side, boxes_of: dict[str, dict[FrameKey, np.ndarray]], key: FrameKey, labels: Labels,
+           class_map: ClassMap, protocols: Sequence[Protocol], chosen: Protocol) -> _Judged:
+    """`side`'s boxes on the image `key`, matched to its labels under each protocol."""
+    table = side.segments[key.segment_context_name].detections
+    rows = boxes_of[key.segment_context_name].get(key, np.zeros(0, np.int64))
+    first = match_frame(table.xyxy[rows], table.scores[rows], table.class_ids[rows], labels, class_map, side.types,
+                        protocols[0])
+    matches = {p.name: first if _same_iou(p, protocols[0], side.types) else first.under(p, labels) for p in protocols}
+    match = matches[chosen.name]
+    found = np.zeros(len(labels), bool)
+    found[match.labels] = match.labels_found(side.threshold)
+    boxes = match.boxes
+    above = boxes.scores >= side.threshold
+    drawn_count = int(np.count_nonzero(above & np.isin(boxes.types, side.types)))
+    return _Judged(matches, found, _Drawn(boxes.xyxy[above], boxes.scores[above], boxes.types[above]), drawn_count)
+
+
+def _same_iou(one: Protocol, other: Protocol, types: Sequence[int]) -> bool:
+    return all(one.iou(t) == other.iou(t) for t in types)
+
+
+def _coco_order(common: list[FrameKey]) -> np.ndarray:
+    """Each image's place in the order of COCO ids: ties in score are broken in it, as COCO breaks them."""
+    ids = np.array([image_id(k) for k in common], np.int64)
+    order = np.empty(len(common), np.int64)
+    order[np.argsort(ids, kind="stable")] = np.arange(len(common))
+    return order
 
 
 @dataclasses.dataclass
@@ -205,18 +262,16 @@ class _Tally:
         return Agreement(self.pairs, self.only_a, self.only_b, tuple(self.scores))
 
 
-def _agree(a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray],
-           waymo_type: int) -> Agreement:
+def _agree(a: _Drawn, b: _Drawn, waymo_type: int) -> Agreement:
     """A's and B's boxes of one type matched to each other (B's in score order take A's, IoU 0.5)."""
-    in_a, in_b = a[2] == waymo_type, b[2] == waymo_type
-    a_boxes, b_boxes = a[0][in_a], b[0][in_b]
+    (a_boxes, a_scores), (b_boxes, b_scores) = a.of_type(waymo_type), b.of_type(waymo_type)
     name = WaymoType(waymo_type).name
     if not len(a_boxes) or not len(b_boxes):
         alone = (*(Mark(_box(x), "A", name) for x in a_boxes), *(Mark(_box(x), "B", name) for x in b_boxes))
         return Agreement(0, len(a_boxes), len(b_boxes), alone=alone)
-    agree = Protocol("agreement", "agreement", "-", {}, AGREEMENT_IOU)
-    m = match_image(b_boxes, b[1][in_b], np.full(len(b_boxes), waymo_type), a_boxes, np.full(len(a_boxes), waymo_type), agree)
-    pairs = tuple((float(a[1][in_a][g]), float(b[1][in_b][j])) for j, g in enumerate(m.label_of) if g >= 0)
+    m = match_image(b_boxes, b_scores, np.full(len(b_boxes), waymo_type), a_boxes, np.full(len(a_boxes), waymo_type),
+                    AGREEMENT)
+    pairs = tuple((float(a_scores[g]), float(b_scores[j])) for j, g in enumerate(m.label_of) if g >= 0)
     paired_a = {int(g) for g in m.label_of if g >= 0}
     alone = (*(Mark(_box(a_boxes[g]), "A", name) for g in range(len(a_boxes)) if g not in paired_a),
              *(Mark(_box(b_boxes[j]), "B", name) for j, g in enumerate(m.label_of) if g < 0))
@@ -228,5 +283,23 @@ def _box(values: np.ndarray) -> tuple[float, float, float, float]:
     return x0, y0, x1, y1
 
 
-def _index(segments: dict[str, SegmentResults]) -> dict[str, dict[FrameKey, np.ndarray]]:
-    return {name: rows_by_image(segment.detections.keys) for name, segment in segments.items()}
+def _rows_by_image(side: Side) -> dict[str, dict[FrameKey, np.ndarray]]:
+    """Per segment of the side, per image: its rows of the detections table."""
+    return {name: rows_by_image(segment.detections.keys) for name, segment in side.segments.items()}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PairedAP:
+    """A's and B's records of one type under one protocol (None: the side cannot output the type)."""
+
+    a: Records | None
+    b: Records | None
+
+    def values(self, weights: np.ndarray | None = None) -> tuple[float | None, float | None]:
+        ap_a = None if self.a is None else average_precision(self.a, weights)
+        return ap_a, None if self.b is None else average_precision(self.b, weights)
+
+    def difference(self, weights: np.ndarray) -> list[float]:
+        """[B's AP - A's] over frames taken `weights` times each; [NaN] where either is undefined."""
+        ap_a, ap_b = self.values(weights)
+        return [np.nan if ap_a is None or ap_b is None else ap_b - ap_a]

@@ -1,12 +1,11 @@
-"""The tracking side of `detect compare`: HOTA, MOTA and IDF1 per Waymo type for A and B on the common
-images, and the paired bootstrap of their differences.
+"""The tracking side of `detect compare`: HOTA, MOTA and IDF1 per Waymo type for A and B on the
+common images, as numbers the bootstrap can resample.
 
-Each side's tracks are scored as `detect eval` scores them (one sequence per segment, camera and type,
-TrackEval's metrics at the protocol's IoU, pooled over sequences), on the images both processed. The
-bootstrap is AP's (`detect.compare.stats.bootstrap_difference`): the same unit (a frame: every camera
-of one timestamp of one segment), the same seed and so the same resamples; a resample weights each
-image's counts (`detect.track.frame_scores`: what the image adds to the pooled scores, the matching
-and the association scores decided on the whole sequence, as TrackEval decides them).
+Each side's tracks are scored as `detect eval` scores them (one sequence per segment, camera and
+type, TrackEval's metrics at the protocol's IoU, pooled over sequences), on the images both
+processed. A resample (`detect.compare.resample`, the same resamples as AP's) weights each image's
+counts (`detect.track.frame_scores`: what the image adds to the pooled scores, the matching and the
+association scores decided on the whole sequence, as TrackEval decides them).
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from detect.compare.comparison import MIN_FRAMES, TrackingComparison
+from detect.compare.comparison import Change, TrackingComparison
+from detect.compare.resample import FrameIndex
 from detect.compare.sides import Pairing, Side
 from detect.core.matching import Protocol
-from detect.core.records import WaymoType
+from detect.core.records import FrameKey, WaymoType
 from detect.evaluate.tracking import has_object_ids, image_sequences
 from detect.model.classmap import ClassMap
 from detect.track import FrameCounts, frame_counts, weighted_scores
@@ -28,58 +28,58 @@ METRICS = ("HOTA", "MOTA", "IDF1")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class _TypeCounts:
+class SideCounts:
+    """One side's per-image counts of one type, and the frame (of the comparison's index) of each."""
+
     counts: FrameCounts
-    frame: np.ndarray  # per row of counts: the comparison's frame index
+    frame: np.ndarray
+
+    def scores(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """(HOTA, MOTA, IDF1) over the frames taken `weights` times each (all once for None)."""
+        return np.array(weighted_scores(self.counts, None if weights is None else weights[self.frame]))
 
 
-def compare_tracking(a: Side, b: Side, pairing: Pairing, class_map: ClassMap, protocol: Protocol,
-                     replicates: int, seed: int) -> tuple[list[TrackingComparison], list[str]]:
-    """The rows (per type both sides track and the labels cover, HOTA, MOTA, IDF1) and a note when
-    there is nothing to compare (a side without track ids, labels without object ids)."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class TrackedType:
+    """A Waymo type both sides track and the labels cover."""
+
+    waymo_type: int
+    a: SideCounts
+    b: SideCounts
+
+    def difference(self, weights: np.ndarray) -> np.ndarray:
+        """B - A of HOTA, MOTA and IDF1 over frames taken `weights` times each."""
+        return self.b.scores(weights) - self.a.scores(weights)
+
+    def rows(self, intervals: Sequence[tuple[float, float] | None], blocks: int) -> list[TrackingComparison]:
+        """The type's HOTA, MOTA and IDF1 rows, with each metric's interval."""
+        values_a, values_b = self.a.scores(), self.b.scores()
+        return [TrackingComparison(WaymoType(self.waymo_type).name, metric,
+                                   Change.of(float(values_a[m]), float(values_b[m]), intervals[m], blocks))
+                for m, metric in enumerate(METRICS)]
+
+
+def tracked_types(a: Side, b: Side, pairing: Pairing, index: FrameIndex, class_map: ClassMap,
+                  protocol: Protocol) -> tuple[list[TrackedType], list[str]]:
+    """Per type both sides track and the labels cover, both sides' counts; a note when there is
+    nothing to compare (a side without track ids; labels without object ids say nothing)."""
     if not pairing.labels or not has_object_ids(pairing.labels):
         return [], []
-    frame_of: dict[tuple[str, int], int] = {}
-    for key in pairing.common:
-        frame_of.setdefault((key.segment_context_name, key.frame_timestamp_micros), len(frame_of))
     types = sorted(set(a.types) & set(b.types))
-    counted = {side.label: _counts(side, pairing, class_map, types, protocol, frame_of) for side in (a, b)}
-    untracked = [label for label, per_type in counted.items() if per_type is None]
-    if untracked:
+    counts_a, counts_b = (_counts(side, pairing, index, class_map, types, protocol) for side in (a, b))
+    if counts_a is None or counts_b is None:
+        untracked = [side.label for side, counts in ((a, counts_a), (b, counts_b)) if counts is None]
         verb = "have" if len(untracked) > 1 else "has"
         return [], [f"{' and '.join(untracked)} {verb} no track ids (one timestamp, --no-track, or a run from "
                     f"before tracking: `detect track`): no tracking comparison"]
-    out = []
-    frames = len(frame_of)
-    for waymo_type in types:
-        side_a, side_b = counted["A"][waymo_type], counted["B"][waymo_type]  # type: ignore[index]
-        if not (side_a.counts.labels.sum() and side_b.counts.labels.sum()):
-            continue  # no labels of this type on the common images
-        values_a, values_b = weighted_scores(side_a.counts), weighted_scores(side_b.counts)
-        intervals: list[tuple[float | None, float | None]] = [(None, None)] * len(METRICS)
-        if replicates and frames >= MIN_FRAMES:
-            diffs = _bootstrap(side_a, side_b, frames, replicates, seed)
-            intervals = [(float(lo), float(hi)) for lo, hi in np.percentile(diffs, [2.5, 97.5], axis=0).T]
-        for m, metric in enumerate(METRICS):
-            out.append(TrackingComparison(WaymoType(waymo_type).name, metric, values_a[m], values_b[m],
-                                          values_b[m] - values_a[m], *intervals[m]))
-    return out, []
+    return [TrackedType(t, counts_a[t], counts_b[t]) for t in types
+            if counts_a[t].counts.labels.sum() and counts_b[t].counts.labels.sum()], []  # labels of it on the images
 
 
-def _bootstrap(a: _TypeCounts, b: _TypeCounts, frames: int, replicates: int, seed: int) -> np.ndarray:
-    """[replicates, metrics]: B - A over resamples of the frames, drawn exactly as AP's bootstrap draws them."""
-    rng = np.random.default_rng(seed)
-    out = np.empty((replicates, len(METRICS)))
-    for r in range(replicates):
-        weights = np.bincount(rng.integers(0, frames, frames), minlength=frames).astype(np.float64)
-        out[r] = np.subtract(weighted_scores(b.counts, weights[b.frame]), weighted_scores(a.counts, weights[a.frame]))
-    return out
-
-
-def _counts(side: Side, pairing: Pairing, class_map: ClassMap, types: list[int], protocol: Protocol,
-            frame_of: dict[tuple[str, int], int]) -> dict[int, _TypeCounts] | None:
+def _counts(side: Side, pairing: Pairing, index: FrameIndex, class_map: ClassMap, types: list[int],
+            protocol: Protocol) -> dict[int, SideCounts] | None:
     """Per type: the side's per-image counts on the common images (None: the side has no track ids)."""
-    by_segment: dict[str, list] = {}
+    by_segment: dict[str, list[FrameKey]] = {}
     for key in pairing.common:
         by_segment.setdefault(key.segment_context_name, []).append(key)
     parts: dict[int, list[FrameCounts]] = {t: [] for t in types}
@@ -90,22 +90,8 @@ def _counts(side: Side, pairing: Pairing, class_map: ClassMap, types: list[int],
         tracked = tracked or (rows.track_ids is not None and bool((rows.track_ids >= 0).any()))
         for sequence in image_sequences(rows, keys, pairing.labels, class_map, types):
             parts[sequence.waymo_type].append(frame_counts(sequence.frames, protocol.iou(sequence.waymo_type)))
-            frames[sequence.waymo_type].append(np.array(
-                [frame_of[(k.segment_context_name, k.frame_timestamp_micros)] for k in sequence.keys], np.int64))
+            frames[sequence.waymo_type].append(np.array([index.number(k) for k in sequence.keys], np.int64))
     if not tracked:
         return None
-    return {t: _TypeCounts(FrameCounts.concat(parts[t]), np.concatenate([np.zeros(0, np.int64), *frames[t]]))
+    return {t: SideCounts(FrameCounts.concat(parts[t]), np.concatenate([np.zeros(0, np.int64), *frames[t]]))
             for t in types}
-
-
-def tracking_lines(rows: Sequence[TrackingComparison]) -> list[str]:
-    """The terminal table: per type and metric, A, B, B - A, the interval and the verdict."""
-    if not rows:
-        return []
-    lines = ["tracking (track ids against the labels' object ids; same bootstrap):",
-             f"{'type':<11}{'metric':>7}{'A':>8}{'B':>8}{'B - A':>8}  {'95% interval':<18}verdict"]
-    for row in rows:
-        interval = "-" if row.low is None or row.high is None else f"[{row.low:+.3f}, {row.high:+.3f}]"
-        lines.append(f"{row.name:<11}{row.metric:>7}{row.a:>8.3f}{row.b:>8.3f}{row.difference:>+8.3f}  "
-                     f"{interval:<18}{row.verdict}")
-    return lines

@@ -13,6 +13,10 @@ class InputError(DetectError):
     """A segment path, file or its content is unusable (missing, truncated, wrong component...)."""
 
 
+class RecordError(InputError):
+    """A value a results record holds (a manifest's settings) cannot be used: wrong type or out of bounds."""
+
+
 class UnsupportedURIError(InputError):
     """A remote URI whose filesystem is not available in this installation."""
 

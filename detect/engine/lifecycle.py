@@ -24,10 +24,9 @@ from detect.core.errors import InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
 from detect.engine.outcomes import SegmentReport, boxes_drawn
-from detect.engine.spec import ResumeModel, SegmentJob, SegmentSettings
+from detect.engine.spec import ResumeModel, SegmentJob, SegmentSettings, SettingsRecord
 from detect.engine.stages import StageTimings, count_invalid, plan_frames, sorted_failures
 from detect.model.facts import ModelFacts
-from detect.model.inputs import size_record
 from detect.sinks import journal, layout
 from detect.sinks.frames import frame_path
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
@@ -49,6 +48,7 @@ from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.source_check import take_fingerprint
+from detect.waymo.sources import recorded_path
 
 Clock = Callable[[], float]
 # (segment_dir, width=, mp4=, gif=, segment_context_name=) -> written paths; the Ray engine runs it remotely.
@@ -310,7 +310,7 @@ class SegmentLifecycle:
             self._journal = None
 
     def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, object]) -> dict[str, object]:
-        settings, source, f = self.settings, self.keys.source, self.settings.frame_filter
+        source = self.keys.source
         outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
         values = self.timings.values
         per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(values.items())}
@@ -319,7 +319,7 @@ class SegmentLifecycle:
             "tool": "detect",
             "status": report.status,
             "segment_context_name": report.segment_context_name,
-            "input": {"path": source.uri, "format": source.format, "images_in_file": len(self.keys.index),
+            "input": {"path": recorded_path(source), "format": source.format, "images_in_file": len(self.keys.index),
                       "fingerprint": None if self._source_fingerprint is None else self._source_fingerprint.to_json(),
                       "ground_truth": self.keys.labels if self.labels is None else self.labels.origin,
                       "labels": None if self.labels is None else
@@ -327,22 +327,7 @@ class SegmentLifecycle:
                       "labels_dropped": 0 if self.labels is None else self.labels.dropped},
             "model": self.model_facts.to_json(),
             "engine": engine,
-            "settings": {
-                "cameras": [c.name for c in f.cameras] if f.cameras else "all",
-                "first_frame": f.first_frame, "max_frames": f.max_frames,
-                "input_size": size_record(settings.input_size),
-                "batch_size": self.model_facts.batch_size,
-                "write_frames": settings.write_frames, "frame_format": settings.frame_format,
-                "gif": settings.gif, "mp4": settings.mp4, "gif_width": settings.gif_width,
-                "draw": dataclasses.asdict(settings.style) | {"palette": len(settings.style.palette)},
-                "mode": settings.mode,
-                "workers": settings.workers, "decode_threads": settings.decode_threads,
-                "max_pixels": settings.max_pixels,
-                "score_floor": self.model_facts.score_floor,
-                "tile": None if settings.tile is None else settings.tile.to_json(),
-                "draw_mode": settings.draw,
-                "errors": self.job.errors_json(),
-            },
+            "settings": SettingsRecord.of(self.job, self.model_facts).to_json(),
             "counts": {
                 "images_planned": report.images_planned,
                 "images_processed": report.images_processed,
@@ -363,7 +348,7 @@ class SegmentLifecycle:
                 "stage_ms_per_image": per_image,
                 "note": TIMINGS_NOTE,
             },
-            "tracking": tracking_record(settings.tracker, self._track_ids),
+            "tracking": tracking_record(self.settings.tracker, self._track_ids),
             "outputs": outputs,
             "versions": versions(),
             "started_at": self.started_at,

@@ -18,7 +18,6 @@ from detect.model.inputs import parse_input_size, require_multiple
 from detect.model.runtimes import cpu_plan, title
 from detect.model.runtimes.tensorflow import NAME as TENSORFLOW
 from detect.model.tfjs import ANY_INPUT_SIZE, HEADS
-from detect.model.tfjs.heads import MULTIPLE
 
 MODEL_ENV = "DETECT_MODEL"
 DEFAULT_MODEL = Path("models") / "ssd_mobilenet_v2"
@@ -74,8 +73,9 @@ def choose_settings(path: Path | None, *, threshold: float | None = None, input_
         input_size = defaults.input_size or FALLBACK_INPUT_SIZE
         picked += ["input_size"] if defaults.input_size else []
     origin = source.origin or {}
-    if origin.get("head") in HEADS:  # a TF.js network: any multiple of 32, nothing else
-        require_multiple(parse_input_size(input_size), MULTIPLE, source.short_name or "this model")
+    head = HEADS.get(str(origin.get("head")))
+    if head is not None and head.input_multiple:  # a TF.js network fed at the frame's size: multiples only
+        require_multiple(parse_input_size(input_size), head.input_multiple, source.short_name or "this model")
         if parse_input_size(input_size) is not None and not origin.get(ANY_INPUT_SIZE):
             raise UsageError(f"model {source.path} predates other input sizes (--input-size {input_size} would "
                              "run at its export's own size): convert it again (make coco-model, or "
@@ -142,11 +142,12 @@ def load_model(spec: ModelSpec, clock: Any = time.perf_counter) -> LoadedModel:
 def loading_line(spec: ModelSpec) -> str:
     """The status line before `load_model`: TensorFlow's import, the load and the warm-up take
     5-10 s, a first run on OpenVINO converts the network too (3-10 s more), all before the first
-    image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it."""
+    image. Read from the sidecar; the conversion is foreseen as `detect model` foresees it (an ONNX
+    file is read by OpenVINO as it is: nothing to convert)."""
     path = model_path(spec)
     source = formats.locate(path)
     line = f"loading {source.short_name or source.description} from {path}"
-    if spec.runtime != TENSORFLOW and spec.strategy == "none":
+    if spec.runtime != TENSORFLOW and spec.strategy == "none" and source.format != "onnx":
         plan = cpu_plan(path, source.kind, lambda: formats.checksum(source.path))
         if plan.runtime != TENSORFLOW and not plan.converted:
             line += f"; converting it for {title(plan.runtime)} (once, 3-10 s)"

@@ -27,6 +27,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 import warnings
@@ -39,7 +40,7 @@ from detect.core.records import WaymoType
 from detect.core.signals import raise_if_interrupted
 from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
-from detect.engine.loading import load_model
+from detect.engine.loading import MODEL_ENV, load_model
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, failed_outcome, outcome_of
 from detect.engine.ray_cluster import (
     DECODE_CPUS,
@@ -65,7 +66,7 @@ from detect.engine.ray_stages import (
     tensorflow_on_cpu,
 )
 from detect.engine.runner import Record
-from detect.engine.spec import RunSpec, SegmentJob
+from detect.engine.spec import ModelSpec, RunSpec, SegmentJob
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE
 from detect.model.facts import ModelFacts
@@ -128,6 +129,14 @@ class _InFlight:
     submitted: bool = False  # handed to a finisher
 
 
+def actor_runtime(model: ModelSpec, gpus: bool) -> str:
+    """What the detector actors run: TensorFlow on GPU actors when `auto` is asked (OpenVINO is
+    the CPU's runtime), except for an ONNX model, which only OpenVINO runs."""
+    path = os.environ.get(MODEL_ENV, "") if model.path is None else str(model.path)
+    onnx = Path(path).suffix == ".onnx"
+    return "tensorflow" if gpus and model.runtime == "auto" and not onnx else model.runtime
+
+
 class _Job:
     """One Ray Data job over the segments of a run; the driver's side."""
 
@@ -138,8 +147,7 @@ class _Job:
         self.progress_bars = progress_bars
         self._lock = threading.Lock()  # finishers record from their threads
         self.engine = engine_facts(ray, spec)
-        gpus, asked = self.engine["gpus_per_actor"], spec.model.runtime  # GPU actors run TensorFlow
-        self.actor_runtime = "tensorflow" if gpus and asked == "auto" else asked
+        self.actor_runtime = actor_runtime(spec.model, bool(self.engine["gpus_per_actor"]))
         # Animations are rebuilt from the frames by a task on the cluster (~50 ms an image): the
         # driver only waits, so it keeps up with many segments finishing at once.
         self._rebuild = ray.remote(num_cpus=RENDER_CPUS)(rebuild_animations)

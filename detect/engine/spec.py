@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar, cast
 
-from detect.core.errors import UsageError
+from detect.core import json_fields as jf
+from detect.core.cameras import CameraName
+from detect.core.errors import RecordError, UsageError
 from detect.core.matching import PROTOCOLS
 from detect.core.records import WaymoType
 from detect.judge import ErrorRules
-from detect.model.classmap import ClassMap, default_class_map
+from detect.model.classmap import DEFAULT_MAP_SOURCE, ClassMap, default_class_map, load_class_map
 from detect.model.facts import ModelFacts
-from detect.model.inputs import InputSize, size_record
+from detect.model.inputs import InputSize, size_from_record, size_record
 from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
+from detect.render.mosaic import MAX_ANIMATION_WIDTH, MIN_ANIMATION_WIDTH
+from detect.sinks.frames import FRAME_FORMATS
 from detect.sinks.tracks import tracker_params
 from detect.track import TrackerParams
-from detect.waymo.images import DEFAULT_MAX_PIXELS
+from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 from detect.waymo.selection import FrameFilter
 
 Mode = Literal["new", "resume", "overwrite"]
+MODES: tuple[Mode, ...] = ("new", "resume", "overwrite")
 # Average precision needs the low-score boxes a drawing threshold cuts: the table keeps every box
 # down to this score. 0.05 is where COCO-style evaluations of SSD models stop gaining AP.
 DEFAULT_SCORE_FLOOR = 0.05
@@ -38,6 +43,14 @@ ENGINES: tuple[EngineName, ...] = ("local", "ray")
 # What the frames show: errors (hits, false alarms, missed labels) where the segment has labels,
 # or always (an error without labels), or the detections in their class colors.
 DRAW_MODES = ("auto", "errors", "detections")
+
+
+# `--workers`' bound: 64 drawing threads keep a 64-core box busy. A manifest may record more (the
+# default scales with the cores), never more than MAX_THREADS; nor more frames than an int64 counts.
+MAX_WORKERS = 64
+MAX_THREADS = 1 << 16
+MAX_FRAME_INDEX = 2**63 - 1
+T = TypeVar("T")
 
 
 def scaled_threads(small_machine: int) -> int:
@@ -180,13 +193,101 @@ class SegmentJob:
         judged = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
         return self.settings.resume_key(model, segment) | {"errors": judged}
 
-    def errors_json(self) -> dict[str, object] | None:
-        """How the frames were judged (None: detections drawn alone)."""
-        rules = self.errors
-        if rules is None:
-            return None
-        return {"protocol": rules.protocol.name, "class_map": rules.class_map.source,
-                "types": [WaymoType(t).name for t in rules.types]}
+
+
+def recorded_class_map(source: str) -> ClassMap:
+    """The class map a record names: the default, or the file at its absolute path (a relative one
+    was recorded relative to the folder the run started in, which is not recorded: which file it
+    meant cannot be told)."""
+    if source == DEFAULT_MAP_SOURCE:
+        return default_class_map()
+    if not os.path.isabs(source):
+        raise RecordError(f"settings.errors.class_map: {source} is a path relative to the folder the run started "
+                          f"in, which is not recorded")
+    try:
+        return load_class_map(Path(source))
+    except UsageError as err:  # its message names the flag; here the file is the record's
+        raise RecordError(f"settings.errors.class_map: {str(err).removeprefix('--class-map ')}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingsRecord:
+    """A segment's settings as its manifest records them (`settings`): the settings as asked, what
+    the model brought (its batch size and score floor) and the Waymo types its frames were judged
+    on (none: the detections drawn alone). `to_json` is what the manifest's writers write and
+    `from_json` what its readers read: every value checked once, with the bounds its flag has."""
+
+    settings: SegmentSettings
+    batch_size: int | None = None
+    score_floor: float | None = None
+    judged_types: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, job: SegmentJob, facts: ModelFacts | None = None) -> SettingsRecord:
+        return cls(job.settings, None if facts is None else facts.batch_size, None if facts is None else facts.score_floor,
+                   () if job.errors is None else tuple(job.errors.types))
+
+    def to_json(self) -> dict[str, object]:
+        s, f = self.settings, self.settings.frame_filter
+        return {
+            "cameras": [c.name for c in f.cameras] if f.cameras else "all",
+            "first_frame": f.first_frame, "max_frames": f.max_frames,
+            "input_size": size_record(s.input_size),
+            "batch_size": self.batch_size,
+            "write_frames": s.write_frames, "frame_format": s.frame_format,
+            "gif": s.gif, "mp4": s.mp4, "gif_width": s.gif_width,
+            "draw": s.style.to_json(),
+            "mode": s.mode,
+            "workers": s.workers, "decode_threads": s.decode_threads,
+            "max_pixels": s.max_pixels,
+            "score_floor": self.score_floor,
+            "tile": None if s.tile is None else s.tile.to_json(),
+            "draw_mode": s.draw,
+            # how the frames are judged, and with what (recorded when they are not: the evaluation and the tracker use them)
+            "errors": {"protocol": s.protocol, "class_map": s.class_map.source,
+                       "types": [WaymoType(t).name for t in self.judged_types]},
+        }
+
+    @classmethod
+    def from_json(cls, value: object, *, track: bool,
+                  class_map: Callable[[str], ClassMap] = recorded_class_map) -> SettingsRecord:
+        """The record `to_json` wrote (a key it lacks, in a manifest written before the key
+        existed, takes the default); one `RecordError` naming the first value that cannot be used.
+        `track`: whether the run tracked (the manifest's `tracking`); `class_map`: the map for
+        the source the record names (the default reads the file it names)."""
+        f = jf.Fields(jf.section(value, "settings"), "settings")
+        errors = jf.Fields(f.get("errors", {}, lambda v, name: jf.optional(v, lambda x: jf.section(x, name)) or {}),
+                           "settings.errors")
+        whole = _whole_at_most
+        try:
+            settings = SegmentSettings(
+                frame_filter=FrameFilter(cameras=f.get("cameras", None, _cameras),
+                                         first_frame=f.get("first_frame", 0, whole(0, MAX_FRAME_INDEX)),
+                                         max_frames=f.get("max_frames", None, _optional(whole(1, MAX_FRAME_INDEX)))),
+                input_size=f.get("input_size", SegmentSettings.input_size, size_from_record),
+                write_frames=f.get("write_frames", True, jf.flag),
+                frame_format=f.get("frame_format", "png", lambda v, name: jf.choice(v, name, FRAME_FORMATS)),
+                gif=f.get("gif", True, jf.flag), mp4=f.get("mp4", False, jf.flag),
+                gif_width=f.get("gif_width", SegmentSettings.gif_width, whole(MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH)),
+                style=DrawStyle.from_json(f.data.get("draw", {}), "settings.draw"),
+                mode=cast(Mode, f.get("mode", "new", lambda v, name: jf.choice(v, name, MODES))),
+                workers=f.get("workers", 1, whole(1, MAX_THREADS)),
+                decode_threads=f.get("decode_threads", 1, whole(1, MAX_THREADS)),
+                max_pixels=f.get("max_pixels", DEFAULT_MAX_PIXELS, whole(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE)),
+                tile=f.get("tile", None, _optional(TileSpec.from_json)),
+                draw=f.get("draw_mode", "auto", lambda v, name: jf.choice(v, name, DRAW_MODES)),
+                protocol=errors.get("protocol", "coco", lambda v, name: jf.choice(v, name, tuple(PROTOCOLS))),
+                class_map=class_map(errors.get("class_map", DEFAULT_MAP_SOURCE, lambda v, name: jf.text(v, name, 4096))),
+                track=track)
+        except (UsageError, ValueError) as err:  # a value each field allows, refused in combination
+            if isinstance(err, RecordError):
+                raise
+            raise RecordError(f"settings: {err}") from None
+        no_types: list[int] = []
+        types = errors.get("types", no_types, lambda v, name: [_waymo_type(t, f"{name}[]") for t in jf.items(v, name, 16)])
+        return cls(settings, batch_size=f.get("batch_size", None, _optional(whole(1, MAX_THREADS))),
+                   score_floor=f.get("score_floor", None, _optional(lambda v, name: jf.number(v, name, 0.0, 1.0))),
+                   judged_types=tuple(types))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,3 +361,25 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if count < 1 or not 0 <= index < count:
         raise UsageError(f"--shard {text!r}: need 0 <= I < N")
     return index, count
+
+
+def _whole_at_most(low: int, high: int) -> Callable[[object, str], int]:
+    return lambda value, field: jf.whole(value, field, low, high)
+
+
+def _optional(decode: Callable[[object, str], T]) -> Callable[[object, str], T | None]:
+    return lambda value, field: jf.optional(value, lambda v: decode(v, field))
+
+
+def _cameras(value: object, field: str) -> tuple[CameraName, ...] | None:
+    """"all" (None), or the cameras' names, each once."""
+    if value == "all":
+        return None
+    names = [jf.choice(v, f"{field}[]", tuple(CameraName.__members__)) for v in jf.items(value, field, len(CameraName))]
+    if not names or len(set(names)) != len(names):
+        raise RecordError(f"{field}: expected \"all\" or camera names, each once, got {value!r:.60}")
+    return tuple(CameraName[n] for n in names)
+
+
+def _waymo_type(value: object, field: str) -> int:
+    return int(WaymoType[jf.choice(value, field, tuple(t.name for t in WaymoType if t != WaymoType.UNKNOWN))])

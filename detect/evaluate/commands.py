@@ -28,6 +28,7 @@ from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
 from detect.sinks.layout import MATCHES_FILE, TRACKING_FILE
 from detect.sinks.results_folder import Manifest, read_manifest
+from detect.sinks.source_images import NamedSources
 
 FOLDERS_NAMED = 3  # a refusal names this many folders, then counts the rest
 
@@ -80,11 +81,13 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,
-                class_map_path: Path | None = None, images: bool = False, allow_mixed: bool = False) -> Exported:
+                class_map_path: Path | None = None, images: bool = False, allow_mixed: bool = False,
+                sources: NamedSources = NamedSources()) -> Exported:
     """`instances.json` (every label, LEVEL_2) and `detections.json` (mapped to Waymo types); with
-    `images`, the source JPEGs they name (see `detect.evaluate.export`)."""
+    `images`, the source JPEGs they name (see `detect.evaluate.export`), from the segment files
+    named in `sources` when given."""
     segments, class_map, types, notes = _prepare(results, gt, class_map_path, allow_mixed)
-    exported = write_coco(segments, class_map, types, Path(out or results), images)
+    exported = write_coco(segments, class_map, types, Path(out or results), images, sources)
     return dataclasses.replace(exported, notes=notes + exported.notes)
 
 

@@ -24,6 +24,7 @@ from detect.evaluate.results import SegmentResults
 from detect.model.classmap import ClassMap
 from detect.sinks.journal import JOURNAL, STATE_DIR
 from detect.sinks.layout import real_file, real_folder
+from detect.sinks.source_images import NamedSources, source_uri
 from detect.waymo.images import jpeg_size
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.selection import FrameFilter
@@ -38,13 +39,15 @@ class Exported:
 
 
 def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[int], target: Path,
-               images: bool = False) -> Exported:
-    """Write the export into `target`; `types` are the Waymo types the model's classes map to."""
+               images: bool = False, sources: NamedSources = NamedSources()) -> Exported:
+    """Write the export into `target`; `types` are the Waymo types the model's classes map to. The
+    images come from the segment files the user named among `sources`, else from the one each
+    manifest records when it is local (`detect.sinks.source_images.source_uri`)."""
     target = Path(target)
     notes: list[str] = []
     written: list[Path] = []
     if images:
-        copied = [_copy_images(segment, target, notes) for segment in segments]
+        copied = [_copy_images(segment, target, notes, sources) for segment in segments]
         segments = [dataclasses.replace(s, sizes={**sizes, **s.sizes}) for s, sizes in zip(segments, copied, strict=True)]
         written.append(target / coco.IMAGES_DIR)
     instances = coco.ground_truth(segments, sorted(set(types) | set(coco.label_types(segments))))
@@ -58,14 +61,20 @@ def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[
                      *written], notes)
 
 
-def _copy_images(segment: SegmentResults, target: Path, notes: list[str]) -> dict[FrameKey, tuple[int, int]]:
+def _copy_images(segment: SegmentResults, target: Path, notes: list[str],
+                 sources: NamedSources) -> dict[FrameKey, tuple[int, int]]:
     """Copy the segment's processed images out of its input file; their sizes from the JPEG headers."""
     wanted = segment.images
     name = printable(segment.name, 64)
-    if segment.input_path is None:
+    if segment.input_path is None and not sources:
         notes.append(f"{segment.directory}: its manifest names no input file; the images of {name} are not written")
         return {}
     if not wanted:
+        return {}
+    uri, problem = source_uri(segment.manifest, sources)
+    if uri is None:
+        where = "" if sources else f"its input file {printable(segment.input_path or '?', 200)} "
+        notes.append(f"{segment.directory}: {where}{problem}; the images of {name} are not written")
         return {}
     times = [k.frame_timestamp_micros for k in wanted]
     selection = FrameFilter(cameras=tuple(sorted({k.camera_name for k in wanted})), min_timestamp=min(times),
@@ -74,7 +83,7 @@ def _copy_images(segment: SegmentResults, target: Path, notes: list[str]) -> dic
     copied: set[FrameKey] = set()
     folders: set[Path] = set()
     try:
-        keys = read_keys(segment.input_path)
+        keys = read_keys(uri)
         for frame in iter_frames(keys.source, selection, keys):
             if frame.key not in wanted or frame.key in copied:
                 continue
@@ -93,7 +102,7 @@ def _copy_images(segment: SegmentResults, target: Path, notes: list[str]) -> dic
         notes.append(f"{printable(str(err), 300)}; the images of {name} are not all written")
         return sizes
     if len(copied) < len(wanted):
-        notes.append(f"{segment.input_path}: {len(wanted) - len(copied)} of the {len(wanted)} image(s) of {name} are "
+        notes.append(f"{printable(uri, 200)}: {len(wanted) - len(copied)} of the {len(wanted)} image(s) of {name} are "
                      f"not in it; not written")
     return sizes
 

@@ -47,6 +47,12 @@ class FrameMatch:
         found[label_of[(label_of >= 0) & (scores >= threshold)]] = True
         return found
 
+    def under(self, protocol: Protocol, labels: Labels) -> FrameMatch:
+        """The same boxes and labels (`labels`: the image's, as given to `match_frame`) matched under
+        another protocol: the class map is not applied twice."""
+        return FrameMatch(self.boxes, self.detections, self.labels,
+                          _match(self.boxes, self.detections, labels, self.labels, protocol))
+
     def unmapped_rows(self, rows: int) -> list[int]:
         """The input rows (of `rows`) no Waymo-typed box stands for: classes the map leaves out."""
         covered = {row for box_rows in self.boxes.rows for row in box_rows}
@@ -73,6 +79,10 @@ def match_frame(xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, lab
     boxes = class_map.to_waymo(xyxy, scores, class_ids)
     detections = np.flatnonzero(np.isin(boxes.types, list(types)))
     kept = np.flatnonzero(np.isin(labels.types.astype(np.int64), list(types)))
-    matches = match_image(boxes.xyxy[detections], boxes.scores[detections], boxes.types[detections],
-                          labels.xyxy[kept], labels.types[kept], protocol)
-    return FrameMatch(boxes, detections, kept, matches)
+    return FrameMatch(boxes, detections, kept, _match(boxes, detections, labels, kept, protocol))
+
+
+def _match(boxes: WaymoBoxes, detections: np.ndarray, labels: Labels, kept: np.ndarray,
+           protocol: Protocol) -> ImageMatches:
+    return match_image(boxes.xyxy[detections], boxes.scores[detections], boxes.types[detections], labels.xyxy[kept],
+                       labels.types[kept], protocol)

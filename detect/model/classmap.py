@@ -24,6 +24,7 @@ types (names or numbers), e.g. `{"person": "PEDESTRIAN", "car": "VEHICLE", "3": 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -147,9 +148,12 @@ def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])])
 
 
+DEFAULT_MAP_SOURCE = "default COCO -> Waymo map"  # the default map's `source`
+
+
 def default_class_map() -> ClassMap:
     by_class = {next(iter(parse_classes([name]) or ())): int(t) for name, t in DEFAULT_COCO_TO_WAYMO.items()}
-    return ClassMap(by_class, "default COCO -> Waymo map")
+    return ClassMap(by_class, DEFAULT_MAP_SOURCE)
 
 
 def load_class_map(path: Path | None) -> ClassMap:
@@ -169,7 +173,8 @@ def load_class_map(path: Path | None) -> ClassMap:
         except UnknownClassError as err:
             raise UsageError(f"--class-map {path}: {err}") from None
         by_class[next(iter(classes))] = _waymo_type(value, path, key)
-    return ClassMap(by_class, str(path))
+    # its absolute path: the manifest and eval.json record it, and are read from other folders
+    return ClassMap(by_class, os.path.abspath(path))
 
 
 def _waymo_type(value: object, path: Path, key: str) -> int:

@@ -25,7 +25,7 @@ INPUT_NAMES = ("input_tensor", "inputs")
 # Classes arrive as floats: 1.0 is class 1, 1.5 is no class at all.
 CLASS_TOLERANCE = 1e-3
 MAX_CLASS_ID = 2**31 - 1  # class ids are int32 in the table
-CallStyle = Literal["signature", "object"]
+CallStyle = Literal["signature", "object", "onnx"]
 # A model's outputs by name, as a signature or a tf.Module returns them: TensorFlow tensors (numpy
 # arrays once fetched). TensorFlow ships no type information, so the values are untyped here;
 # `adapt_outputs` checks them against the contract.
@@ -37,7 +37,7 @@ class ModelInfo:
     """What the detector found out about a model when it loaded it.
 
     `call_style` is "signature" (`signatures['serving_default'](<input_name>=...)`) or "object"
-    (the loaded object, or a frozen graph, called directly). `batch_size` is 1 for zoo exports,
+    (the loaded object, or a frozen graph, called directly) or "onnx" (OpenVINO runs the file). `batch_size` is 1 for zoo exports,
     None when dynamic. `input_height`/`input_width` are None unless the signature pins them.
     `kind`, `description`, `classes` and `origin` come from the `detect_model.json` sidecar our
     builders and converters write ("real" with the COCO label map when there is none).

@@ -27,6 +27,7 @@ from detect.model.contract import ModelInfo
 from detect.model.devices import mirrored_strategy, prepare_devices
 from detect.model.nms import suppress
 from detect.model.runtimes import RUNTIMES, Runtime
+from detect.model.runtimes.tensorflow import NAME as TENSORFLOW
 from detect.model.runtimes.tensorflow import TensorFlowRuntime
 
 # models/measure_detector.py, benchmark model, 2 CPU cores, 2 runs: batch 1 was 78-124 ms/image,
@@ -46,7 +47,8 @@ class Detector:
     or over `DETECT_LOGICAL_CPUS` CPU slices when there is no GPU.
     `runtime` is one of `runtimes.RUNTIMES`: "auto", "tensorflow" or a network backend ("openvino";
     `detect.model.runtimes.choose`; None: $DETECT_RUNTIME or auto); `runtime_note` is one line when
-    auto fell back to TensorFlow, for the caller to show.
+    auto fell back to TensorFlow, for the caller to show. An ONNX model runs on OpenVINO only
+    (`detect.model.onnx`): `runtime="tensorflow"` and `strategy="mirrored"` are refused for it.
     """
 
     def __init__(
@@ -66,10 +68,20 @@ class Detector:
         self.threshold = float(threshold)
         self.class_ids = parse_classes(classes)
         self.nms_iou = nms_iou
+        self.strategy_name = strategy
+        self.runtime_requested = runtime
+        self.source = source
         self._tf = import_tensorflow()  # TensorFlow loads with the first model, not at import
+        if source.format == "onnx":
+            self._open_onnx(source, path, runtime, strategy, batch_size)
+        else:
+            self._open_tensorflow(source, path, runtime, strategy, batch_size)
+
+    def _open_tensorflow(self, source: formats.ModelSource, path: Path, runtime: str, strategy: str,
+                         batch_size: int) -> None:
+        """A TensorFlow model: loaded, its contract checked, warmed up, then the runtime chosen."""
         prepare_devices()
         self._strategy = mirrored_strategy() if strategy == "mirrored" else None
-        self.strategy_name = strategy
         self.num_replicas = self._strategy.num_replicas_in_sync if self._strategy else 1
         self._model = self._load(source)
         call_style, input_name, fixed_batch, keys = self._check_contract(path)
@@ -82,12 +94,35 @@ class Detector:
         chosen = self._choose_runtime(runtime, tensorflow, source, path, warm)
         self.runtime: Runtime = chosen.runtime
         self.runtime_note = chosen.note
-        self.runtime_requested = runtime
         self.info = ModelInfo(path=path, format=source.format, call_style=call_style, input_name=input_name,
                               batch_size=fixed_batch, input_height=self._height, input_width=self._width,
                               output_keys=keys, kind=source.kind, description=source.description,
                               classes=source.classes, origin=source.origin)
-        self.source = source
+
+    def _open_onnx(self, source: formats.ModelSource, path: Path, runtime: str, strategy: str,
+                   batch_size: int) -> None:
+        """An ONNX model: OpenVINO runs the whole graph (`detect.model.onnx`); there is no TensorFlow form."""
+        from detect.model import onnx
+        from detect.model.onnx.runtime import OnnxRuntime
+
+        if runtime == TENSORFLOW:
+            raise UsageError(f"model {path} is ONNX, which runs on OpenVINO only: runtime tensorflow (--runtime or "
+                             f"${runtimes.RUNTIME_ENV}) cannot run it; use --runtime auto or openvino")
+        if strategy != "none":
+            raise UsageError(f"model {path} is ONNX, which runs on OpenVINO in one CPU process: --strategy {strategy} "
+                             f"is TensorFlow's")
+        spec = onnx.describe(source.path)
+        self._strategy, self.num_replicas = None, 1
+        self._height = self._width = None  # any image: the runtime fits it to the network
+        self.batch_size = self._per_replica = batch_size
+        self.runtime = OnnxRuntime(spec, source.path, batch_size=batch_size)
+        net = spec.input
+        self.runtime.run(np.zeros((batch_size, net.height or _WARMUP_SIZE[0], net.width or _WARMUP_SIZE[1], 3), np.uint8))
+        self.runtime_note = None
+        self.info = ModelInfo(path=path, format=source.format, call_style="onnx", input_name=net.name,
+                              batch_size=net.batch, input_height=None, input_width=None, output_keys=spec.outputs,
+                              kind=source.kind, description=source.description, classes=source.classes,
+                              origin=source.origin)
 
     def _load(self, source: formats.ModelSource) -> Any:  # a SavedModel object, or a frozen graph's function
         """The model, built under the distribution strategy's scope when there is one."""

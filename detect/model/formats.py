@@ -6,7 +6,9 @@
 - a TF1 Object Detection API frozen graph: `frozen_inference_graph.pb` (input `image_tensor`,
   outputs `detection_boxes`, `detection_scores`, `detection_classes`, `num_detections`);
 - a TF.js graph model of a known detector family: its `model.json` (weights beside it), converted
-  in memory at load (`detect.model.tfjs`; `models/convert_tfjs.py` writes it as a SavedModel once).
+  in memory at load (`detect.model.tfjs`; `models/convert_tfjs.py` writes it as a SavedModel once);
+- an ONNX detector (`.onnx`: PyTorch exports, tf2onnx exports) in one of the output layouts
+  `detect.model.onnx` knows; it runs on OpenVINO only, so `load` never sees it.
 
 `locate` says what a path holds and what its sidecar (`detect_model.json`, written by the
 builders and converters in `models/`) says about it: its kind, the classes it can output, where it
@@ -38,7 +40,7 @@ _DEFAULT_DESCRIPTIONS = {
     "benchmark": "SSD MobileNet v2 architecture with random weights (benchmark only, boxes meaningless)",
 }
 
-Format = Literal["saved_model", "frozen_graph", "tfjs"]
+Format = Literal["saved_model", "frozen_graph", "tfjs", "onnx"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,9 +67,12 @@ def locate(path: Path) -> ModelSource:
     if path.is_file():
         if path.suffix == ".json":
             return _tfjs_source(path)
+        if path.suffix == ".onnx":
+            return _onnx_source(path)
         if path.suffix != ".pb":
-            raise ModelError(f"model {path} is a file but not a frozen graph (.pb) or a TF.js model.json: expected a "
-                             f"SavedModel directory, a TF1 {FROZEN_GRAPH_NAME} or a TF.js graph model")
+            raise ModelError(f"model {path} is a file but not a frozen graph (.pb), a TF.js model.json or an ONNX "
+                             f"model (.onnx): expected a SavedModel directory, a TF1 {FROZEN_GRAPH_NAME}, a TF.js graph "
+                             f"model or an ONNX file")
         return _with_sidecar(ModelSource(path, "frozen_graph", description="TF1 Object Detection API frozen graph"),
                              path.parent)
     for candidate in (path, path / "saved_model"):
@@ -80,7 +85,9 @@ def locate(path: Path) -> ModelSource:
 
 
 def load(source: ModelSource) -> Any:
-    """The model as TensorFlow objects: a loaded SavedModel, or a `FrozenGraph`."""
+    """The model as TensorFlow objects: a loaded SavedModel, or a `FrozenGraph` (an ONNX model has none)."""
+    if source.format == "onnx":
+        raise ModelError(f"model {source.path} is ONNX, which runs on OpenVINO only: it has no TensorFlow form")
     if source.format == "frozen_graph":
         return FrozenGraph(source.path)
     if source.format == "tfjs":
@@ -174,6 +181,28 @@ def _tfjs_source(path: Path) -> ModelSource:
     return ModelSource(path, "tfjs", description=f"{head.description} (TF.js graph model {Path(path).name})",
                        classes=COCO80_IDS, origin={"file": str(path), **head.source_facts()}, defaults=head.defaults,
                        short_name=head.short_name)
+
+
+def _onnx_source(path: Path) -> ModelSource:
+    """An ONNX file: what its graph and metadata say, then its sidecar's word field by field."""
+    from detect.model import onnx
+
+    sidecar = read_sidecar(path.parent)
+    spec = onnx.describe(path, sidecar)
+    said = spec.facts.get("description")
+    description = f"{said} (ONNX {path.name})" if isinstance(said, str) and said else f"ONNX detector {path.name}"
+    origin: dict[str, object] = {"file": str(path), **spec.facts}
+    source = ModelSource(path, "onnx", description=description, classes=spec.classes, origin=origin,
+                         defaults=spec.defaults)
+    if sidecar is None:
+        return source
+    own = sidecar.defaults or ModelDefaults()
+    defaults = ModelDefaults(**{field.name: getattr(own, field.name) if getattr(own, field.name) is not None
+                                else getattr(spec.defaults, field.name) for field in dataclasses.fields(ModelDefaults)})
+    return dataclasses.replace(source, kind=sidecar.kind, description=sidecar.description or description,
+                               classes=sidecar.classes if sidecar.classes is not None else spec.classes,
+                               origin={**(sidecar.source or {}), **origin}, defaults=defaults,
+                               short_name=sidecar.short_name)
 
 
 def _with_sidecar(source: ModelSource, directory: Path) -> ModelSource:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from detect.core.errors import UsageError
+from detect.core import json_fields as jf
+from detect.core.errors import RecordError, UsageError
 from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
@@ -213,6 +215,25 @@ def _decode_error(jpeg: bytes, max_pixels: int) -> str:
 def size_record(size: InputSize) -> list[int] | str:
     """How a manifest records an input size: [width, height], 'fit:WxH' or 'native'."""
     return "native" if size is None else str(size) if isinstance(size, FitSize) else list(size)
+
+
+MIN_INPUT_SIDE, MAX_INPUT_SIDE = 32, 4096  # `--input-size`'s bounds
+_FIT_RECORD = re.compile(r"fit:([0-9]{1,4})x([0-9]{1,4})")
+
+
+def size_from_record(value: object, field: str) -> InputSize:
+    """The input size `size_record` recorded (`RecordError` naming `field` when it is not one)."""
+    if value == "native":
+        return None
+    fit = _FIT_RECORD.fullmatch(value) if isinstance(value, str) else None
+    if fit is not None:
+        sides: list[object] = [int(fit.group(1)), int(fit.group(2))]
+    elif isinstance(value, list) and len(value) == 2:
+        sides = list(value)
+    else:
+        raise RecordError(f"{field}: expected [width, height], 'fit:WxH' or 'native', got {value!r:.40}")
+    width, height = (jf.whole(side, field, MIN_INPUT_SIDE, MAX_INPUT_SIDE) for side in sides)
+    return FitSize(width, height) if fit is not None else (width, height)
 
 
 def resize_images(images: np.ndarray, size: tuple[int, int] | FitSize) -> np.ndarray:

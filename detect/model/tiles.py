@@ -23,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from detect.core import json_fields as jf
 from detect.core.boxes import class_aware_nms
 from detect.core.errors import UsageError
 from detect.core.records import Detections
@@ -60,6 +61,14 @@ class TileSpec:
 
     def to_json(self) -> dict[str, object]:
         return {"size": self.size, "overlap": self.overlap, "nms_iou": self.nms_iou, "edge_px": EDGE}
+
+    @classmethod
+    def from_json(cls, value: object, field: str) -> TileSpec:
+        """The tiles `to_json` recorded at `field` (`RecordError` naming the value that is not usable)."""
+        f = jf.Fields(jf.section(value, field), field)
+        return cls(size=f.get("size", 0, lambda v, name: jf.whole(v, name, MIN_TILE, MAX_TILE)),
+                   overlap=f.get("overlap", 0.2, lambda v, name: jf.number(v, name, 0.0, 0.9)),
+                   nms_iou=f.get("nms_iou", TILE_NMS_IOU, lambda v, name: jf.number(v, name, 0.01, 1.0)))
 
 
 def tile_layout(width: int, height: int, spec: TileSpec) -> list[Box]:

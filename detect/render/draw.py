@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from PIL import Image
 
+from detect.core import json_fields as jf
 from detect.core.errors import UsageError
 from detect.core.records import Detections
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at, place_chips
@@ -41,6 +42,13 @@ DEFAULT_PALETTE: tuple[RGB, ...] = (
 
 WATERMARK_COLOR: RGB = (40, 40, 40)
 UNSCORED = ("boxes", "chips", "none")
+# Bounds of what a drawing may ask for (`--line-width`, `--max-boxes`; a style read back from a
+# manifest is held to them too): wider lines hide the image, more boxes than this hide each other.
+MAX_LINE_WIDTH = 64
+MAX_BOXES = 10_000
+MAX_FONT_SIZE = 512  # no flag sets it: 32 px labels a 1920-wide frame
+MAX_CLASS_ID = 2**31 - 1
+MAX_CLASSES = 10_000  # --classes names a few
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +88,39 @@ class DrawStyle:
         if not palette or any(len(c) != 3 or not all(0 <= v <= 255 for v in c) for c in palette):
             raise UsageError("palette must be a non-empty sequence of (r, g, b) colors in 0-255")
         object.__setattr__(self, "palette", palette)
+
+    def to_json(self) -> dict[str, object]:
+        """How a manifest records the style (`settings.draw`): the palette as its length."""
+        return {"threshold": self.threshold, "classes": None if self.classes is None else sorted(self.classes),
+                "show_labels": self.show_labels, "show_scores": self.show_scores, "line_width": self.line_width,
+                "font_size": self.font_size, "max_boxes": self.max_boxes, "palette": len(self.palette),
+                "dashed": self.dashed, "watermark": self.watermark, "unscored": self.unscored}
+
+    @classmethod
+    def from_json(cls, value: object, field: str) -> DrawStyle:
+        """The style `to_json` recorded at `field`, every value checked (`RecordError` naming the
+        first that is not usable); a key it lacks takes the default. The palette drawn is the
+        default one (a manifest records only its length)."""
+        f = jf.Fields(jf.section(value, field), field)
+        default = cls()
+
+        def classes(v: object, name: str) -> frozenset[int]:
+            return frozenset(jf.whole(c, f"{name}[]", 0, MAX_CLASS_ID) for c in jf.items(v, name, MAX_CLASSES))
+
+        def sized(high: int) -> Callable[[object, str], int | None]:
+            return lambda v, name: jf.optional(v, lambda x: jf.whole(x, name, 1, high))
+
+        f.get("palette", 0, lambda v, name: jf.whole(v, name, 1, 1 << 16))
+        return cls(threshold=f.get("threshold", default.threshold, lambda v, name: jf.number(v, name, 0.0, 1.0)),
+                   classes=f.get("classes", None, lambda v, name: jf.optional(v, lambda x: classes(x, name))),
+                   show_labels=f.get("show_labels", default.show_labels, jf.flag),
+                   show_scores=f.get("show_scores", default.show_scores, jf.flag),
+                   line_width=f.get("line_width", None, sized(MAX_LINE_WIDTH)),
+                   font_size=f.get("font_size", None, sized(MAX_FONT_SIZE)),
+                   max_boxes=f.get("max_boxes", default.max_boxes, sized(MAX_BOXES)),
+                   dashed=f.get("dashed", default.dashed, jf.flag),
+                   watermark=f.get("watermark", None, lambda v, name: jf.optional(v, lambda x: jf.text(x, name))),
+                   unscored=f.get("unscored", default.unscored, lambda v, name: jf.choice(v, name, UNSCORED)))
 
 
 def scaled_line_width(width: int, height: int) -> int:

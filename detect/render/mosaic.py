@@ -28,6 +28,7 @@ GRID: tuple[tuple[CameraName | None, ...], ...] = (
 # Waymo's camera sizes set the row heights, so tiles downscaled from real frames fit exactly.
 _ROW_ASPECT = ((1280, 1920), (886, 1920))
 MIN_TILE_WIDTH = 8
+MIN_ANIMATION_WIDTH, MAX_ANIMATION_WIDTH = 16, 7680  # `--gif-width` and `detect gif --width`
 BACKGROUND = (24, 24, 24)
 MISSING_FILL = (48, 48, 48)
 TEXT = (235, 235, 235)

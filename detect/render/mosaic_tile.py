@@ -100,6 +100,17 @@ class MosaicTile:
     chips: tuple[tuple[int, int, int, int], ...] = dataclasses.field(default=(), compare=False)
 
 
+def shrunk_size(width_in: int, height_in: int, width: int) -> tuple[int, int]:
+    """The size `downscale_to_width` gives an image of `width_in` x `height_in` (a tile's size,
+    known from its frame's)."""
+    if width_in <= width:
+        return width_in, height_in
+    if width_in % width == 0:
+        factor = width_in // width
+        return width, -(-height_in // factor)  # `reduce` rounds up
+    return width, max(1, round(height_in * width / width_in))
+
+
 def downscale_to_width(image: Image.Image, width: int) -> Image.Image:
     """Shrink to `width` (never enlarge): `reduce` by an exact integer factor, else bilinear."""
     if width < 1:

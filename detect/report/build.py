@@ -21,6 +21,7 @@ from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.run_record import read_run_records
+from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 
 
@@ -30,13 +31,14 @@ class Reports:
     notes: list[str]  # one line each: a segment left out, and why
 
 
-def build_reports(results: Path) -> Reports:
+def build_reports(results: Path, sources: NamedSources = NamedSources()) -> Reports:
     """`report.html` in every segment directory at or under `results`; `index.html` at the top of
-    a run directory (one that holds segment directories rather than being one)."""
+    a run directory (one that holds segment directories rather than being one). `sources`: the
+    segment files the user named, to cut close-ups from (else a segment's recorded file, if local)."""
     results = Path(results)
     found = find_segment_folders(results)
     if found.folders == [results]:
-        data = load(results)
+        data = load(results, sources)
         changed = bool(changed_since(data.evaluation, results))
         return Reports([segment_page(data)], data.notes + ([refresh_note(results, [data.name])] if changed else []))
     notes = list(found.skipped)
@@ -50,7 +52,7 @@ def build_reports(results: Path) -> Reports:
             if _up_to_date(directory):
                 manifest = read_manifest(directory)
             else:
-                data = load(directory)
+                data = load(directory, sources)
                 written.append(segment_page(data))
                 notes += data.notes  # a frame its page could not show
                 manifest = data.manifest

@@ -17,6 +17,7 @@ from detect.core.records import FrameKey
 from detect.sinks.eval_record import EvalRecord, read_eval_record
 from detect.sinks.frames import list_frames
 from detect.sinks.results_folder import Manifest, processed_images, read_manifest
+from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
@@ -36,6 +37,7 @@ class SegmentData:
     images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
     # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
     notes: list[str] = dataclasses.field(default_factory=list)
+    sources: NamedSources = NamedSources()  # segment files the user named: its camera images are read from there
 
     @property
     def name(self) -> str:
@@ -137,8 +139,9 @@ def drawn_count(directory: Path, manifest: Manifest) -> int | None:
     return int((scores >= manifest.threshold).sum())
 
 
-def load(directory: Path) -> SegmentData:
-    """A segment's outputs; a directory without a manifest is refused with one line."""
+def load(directory: Path, sources: NamedSources = NamedSources()) -> SegmentData:
+    """A segment's outputs; a directory without a manifest is refused with one line. `sources`: the
+    segment files the user named (the close-ups are cut from their images)."""
     manifest = read_manifest(directory)
     detections = _detections(directory / DETECTIONS_FILE)
     evaluation = read_eval_record(directory)
@@ -148,7 +151,7 @@ def load(directory: Path) -> SegmentData:
              zip(shown["camera"], shown["timestamp"], strict=True) if str(c) in CameraName.__members__]
     images = processed_images(directory, name, table)
     return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
-                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images))
+                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), sources=sources)
 
 
 def _detections(path: Path) -> pd.DataFrame:

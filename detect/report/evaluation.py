@@ -12,7 +12,7 @@ from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.sinks.eval_record import EvalRecord
 from detect.sinks.layout import PR_CURVES_FILE, THRESHOLDS_FILE
-from detect.sinks.source_images import SourceImages
+from detect.sinks.source_images import NamedSources, SourceImages
 
 SIZES = ("small", "medium", "large")
 CROPS = ("Close-ups from the camera image, only the object in question drawn: a false alarm dashed vermillion, "
@@ -23,7 +23,8 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
-                       assets: Path | None = None, notes: list[str] | None = None, heading: bool = True) -> str:
+                       assets: Path | None = None, notes: list[str] | None = None, heading: bool = True,
+                       sources: NamedSources = NamedSources()) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
     cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
@@ -55,7 +56,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
         gallery.clear(assets)  # an earlier evaluation's crops
     if matches is not None and assets is not None and report.threshold is not None:
         chosen = gallery.select(matches, report.threshold)
-        parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen), notes))
+        parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen, sources), notes))
     return "".join(parts)
 
 

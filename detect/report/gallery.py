@@ -30,7 +30,7 @@ from detect.render.verdicts import COLORS, LINES
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.results_folder import read_manifest
-from detect.sinks.source_images import SourceImages, read_source_images
+from detect.sinks.source_images import NamedSources, SourceImages, read_source_images
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 FALSE_ALARM, MISSED = "false alarm", "missed label"
@@ -151,9 +151,11 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
     return chosen
 
 
-def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]]) -> SourceImages:
-    """The camera images the examples are in, re-read from the segment file (one pass); the
-    problem that kept them from being read, if any (the crops then come from the drawn frames)."""
+def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]],
+                  sources: NamedSources = NamedSources()) -> SourceImages:
+    """The camera images the examples are in, re-read from the segment file (one pass: the one
+    the user named among `sources`, else the recorded one when it is local); the problem that kept
+    them from being read, if any (the crops then come from the drawn frames)."""
     keys = {e.key for kinds in chosen.values() for examples in kinds.values() for e in examples}
     wanted = {k for k in keys if k is not None}
     if not wanted:
@@ -162,7 +164,7 @@ def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Exampl
         manifest = read_manifest(directory)
     except InputError as err:
         return SourceImages({}, first_line(err))
-    return read_source_images(manifest, wanted)
+    return read_source_images(manifest, wanted, sources)
 
 
 def crops(examples: list[Example], directory: Path, assets: Path, prefix: str, sources: SourceImages | None = None,

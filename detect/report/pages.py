@@ -92,8 +92,10 @@ def segment_page(data: SegmentData) -> Path:
         sections.append(("pictures", "Pictures", pictures.render(groups)))
     if data.evaluation is not None:
         sections.append(("evaluation", "Against Waymo's labels",
-                         evaluation_section(data.evaluation, directory, data.name, assets, data.notes, heading=False)))
-    tracks = tracks_section(directory, data.name, data.timestamps[0], assets, data.notes) if data.timestamps else ""
+                         evaluation_section(data.evaluation, directory, data.name, assets, data.notes, heading=False,
+                                            sources=data.sources)))
+    tracks = (tracks_section(directory, data.name, data.timestamps[0], assets, data.notes, data.sources)
+              if data.timestamps else "")
     if tracks:
         sections.append(("tracks", "Tracks", tracks))
     sections.append(("boxes", "Boxes", _boxes(data, assets)))

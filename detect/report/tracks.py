@@ -18,6 +18,7 @@ from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
 from detect.sinks.layout import TRACKING_FILE
+from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -75,7 +76,8 @@ def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN) ->
     return []
 
 
-def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None) -> str:
+def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None,
+                   sources: NamedSources = NamedSources()) -> str:
     """The section's body ("" when the segment has no tracked box): the lifespans plot, then the switches.
     `start`: the segment's first timestamp; plots and crops go to `assets`."""
     tracks = read_tracks(directory)
@@ -92,13 +94,14 @@ def tracks_section(directory: Path, segment: str, start: int, assets: Path, note
              + pictures.linked(f"{assets.name}/{PLOT}", f"{assets.name}/{PLOT}", "track lifespans per camera")]
     switches = read_switches(directory, segment)
     if switches:
-        parts.append(_gallery(switches, directory, assets, start, notes))
+        parts.append(_gallery(switches, directory, assets, start, notes, sources))
     return "".join(parts)
 
 
-def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, notes: list[str] | None) -> str:
+def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, notes: list[str] | None,
+             named: NamedSources) -> str:
     befores, afters = [s.before for s in switches], [s.after for s in switches]
-    sources = gallery.source_images(directory, {"switches": {"before": befores, "after": afters}})  # the camera images
+    sources = gallery.source_images(directory, {"switches": {"before": befores, "after": afters}}, named)  # the camera images
     before = gallery.crops(befores, directory, assets, f"{gallery.PREFIX}switch_before", sources, notes)
     after = gallery.crops(afters, directory, assets, f"{gallery.PREFIX}switch_after", sources, notes)
     figures = []

@@ -28,7 +28,7 @@ from detect.render.mosaic_tile import MosaicTile, downscale_to_width, merged_leg
 from detect.render.verdicts import LegendEntry
 from detect.sinks.frames import FRAMES_DIR, list_frames, read_frame
 from detect.sinks.gif import GifFrame, GifWriter, encode_gif_frame
-from detect.sinks.mosaic_tiles import read_tile, tile_path
+from detect.sinks.mosaic_tiles import kept_tile
 from detect.sinks.mp4 import Mp4Writer
 from detect.sinks.sink import Sink
 
@@ -263,7 +263,8 @@ def rebuild_animations(
     """Rebuild a segment's animations from `frames/` (same bytes as the pipeline for PNG frames).
 
     The mosaic's tiles are the ones the run drew (`detect.sinks.mosaic_tiles`); a frame without
-    one (a folder written before they were kept) is shrunk for the mosaic instead.
+    one (a folder written before they were kept), or whose tile is not its own (another image's,
+    another size: a line in `notes`), is shrunk for the mosaic instead.
     The mosaic caption shows `segment_context_name`, by default the directory's name. With `notes`,
     a frame that cannot be read (a link, a FIFO, truncated, oversized) is left out with a line
     there naming it; without, it is an InputError. Every frame unreadable is an InputError.
@@ -285,10 +286,13 @@ def rebuild_animations(
             if notes is None:
                 raise InputError(f"cannot read annotated frame {f.path}: {err}") from err
             return f"{first_line(err)}; frame left out of the animations"
-        tile = read_tile(tile_path(segment_dir, f.camera_name, f.frame_timestamp_micros))
+        tile, wrong = kept_tile(segment_dir, key, image.size)
+        if wrong is not None:
+            refused.append(f"{wrong}; the mosaic shows the frame shrunk")
         return prepare_animation_frame(image, key, width, gif=gif, tile=tile)
 
     skipped: list[str] = []
+    refused: list[str] = []  # tiles that are not their image's (appended from the pool's threads)
 
     def add(sink: AnimationSet, prepared: AnimationFrame | str) -> None:
         if isinstance(prepared, str):
@@ -312,4 +316,6 @@ def rebuild_animations(
             raise InputError(f"no readable annotated frame under {segment_dir / FRAMES_DIR} ({skipped[0]})")
     if notes is not None:
         notes.extend(skipped)
+        notes.extend(refused[:1] + ([f"and {len(refused) - 1} more mosaic tile(s) not their image's"]
+                                    if len(refused) > 1 else []))
     return sink.close()

@@ -20,6 +20,8 @@ from detect.core.errors import OutputError, first_line
 from detect.core.files import JSON_LIMIT, UnreadableFileError, open_regular, read_regular
 from detect.core.records import Detections, FrameKey, FrameResult
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1
 STATE_DIR = ".detect"
 JOURNAL = "journal.jsonl"
 SETTINGS = "settings.json"
@@ -49,13 +51,19 @@ def encode(result: FrameResult) -> str:
 
 
 def decode(line: str, segment: str) -> FrameResult:
+    """One journal line; ValueError (or KeyError, TypeError) for a line no run wrote (an edit)."""
     data = json.loads(line)
+    if any(not 0 <= int(c) <= INT32_MAX for c in data["k"]):  # class ids: int32, none negative
+        raise ValueError("a class id outside 0 to 2**31 - 1")
     arrays = (np.asarray(data["b"], np.float32).reshape(-1, 4), np.asarray(data["s"], np.float32),
               np.asarray(data["k"], np.int32))
     for array in arrays:
         array.flags.writeable = False  # `load` hands the same frames to every reader of an unchanged file
     detections = Detections(*arrays, tuple(data["l"]), invalid=int(data.get("x", 0)))
-    key = FrameKey(segment, int(data["t"]), CameraName(int(data["c"])))
+    timestamp = int(data["t"])
+    if not INT64_MIN <= timestamp <= INT64_MAX:  # an edited line: no Waymo key (int64) holds it
+        raise ValueError(f"timestamp {timestamp} is outside int64")
+    key = FrameKey(segment, timestamp, CameraName(int(data["c"])))
     return FrameResult(key, int(data["w"]), int(data["h"]), detections)
 
 

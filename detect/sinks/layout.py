@@ -52,7 +52,14 @@ def contained(root: Path, path: Path) -> Path:
 def segment_dir(root: Path, segment_context_name: str) -> Path:
     """`root/<safe name>`, checked to stay under `root` (see `detect.core.names`), with none of the
     folders and bookkeeping files the tool writes in it being a symlink that could lead out."""
-    directory = contained(root, Path(root) / segment_dir_name(segment_context_name))
+    return no_links(contained(root, Path(root) / segment_dir_name(segment_context_name)))
+
+
+def no_links(directory: Path) -> Path:
+    """`directory`, refused (OutputError) when a folder or bookkeeping file detect writes or reads
+    in it (frames/, frames/<CAMERA>, .detect/, .detect/mosaic/<CAMERA>, ...) is a symlink that
+    could lead out: what a run, `detect redraw` and `detect gif` write there, and read back, stays
+    in the folder."""
     for relative in _OWN_PATHS:
         if (directory / relative).is_symlink():
             raise OutputError(f"{directory / relative} is a symlink: detect writes only real folders and files under "
@@ -204,6 +211,12 @@ def owned_files(directory: Path) -> Iterator[Path]:
         for entry in _entries(camera_dir):
             if entry.is_file(follow_symlinks=False) and (_is_frame(entry.name) or is_temp_path(Path(entry.path))):
                 yield Path(entry.path)
+
+
+def has_pictures(directory: Path) -> bool:
+    """Whether `directory` holds frames or animations a run drew (found without following links)."""
+    frames = directory / FRAMES_DIR
+    return any(_is_animation(p.name) or (p.parent.parent == frames and _is_frame(p.name)) for p in owned_files(directory))
 
 
 def temp_files(directory: Path) -> Iterator[Path]:

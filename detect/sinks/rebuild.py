@@ -2,7 +2,10 @@
 
 Each segment is locked while its animations are rebuilt, as every writer of a segment directory
 is: a segment another `detect` process is writing is left out with a note (its frames are still
-coming), never half-animated. The mosaic's caption is the segment's name as its manifest records
+coming), never half-animated. A segment with a link planted where results are read or written
+(frames/, frames/<CAMERA>, .detect/mosaic/<CAMERA>, ...) is refused, as a run refuses it: pictures
+from outside the folder never make its animations. The temp files a killed run or rebuild left
+are swept, as `--resume` sweeps them. The mosaic's caption is the segment's name as its manifest records
 it, not the folder's (a renamed segment keeps its caption).
 """
 
@@ -15,7 +18,7 @@ from pathlib import Path
 from detect.core.errors import InputError, OutputError
 from detect.sinks.animations import DEFAULT_WIDTH, rebuild_animations
 from detect.sinks.frames import FRAMES_DIR
-from detect.sinks.layout import SegmentLock, is_marked
+from detect.sinks.layout import SegmentLock, is_marked, no_links, temp_files
 from detect.sinks.results_folder import read_manifest
 from detect.sinks.run_folder import find_segment_folders
 
@@ -58,11 +61,20 @@ def rebuild_all(
     failed: list[str] = []
     for segment_dir in segments:
         try:
+            no_links(segment_dir)
+        except OutputError as err:
+            notes.append(f"{err}; left out")
+            failed.append(str(err))
+            continue
+        try:
             lock = SegmentLock(segment_dir) if is_marked(segment_dir) else None
         except OutputError as err:
             notes.append(f"{err}; left out")
             continue
         try:  # an unreadable frame is a note; a segment without a readable one is left out with a note
+            if lock is not None:
+                for stale in list(temp_files(segment_dir)):
+                    stale.unlink()  # half-written files of a run, redraw or rebuild that was killed
             written += rebuild_animations(segment_dir, width=width, fps=fps, mp4=mp4, workers=workers,
                                           segment_context_name=recorded_name(segment_dir), notes=notes)
         except InputError as err:

@@ -20,7 +20,7 @@ from detect.core.files import UnreadableFileError, read_regular
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
-from detect.sinks.layout import SegmentLock, is_marked
+from detect.sinks.layout import SegmentLock, has_pictures, is_marked
 from detect.sinks.manifest import MANIFEST_FILE, write_manifest
 from detect.sinks.results_folder import read_manifest
 from detect.sinks.run_folder import find_segment_folders
@@ -76,6 +76,7 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
     written: list[Path] = []
     notes = list(found.skipped)
     failures: list[str] = []
+    pictures = False  # a retracked segment has frames or animations, which show the ids they were drawn with
     for directory in folders:
         try:
             lock = SegmentLock(directory) if is_marked(directory) else None
@@ -84,6 +85,7 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
             continue
         try:
             lines.append(_retrack(directory, class_map, threshold, lost_seconds, written))
+            pictures = pictures or has_pictures(directory)
         except (InputError, OutputError) as err:
             failures.append(str(err))
         finally:
@@ -92,7 +94,7 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
     if failures and not lines:
         raise InputError(failures[0] if len(failures) == 1 else f"{failures[0]} (and {len(failures) - 1} more)")
     notes += [f"{failure}; left out" for failure in failures]
-    if written:
+    if pictures:
         notes.append(f"frames and animations drawn before show the old track ids; `detect redraw {results}` draws the "
                      f"new ones; tables and eval read them now")
     return Retracked(lines, written, notes, len(failures))

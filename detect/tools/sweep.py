@@ -3,6 +3,7 @@ fixtures, and the model's time per image, for each model and `--input-size`.
 
     python -m detect.tools.sweep --models /tmp/size-models/centernet \\
         --sizes native 864x576 fit:864x576 fit:960x640 fit:1056x704
+    python -m detect.tools.sweep --models models/*_coco --sizes default   # models side by side
 
 AP: `detect run` then `detect eval` with the model's own threshold and NMS (every label, the
 default class map), pooled over the data set's images. Time: the model alone (the runtime `detect`
@@ -34,6 +35,7 @@ FIXTURES = next((p / "shared" / "fixtures" for p in Path(__file__).resolve().par
 WAYMO_FRAME = FIXTURES / "waymo_v1_one_frame.tfrecord"
 MOT17 = FIXTURES / "mot17mini_v2" / "camera_image"
 TYPES = ("VEHICLE", "PEDESTRIAN", "CYCLIST")
+DEFAULT = "default"  # a size that stands for each model's own default input size
 
 
 def ap50(paths: list[Path], model: Path, size: str, out: Path) -> dict[str, float | None]:
@@ -68,7 +70,8 @@ def fmt(value: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m detect.tools.sweep", description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", type=Path, required=True)
-    parser.add_argument("--sizes", nargs="+", required=True, help="as --input-size takes them; the first is the baseline")
+    parser.add_argument("--sizes", nargs="+", required=True,
+                        help=f"as --input-size takes them, or {DEFAULT!r} (each model's own); the first is the baseline")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, help="where the runs are written (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -78,13 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for model in args.models:
         started = time.perf_counter()
-        ms = model_ms(model, args.sizes, args.rounds)
-        for n, size in enumerate(args.sizes):
+        sizes = [choose_settings(model).input_size if size == DEFAULT else size for size in args.sizes]
+        ms = model_ms(model, sizes, args.rounds)
+        for n, size in enumerate(sizes):
             tag = f"{model.name}.{n}"
             waymo = ap50([WAYMO_FRAME], model, size, work / tag / "waymo")
             people = ap50(mot, model, size, work / tag / "mot17")
             print(f"| {model.name} | {size} | {' | '.join(fmt(waymo.get(t)) for t in TYPES)} | "
-                  f"{fmt(people.get('PEDESTRIAN'))} | {ms[size]:.0f} | {ms[size] / ms[args.sizes[0]]:.2f} |", flush=True)
+                  f"{fmt(people.get('PEDESTRIAN'))} | {ms[size]:.0f} | {ms[size] / ms[sizes[0]]:.2f} |", flush=True)
         print(f"({model.name}: {time.perf_counter() - started:.0f} s; runs under {work})", flush=True)
     return 0
 

@@ -34,7 +34,7 @@ from detect.waymo.schema import (
     TIMESTAMP,
     sibling_component,
 )
-from detect.waymo.sources import split_uri
+from detect.waymo.sources import recorded_path, split_uri
 from detect.waymo.tfrecord import TFRecordKeys
 
 CAMERA_BOX_COMPONENT = "camera_box"
@@ -82,7 +82,7 @@ def read_labels(keys: SegmentKeys, gt: str | None = None) -> SegmentLabels | Non
                   for (ts, camera), labels in keys.reader_keys.labels.items() if camera in CAMERA_NUMBERS}
         dropped = keys.reader_keys.labels_dropped + sum(
             len(labels) for (_, camera), labels in keys.reader_keys.labels.items() if camera not in CAMERA_NUMBERS)
-        return SegmentLabels(f"camera_labels in {keys.source.uri}", by_key, dropped)
+        return SegmentLabels(f"camera_labels in {recorded_path(keys.source)}", by_key, dropped)
     sibling = sibling_component(keys.source.path, CAMERA_BOX_COMPONENT)
     if sibling is None or keys.source.filesystem.get_file_info(sibling).type != pafs.FileType.File:
         return None

@@ -6,6 +6,7 @@ import dataclasses
 import fnmatch
 import os
 import struct
+import urllib.parse
 from typing import Literal
 
 import pyarrow as pa
@@ -36,6 +37,26 @@ class SegmentSource:
     @property
     def is_local(self) -> bool:
         return isinstance(self.filesystem, pafs.LocalFileSystem)
+
+
+def is_remote(uri: str) -> bool:
+    """Whether opening `uri` would go through a network filesystem (any scheme but a plain
+    `file:///path`): a results folder's recorded paths are opened only when they are not."""
+    if "://" not in uri:
+        return False
+    parts = urllib.parse.urlsplit(uri)
+    return parts.scheme.lower() != "file" or bool(parts.netloc or parts.query or parts.fragment)
+
+
+def absolute(uri: str) -> str:
+    """A local path made absolute (what a record keeps: the folder a command ran in is not
+    recorded); a URI as it is."""
+    return uri if "://" in uri else _abspath(uri)
+
+
+def recorded_path(source: SegmentSource) -> str:
+    """How a record names a segment file: a local one by its absolute path, a remote one by its URI."""
+    return source.path if source.is_local and "://" not in source.uri else source.uri
 
 
 def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:

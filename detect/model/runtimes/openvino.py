@@ -203,7 +203,7 @@ class OpenVinoRuntime:
             except ModelError:
                 raise
             except Exception as err:  # OpenVINO raises RuntimeError/OpConversionFailure with long texts
-                raise ModelError(f"OpenVINO cannot convert the network: {_openvino_message(err)}") from None
+                raise ModelError(f"OpenVINO cannot convert the network: {openvino_message(err)}") from None
             return self._compiled_model(model)
 
     def _compiled_model(self, model: Any) -> Any:
@@ -215,7 +215,7 @@ class OpenVinoRuntime:
         try:
             compiled = self._core.compile_model(model, DEVICE, config)
         except Exception as err:
-            raise ModelError(f"OpenVINO cannot compile the network: {_openvino_message(err)}") from None
+            raise ModelError(f"OpenVINO cannot compile the network: {openvino_message(err)}") from None
         self.cache.add_new(COMPILED)  # the blobs it wrote
         return compiled
 
@@ -241,12 +241,17 @@ def _model_error(err: Exception) -> DetectError:
                       f"{tf_error_text(err)}")
 
 
-def _openvino_message(err: BaseException) -> str:
+def openvino_message(err: BaseException) -> str:
     """OpenVINO's first useful line: not `core.errors.first_line`, because its messages open with
     `Check '...' failed at src/...` and C++ trace lines before the reason, and can run for pages."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("Check ", "Traceback", "File "))]
+    lines = [line.strip().removeprefix("-- ").strip() for line in str(err).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(_OPENVINO_PREAMBLE)]
     return (useful or lines or [type(err).__name__])[0][:300]
+
+
+# The lines before the reason in OpenVINO's messages: where it was raised, and the frontend's headers.
+_OPENVINO_PREAMBLE = ("Check ", "Traceback", "File ", "Exception from ", "FrontEnd API failed",
+                      "Model wasn't fully converted", "Summary:")
 
 
 @dataclasses.dataclass(frozen=True)

