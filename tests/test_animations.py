@@ -59,7 +59,7 @@ def test_gifs_and_mosaic(tmp_path):
         for i in range(im.n_frames):
             im.seek(i)
             durations.append(im.info["duration"])
-        assert durations == [100, 100, 100, 100]
+        assert durations == [500, 500, 500, 500]  # 4 frames at 10 Hz: slowed down to last 2 s
     with Image.open(seg / "SIDE_LEFT.gif") as im:
         assert im.size == (48, 22)
     with Image.open(seg / "mosaic.gif") as im:
@@ -113,7 +113,7 @@ def test_rebuild_all_and_find_segments(tmp_path):
         f"{SEGMENT}/mosaic.gif",
     ]
     with Image.open(results / SEGMENT / "FRONT.gif") as im:
-        assert im.info["duration"] == 200  # --fps 5
+        assert im.info["duration"] == 500  # --fps 5, 4 frames: slowed down to last 2 s
 
 
 def test_rebuild_errors(tmp_path):

@@ -81,8 +81,9 @@ def test_the_commands_over_results_say_what_they_do(tiny_v2_path, stub_dynamic_d
     assert run("report", tmp_path / segment)[2][0] == f"detect: writing the report pages of {segment}"
     code, out, err = run("eval", tmp_path / segment)
     assert err[0] == f"detect: evaluating {segment} against Waymo's labels"
-    assert out[-2:] == ["wrote eval.json, pr_curves.png, thresholds.png, matches.parquet,",
-                        f"  tracking.parquet in {segment}"]
+    assert out[-3:] == ["wrote eval.json, pr_curves.png, thresholds.png, matches.parquet,",
+                        f"  tracking.parquet in {segment}", f"report: {segment}/report.html"]  # the page written again
+    assert err[1] == f"detect: writing the report pages of {segment}"
 
 
 def test_long_lines_break_between_list_items_first():
@@ -142,3 +143,47 @@ def test_the_loading_line_says_when_the_first_run_converts_the_model(stub_dynami
     plan = CpuPlan("openvino", version="2026.4.1", converted=(object(),))  # converted before: nothing to say
     assert loading_line(spec).endswith(f"from {stub_dynamic_dir}")
     assert loading_line(ModelSpec(path=stub_dynamic_dir, runtime="tensorflow")).endswith(f"from {stub_dynamic_dir}")
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["segment", "x", "--threshold", "30"], "detect segment: error: argument --threshold: must be between 0 and 1, got 30"),
+    (["segment", "x", "--treshold", "0.3"],
+     "detect segment: error: unrecognized arguments: --treshold 0.3; did you mean --threshold?"),
+    (["run", "x", "--max-frmes=3"], "detect run: error: unrecognized arguments: --max-frmes=3; did you mean --max-frames?"),
+    (["eval", "x", "--zzz"], "detect eval: error: unrecognized arguments: --zzz"),
+    (["segmnet", "x"], "detect: error: argument COMMAND: invalid choice: 'segmnet'; did you mean 'segment'?"),
+    (["segment", "x", "--frame-format", "gif"],
+     "detect segment: error: argument --frame-format: invalid choice: 'gif' (choose from 'png', 'jpg')"),
+    (["segment"], "detect segment: error: the following arguments are required: PATH (`detect segment --help` shows "
+                  "its usage)"),
+])
+def test_a_flag_error_is_one_line_naming_the_flag_meant_without_the_usage(args, line):
+    """What is wrong, and the flag or command meant when one is close: not the 18 lines of usage
+    argparse prints before it (`--help` prints them)."""
+    out, err = io.StringIO(), io.StringIO()
+    assert main(args, stdout=out, stderr=err) == 2
+    assert (out.getvalue(), err.getvalue()) == ("", line + "\n")
+
+
+def test_jpeg_names_the_jpg_frame_format(tiny_v2_path, stub_dynamic_dir, tmp_path):
+    args = ["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--quiet",
+            "--no-eval", "--no-report", "--no-gif", "--cameras", "FRONT", "--frame-format", "jpeg"]
+    assert main(args) == 0
+    frames = sorted(p.name for p in (tmp_path / TINY_SEGMENT / "frames" / "FRONT").iterdir())
+    assert len(frames) == 3 and all(name.endswith(".jpg") for name in frames)
+
+
+def test_detect_segment_takes_a_directory_of_one_segment_and_refuses_one_of_many(tiny_v2_path, stub_dynamic_dir,
+                                                                                 tmp_path):
+    """As the README says: a `camera_image/` directory is every segment in it, one for `detect segment`."""
+    args = ["--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report", "--no-gif", "--no-png"]
+    assert main(["segment", str(tiny_v2_path.parent), "--out", str(tmp_path / "one"), *args]) == 0
+    assert (tmp_path / "one" / TINY_SEGMENT / "manifest.json").is_file()
+    several = tmp_path / "split" / "camera_image"
+    several.mkdir(parents=True)
+    for name in ("a_0000000000000000_000_000_000_000", "b_0000000000000000_000_000_000_000"):
+        shutil.copy(tiny_v2_path, several / f"{name}.parquet")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["segment", str(several), "--out", str(tmp_path / "two"), *args], stdout=out, stderr=err) == 2
+    assert (out.getvalue(), err.getvalue()) == ("", f"detect: error: {several}: holds 2 segment files; give one file, "
+                                                    "or use `detect run` for many\n")

@@ -336,19 +336,30 @@ def test_the_head_is_found_from_node_names_without_tensorflow(npm_files):
     assert head_for(npm_files[".json"]) is centernet.HEAD
 
 
-def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, real_frame_path, tmp_path, capsys):
+def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, real_frame_path, tmp_path, capsys,
+                                                                  monkeypatch):
     """`make demo`'s job: the v2 file it writes gets the frame's labels as a camera_box beside it,
-    both runs are evaluated (the same numbers), and it ends with the report pages and what to try next."""
+    both runs are evaluated (the same numbers: the second run says so in one line), and it ends with
+    the report pages and what to try next; paths relative to where it runs, as detect prints them."""
     from detect.tools import demo
 
+    monkeypatch.chdir(tmp_path)  # as `make demo` runs it: results/demo below
     out = tmp_path / "demo"
     assert demo.main(["--shared-frame", str(real_frame_path), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
+    lines = printed.rstrip().splitlines()
     assert "demo: using CenterNet MobileNetV3 (80 COCO classes, from npm)" in printed
     assert "STUB" not in printed and "persons" not in printed
     reports = [out / fmt / REAL_SEGMENT / "report.html" for fmt in ("v1_tfrecord", "v2_parquet")]
-    assert all(f"  {page}   (open it in a browser" in printed for page in reports)
-    assert printed.rstrip().splitlines()[-5].startswith("demo: next, try")
+    assert all(f"  {page.relative_to(tmp_path)}" in lines for page in reports)
+    second = lines.index("demo: the same frame as Waymo v2 (Parquet, its labels beside it), quietly: both readers "
+                         "must agree")
+    assert lines[second + 1] == "demo: v2: the same 1216 boxes and the same evaluation as v1, in demo/v2_parquet"
+    assert lines[second + 2:second + 4] == ["", "demo: done. Open in a browser (hits, false alarms and misses; AP per "
+                                            "type; thresholds):"]  # the v2 run printed nothing more
+    assert str(tmp_path) not in printed
+    assert lines[-5].startswith("demo: next, try")
+    assert all(len(line) < 100 for line in lines[:-4])  # the commands to copy are whole
     compare = printed.rstrip().splitlines()[-1].strip()
     assert compare.startswith(".venv/bin/detect compare") and "(AP at Waymo's IoU 0.7 drops)" in compare  # tiles' cost
     for page in reports:

@@ -8,6 +8,8 @@ import shutil
 from collections import namedtuple
 from pathlib import Path
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from detect.cli import main
@@ -29,6 +31,37 @@ def test_images_are_counted_from_the_parquet_footer_and_the_tfrecord_headers(tin
     cut = tmp_path / "cut.tfrecord"
     cut.write_bytes(real_frame_path.read_bytes()[:-10])  # the headers no longer add up: estimated from the size
     assert count_images(resolve_one(str(cut))) == ImageCount(5, False)
+
+
+def one_camera_file(tiny_v2_path, folder):
+    """The tiny segment's FRONT images alone: 3 rows, one camera (as a MOT17 clip is)."""
+    table = pq.read_table(tiny_v2_path)
+    path = folder / "camera_image" / tiny_v2_path.name
+    path.parent.mkdir(parents=True)
+    pq.write_table(table.filter(pc.equal(table.column("key.camera_name"), 1)), path)
+    return path
+
+
+def test_a_one_camera_v2_file_counts_its_rows_not_five_cameras_a_frame(tiny_v2_path, tmp_path):
+    """One row is one image: 3 FRONT rows are 3 images (rounded up to whole five-camera frames they
+    were 5); cameras and frames chosen are counted from the key columns."""
+    source = resolve_one(str(one_camera_file(tiny_v2_path, tmp_path)))
+    assert count_images(source) == ImageCount(3, True)
+    assert count_images(source, FrameFilter(first_frame=1)) == ImageCount(2, True)
+    assert count_images(source, FrameFilter(cameras=(CameraName.SIDE_LEFT,))) == ImageCount(0, True)
+    both = FrameFilter(cameras=(CameraName.FRONT, CameraName.SIDE_LEFT), max_frames=2)
+    assert count_images(resolve_one(str(tiny_v2_path)), both) == ImageCount(4, True)  # 2 frames x 2 cameras
+
+
+def test_the_disk_line_of_a_one_camera_segment_names_its_true_image_count(tiny_v2_path, stub_dynamic_dir, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(10**12, 0, 10**6))
+    err = io.StringIO()
+    args = ["segment", str(one_camera_file(tiny_v2_path, tmp_path)), "--out", str(tmp_path / "out"), "--model",
+            str(stub_dynamic_dir)]
+    assert main(args, stderr=err) == 2
+    assert err.getvalue().splitlines()[0] == (
+        "detect: disk: about 9.7 MB for 3 images (PNG frames 9.1 MB, GIFs 627 kB, tables 17 kB); 1.0 MB free")
 
 
 def test_the_bytes_of_each_output_kind_for_a_known_input():

@@ -7,7 +7,7 @@ from PIL import Image, ImageFont
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.render.chips import font
+from detect.render.chips import chip_width, font
 from detect.render.draw import DrawStyle, draw_boxes, draw_detections, select_detections
 
 GOLDEN = Path(__file__).parent / "golden" / "draw_detections.png"
@@ -119,8 +119,11 @@ def test_non_finite_boxes_are_skipped():
 def test_chip_stays_inside_image_for_box_at_right_edge():
     image = np.zeros((60, 80, 3), np.uint8)
     out = np.asarray(draw_detections(image, dets([[75, 0, 79, 59]], labels=["a-long-label"]), DrawStyle(font_size=12)))
-    # The chip is wider than the gap right of the box: it is pulled left into the image, not cut.
-    assert out[:, :40].any()
+    # The chip is wider than the gap right of the box: it is pulled left into the image, not cut,
+    # and says only the score (the long text is wider than the narrow box).
+    painted = np.flatnonzero(out.any(-1).any(0))
+    assert painted[0] < 75 and painted[-1] == 79
+    assert not out[:, : 80 - chip_width(".90", 12)].any()
 
 
 def test_threshold_classes_and_max_boxes():

@@ -137,6 +137,33 @@ def test_the_galleries_pick_the_highest_false_alarms_and_the_largest_misses():
                                                                                      labels=4)
 
 
+def test_each_gallery_slot_shows_another_object_at_its_worst_frame():
+    """One man falsely detected in five consecutive frames (one track) and two other false alarms;
+    one pedestrian missed in four frames (one label id) and two others: each object once."""
+    def at(frame: int, x: float, **fields) -> dict:
+        return {TIMESTAMP: 1_000_000 + frame * 33_333, "type_name": "PEDESTRIAN", "xmin": x, "ymin": 0.0,
+                "xmax": x + 40, "ymax": 100.0, **fields}
+
+    man = [at(f, 100 + 2 * f, kind="detection", score=0.9 - 0.01 * f, matched=False, class_id=PERSON) for f in range(5)]
+    others = [at(2, 500, kind="detection", score=0.7, matched=False, class_id=PERSON),
+              at(3, 800, kind="detection", score=0.6, matched=False, class_id=PERSON)]
+    hidden = [at(f, 300, kind="label", score=None, matched=False, **{OBJECT_ID: "p1", "ymax": 100.0 + f}) for f in range(4)]
+    missed = [at(0, 900, kind="label", score=None, matched=False, **{OBJECT_ID: "p2"}),
+              at(0, 1000, kind="label", score=None, matched=False, **{OBJECT_ID: "p3", "ymax": 50.0})]
+    rows = matches_frame(man + others + hidden + missed)
+    tracks = gallery.TrackIds(pd.DataFrame({TIMESTAMP: [r[TIMESTAMP] for r in man + others],
+                                            CAMERA: 1, "xmin": [r["xmin"] for r in man + others], "ymin": 0.0,
+                                            "xmax": [r["xmax"] for r in man + others], "ymax": 100.0,
+                                            "track_id": [1] * 5 + [6, 11]}))
+    for track_ids in (tracks, None):  # by the track id, or, untracked, by overlap in consecutive frames
+        chosen = gallery.select(rows, threshold=0.5, track_ids=track_ids)["PEDESTRIAN"]
+        assert [e.score for e in chosen[gallery.FALSE_ALARM]] == [0.9, 0.7, 0.6]  # the man at his worst, once
+    missed_examples = gallery.select(rows, threshold=0.5)["PEDESTRIAN"][gallery.MISSED]
+    assert [(e.what, e.xyxy[3]) for e in missed_examples] == [("p1", 103.0), ("p2", 100.0), ("p3", 50.0)]
+    same_image = matches_frame([at(0, 100, kind="detection", score=s, matched=False, class_id=PERSON) for s in (0.9, 0.8)])
+    assert len(gallery.select(pd.concat([same_image, rows.iloc[-1:]]), 0.5)["PEDESTRIAN"][gallery.FALSE_ALARM]) == 2
+
+
 def test_the_waymo_protocol_end_to_end_on_crafted_boxes(tmp_path):
     """A car box at IoU 0.6 with a vehicle label: a hit under COCO, a false alarm and a miss under Waymo's."""
     directory = results_dir(tmp_path, {key(): (labels(((0, 0, 100, 100), VEHICLE, 1)), dets(((0, 0, 100, 60), 0.9, CAR)))})
@@ -180,7 +207,8 @@ def test_one_segment_command_evaluates_draws_errors_and_writes_the_page(one_step
                                                                            level_2["labels"] - hits]
         best = by_hand_best(rows, level_2["labels"])
         assert report["thresholds_level_2"][name]["best"]["score"] == pytest.approx(best)
-        assert f"{name} {report['thresholds_level_2'][name]['best']['suggested']} (F1" in printed
+        suggested = report["thresholds_level_2"][name]["best"]["suggested"]
+        assert re.search(rf"{name} {re.escape(suggested)}0* \(F1", printed)  # the thresholds' one precision
     assert "report: " + str(directory / "report.html") in printed and "AP50 / AP70/50" in printed
     assert (directory / "report" / "error_vehicle_fa_0.jpg").is_file() and "largest missed labels" in page
 

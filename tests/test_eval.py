@@ -22,6 +22,7 @@ from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
 from detect.render.label_boxes import TYPE_COLORS, draw_labels
 from detect.render.verdicts import COLORS as ERROR_COLORS
+from detect.render.verdicts import LEGEND_FILL
 from detect.sinks import journal
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
 from detect.sinks.table import DETECTIONS_FILE, write_table
@@ -97,6 +98,41 @@ def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
         ("detection", 0.7, True), ("detection", 0.8, False), ("detection", 0.9, True), ("label", 0.7, True),
         ("label", 0.9, True)]
     assert (directory / "pr_curves.png").stat().st_size > 10_000
+
+
+def test_the_printed_table_names_the_types_without_labels_instead_of_rows_of_dashes(tmp_path, capsys):
+    """Types the data has no label of (here all but PEDESTRIAN) are named in one line, as on the
+    page; the header says what "dets" are; the thresholds are written with one precision."""
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
+                                               dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, PERSON), (BOX_B, 0.7, PERSON)))},
+                            threshold=0.75)
+    assert main(["eval", str(directory)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:12] == [  # then the files written
+        "COCO protocol: IoU 0.5 decides hits; at threshold 0.75: dets (boxes at or above it), P, R, F1",
+        "AP50: COCO; AP70/50: Waymo; AP and AP_s/m/l: IoU 0.5:0.95",
+        "type       level    labels  dets   AP50 AP70/50    AP AR100  AP_s  AP_m  AP_l     P     R    F1",
+        "PEDESTRIAN LEVEL_1       2     2  0.835   0.835 0.835 1.000     -     - 0.835 0.500 0.500 0.500",
+        "ALL        LEVEL_1       2     2  0.835   0.835 0.835 1.000     -     - 0.835 0.500 0.500 0.500",
+        "PEDESTRIAN LEVEL_2       2     2  0.835   0.835 0.835 1.000     -     - 0.835 0.500 0.500 0.500",
+        "ALL        LEVEL_2       2     2  0.835   0.835 0.835 1.000     -     - 0.835 0.500 0.500 0.500",
+        "no labels of VEHICLE, SIGN, CYCLIST in the data: not scored",
+        "AP50 per camera (LEVEL_2, ALL): FRONT 0.835",
+        "F1-best threshold (LEVEL_2, now 0.75): PEDESTRIAN 0.69 (F1 0.80: P 0.67, R 1.00)"]
+
+
+def test_the_thresholds_of_one_evaluation_are_written_with_the_decimals_the_most_precise_needs():
+    from types import SimpleNamespace
+
+    from detect.evaluate.outputs import threshold_text
+
+    def text(threshold: float, *suggested: str):
+        sweeps = {n: SimpleNamespace(best=SimpleNamespace(suggested=s)) for n, s in enumerate(suggested)}
+        return threshold_text(SimpleNamespace(threshold=threshold, sweeps=sweeps))
+
+    real = text(0.3, "0.239", "0.32", "0.17")  # the real frame's: "now 0.3: VEHICLE 0.239; PEDESTRIAN 0.32" before
+    assert [real(v) for v in (0.3, "0.239", "0.32", "0.17")] == ["0.300", "0.239", "0.320", "0.170"]
+    assert [text(0.3, "0.30")(v) for v in (0.3, "0.30")] == ["0.30", "0.30"]  # was "now 0.3: PEDESTRIAN 0.30"
+    assert text(0.5)(0.5) == "0.50" and text(0.125)(0.125) == "0.125"
 
 
 def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path):
@@ -212,8 +248,8 @@ def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub
     assert manifest["settings"]["errors"] == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
                                               "types": ["VEHICLE", "PEDESTRIAN", "CYCLIST"]}  # the labels' types
     with Image.open(directory / "frames" / "FRONT" / "1553735853462203.png") as png:
-        corner = np.asarray(png)[:60, -40:]
-    assert np.all(corner == ERROR_COLORS[HIT], axis=2).any()  # the legend's first chip
+        first_row = np.asarray(png)[:40, -300:]  # the legend's first row: a dark chip, the hit line sample left of it
+    assert np.all(first_row == LEGEND_FILL, axis=2).any() and np.all(first_row == ERROR_COLORS[HIT], axis=2).any()
     assert main(["eval", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "PEDESTRIAN LEVEL_2      15" in printed and "VEHICLE    LEVEL_2      50" in printed

@@ -55,6 +55,26 @@ def test_instances_hold_every_labeled_type_and_detections_only_the_models(tmp_pa
     assert instances["info"]["evaluated_category_ids"] == [PEDESTRIAN]  # what `detect eval` evaluates
 
 
+def test_export_says_what_it_wrote_in_counts(tmp_path, monkeypatch):
+    """One line: each file with what it holds (and, with --images, the JPEGs copied); none with --quiet."""
+    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1), (BOX_B, VEHICLE, 2)),
+                                               dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON), (ELSEWHERE, 0.1, 13)))})
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["export", "coco", str(directory), "--out", str(tmp_path / "coco")], stdout=out) == 0
+    assert out.getvalue() == ("wrote instances.json (1 image, 2 labels), detections.json (3 detections) in coco\n")
+    out = io.StringIO()
+    assert main(["export", "coco", str(directory), "--out", str(tmp_path / "coco"), "--quiet"], stdout=out) == 0
+    assert out.getvalue() == ""
+    from detect.cli.over_results import export_line
+    from detect.evaluate.export import Exported
+
+    written = [tmp_path / "c" / name for name in ("instances.json", "detections.json", "images")]
+    assert export_line(Exported(written, [], 2, 0, 1, 2)) == (
+        f"wrote instances.json (2 images, 0 labels), detections.json (1 detection), images/ (2 JPEGs copied) in "
+        f"{tmp_path / 'c'}")
+
+
 def test_results_without_their_journal_still_export_and_say_so(tmp_path):
     directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
     shutil.rmtree(directory / ".detect")
@@ -89,6 +109,11 @@ def test_images_copies_the_original_jpegs_the_json_names(source, stub_dynamic_di
         assert image["input_path"] == str(path)
     truth = COCO(str(coco_dir / "instances.json"))
     assert all(image["width"] >= 16 and image["height"] >= 16 for image in truth.imgs.values())
+    from detect.evaluate.commands import export_coco
+
+    again = export_coco(segment, tmp_path / "again", gt=(gt_for(source, segment, tmp_path) or [None, None])[1],
+                        images=True)
+    assert (again.images, again.copied) == (len(originals), len(originals))  # what the printed line counts
 
 
 def gt_for(source: str, segment: Path, tmp_path: Path) -> list[str]:

@@ -188,14 +188,20 @@ def test_checksums_read_only_regular_files(stub_dynamic_dir, tmp_path):
 
 # --- sidecars and the converter script (item 13) -----------------------------------------------
 
-@pytest.mark.parametrize("size", ["0", "huge", "8x8"])
-def test_a_sidecar_input_size_detect_cannot_use_is_refused_naming_the_sidecar(size, stub_dynamic_dir, tmp_path, capsys):
+@pytest.mark.parametrize(("size", "problem"), [
+    ("0", "expected N, WxH or fit:WxH of 32-4096 pixels a side"),
+    ("huge", "expected N, WxH, fit:WxH (32-4096 pixels, digits 0-9) or 'native'"),
+    ("8x8", "expected N, WxH or fit:WxH of 32-4096 pixels a side"),
+    ("fit:33x33", "a fit size is 32-pixel multiples a side (each image is resized to them); nearest: fit:32x32, "
+                  "fit:64x64"),
+])
+def test_a_sidecar_input_size_detect_cannot_use_is_refused_naming_the_sidecar(size, problem, stub_dynamic_dir, tmp_path,
+                                                                              capsys):
     model = tmp_path / "model"
     shutil.copytree(stub_dynamic_dir, model)
     (model / SIDECAR).write_text(json.dumps({"kind": "stub", "defaults": {"input_size": size}}))
     assert main(["model", str(model)]) == 2
-    assert capsys.readouterr().err == (f"detect: error: model {model}: {SIDECAR} defaults.input_size {size!r}: "
-                                       f"expected N, WxH (32-4096 pixels) or 'native'\n")
+    assert capsys.readouterr().err == f"detect: error: model {model}: {SIDECAR} defaults.input_size {size!r}: {problem}\n"
 
 
 def _convert(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

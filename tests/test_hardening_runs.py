@@ -79,32 +79,33 @@ def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("first", "again", "change"), [
-    (("--tile", "128"), ("--tile", "256"), "tile"),
+    (("--tile", "128"), ("--tile", "256"), "tile {'edge_px': 8, 'nms_iou': 0.5, 'overlap': 0.2, 'size': 128} -> "
+                                           "{'size': 256, 'overlap': 0.2, 'nms_iou': 0.5, 'edge_px': 8}"),
     ((), ("--threshold", "0.3"), "draw_threshold 0.5 -> 0.3"),
     ((), ("--classes", "person"), "classes None -> [1]"),
 ])
-def test_a_completed_segment_with_other_settings_is_refused_not_skipped(tiny_v2_path, stub_dynamic_dir, tmp_path,
-                                                                       first, again, change):
+def test_a_completed_segment_with_other_settings_refuses_the_run_before_the_model_loads(
+        tiny_v2_path, stub_dynamic_dir, tmp_path, first, again, change):
+    """A rerun asking other settings of a finished segment is a usage error of the whole run (exit 2,
+    one line, decided before the disk estimate and the model): no segment is marked failed for it and
+    nothing on disk changes; --overwrite redoes it, and then the same settings skip it."""
     assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *first))[0] == 0
     segment_dir = tmp_path / TINY_SEGMENT
-    before = {p: p.read_bytes() for p in sorted(segment_dir.rglob("*")) if p.is_file()}
-    code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))
-    assert code == 1
-    assert "already complete" not in out + err
+    before = {p: p.read_bytes() for p in sorted((tmp_path).rglob("*")) if p.is_file()}
+    out, err = io.StringIO(), io.StringIO()
+    code = main(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again), stdout=out, stderr=err)
     if change.startswith("draw_threshold"):  # the drawing alone: `detect redraw` redraws it without the model
-        assert (f"{segment_dir} was drawn with other settings ({change}); `detect redraw {segment_dir} --threshold "
-                f"0.3` redraws it without the model; use --overwrite to run the model again") in out + err
+        refusal = (f"{segment_dir} was drawn with other settings ({change}); `detect redraw {segment_dir} --threshold "
+                   f"0.3` redraws it without the model; use --overwrite to run the model again")
     else:
-        assert f"{segment_dir} was written with other settings ({change}" in out + err
-        assert "); use --overwrite to start again" in out + err
-    assert "unexpected" not in err
-    assert {p: p.read_bytes() for p in sorted(segment_dir.rglob("*")) if p.is_file()} == before  # nothing lost
-    run_file = json.loads((tmp_path / "run.json").read_text())  # the record of what is on disk stays
-    assert run_file["this_run"]["failed"] == 1
-    refusal = f"{segment_dir} was {'drawn' if change.startswith('draw_threshold') else 'written'} with other settings"
-    assert [(s["status"], s["note"].startswith(refusal)) for s in run_file["segments"]] == [("done", True)]
+        refusal = f"{segment_dir} was written with other settings ({change}); use --overwrite to start again"
+    assert (code, out.getvalue(), err.getvalue()) == (2, "", f"detect: error: {refusal}\n")
+    assert {p: p.read_bytes() for p in sorted((tmp_path).rglob("*")) if p.is_file()} == before  # run.json too
+    run_file = json.loads((tmp_path / "run.json").read_text())
+    assert run_file["this_run"]["failed"] == 0
+    assert [s["status"] for s in run_file["segments"]] == ["done"]
     # Refused again on a rerun; redone with --overwrite; then the same settings skip it.
-    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))[0] == 1
+    assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))[0] == 2
     assert run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again, "--overwrite"))[0] == 0
     code, out, err = run_cli(run_args(tiny_v2_path, stub_dynamic_dir, tmp_path, *again))
     assert (code, err) == (0, "")

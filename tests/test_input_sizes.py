@@ -139,13 +139,39 @@ def test_detect_model_shows_the_default_size_and_what_the_others_cost(centernet_
     assert main(["model", str(centernet_json)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[3] == "defaults: input size fit:960x640, threshold 0.3, NMS IoU 0.7"
-    assert lines[4].startswith("  why: fit:960x640 is the only size swept") and "MOT17 PEDESTRIAN 0.474" in " ".join(lines)
+    assert lines[4].startswith("  why: fit:960x640 boxes Waymo's vehicles best of the sizes swept")
     start = lines.index("--input-size swept (AP50 Waymo VEHICLE, PEDESTRIAN, MOT17 PEDESTRIAN; model time against "
                         "native):")
     sizes = lines[start + 1:start + 1 + len(centernet.SIZE_COSTS)]
     assert sizes[0].split() == ["native", "0.305", "0.540", "0.455", "1.00x"]
     assert sizes[2].split() == ["fit:960x640", "(default)", "0.374", "0.513", "0.474", "1.38x"]
     assert max(len(line) for line in lines[4:start + 6]) < 100  # the reason and the table, wrapped
+
+
+@pytest.mark.parametrize("name", ["centernet", "nanodet"])
+def test_why_a_model_defaults_to_its_input_size_agrees_with_the_table_it_prints(name):
+    """`detect model` prints the reason above the sweep's table: every size it names is a row, every
+    AP and time it quotes is in the table, and what it calls best is the best of the table's column."""
+    import re
+
+    from detect.model.tfjs import HEADS
+
+    head = HEADS[name]
+    reason, costs = head.defaults_reason, head.size_costs
+    assert head.defaults.input_size in costs and reason.startswith(f"{head.defaults.input_size} ")
+    named = set(re.findall(r"\b(?:fit:)?\d+x\d+\b|\bnative\b|\b416\b(?!x)", reason))
+    assert named <= set(costs) | {"512x512", "416x416"}, named - set(costs)  # the letterbox and stretch described
+    table = {f"{v:.3f}" for c in costs.values() for v in (c.waymo_vehicle, c.waymo_pedestrian, c.mot17_pedestrian)}
+    quoted = set(re.findall(r"\b0\.\d{3}\b", reason))
+    assert quoted and quoted <= table, quoted - table
+    times = {f"{c.time_ratio:.2f}x" for c in costs.values()}
+    assert set(re.findall(r"\b\d\.\d\dx\b", reason)) <= times
+    if "vehicles best" in reason:
+        assert costs[head.defaults.input_size].waymo_vehicle == max(c.waymo_vehicle for c in costs.values())
+    first = next(iter(costs.values()))  # what the times are against: the old default
+    better_on_both = [s for s, c in costs.items() if c.waymo_vehicle > first.waymo_vehicle
+                      and c.mot17_pedestrian > first.mot17_pedestrian]
+    assert " only " not in reason or better_on_both == [head.defaults.input_size]  # CenterNet's said so: 4 were
 
 
 @pytest.mark.slow

@@ -53,16 +53,17 @@ def test_tile_of_another_size_is_fitted():
 
 
 def test_a_label_chip_stays_legible_in_the_mosaic():
-    """A chip drawn on a full 1920x1280 frame (50 px tall) is 17 px tall in the default mosaic, as in
-    the camera GIFs; with tiles half the GIF width it was 8 px, its text about 4 px high."""
+    """A chip drawn on a full 1920x1280 frame (47 px tall, its text 30 px) is 16 px tall in a mosaic
+    shrunk from the frames, as in the camera GIFs (text 10 px); with tiles half the GIF width it was
+    8 px, its text about 4 px high."""
     size = scaled_font_size(1920, 1280)
     frame = np.zeros((1280, 1920, 3), np.uint8)
     paint_chip(frame, (600, 600, 900, 800), "car 0.87", (255, 0, 0), size)
-    assert chip_height(size) == 50
+    assert size == 30 and chip_height(size) == 47
     tile = prepare_animation_frame(frame, FrameKey("s", 1, CameraName.FRONT), DEFAULT_WIDTH, gif=False).tile
     layout = mosaic_layout(tile.width)
     out = np.asarray(compose_mosaic({CameraName.FRONT: tile}, layout))
     red = (out[:, :, 0] > 128) & (out[:, :, 1] < 100) & (out[:, :, 2] < 100)
     rows = np.flatnonzero(red.any(axis=1))
     assert layout.size == (1920, 427 + 296)
-    assert rows[-1] - rows[0] + 1 == 17
+    assert rows[-1] - rows[0] + 1 == 16

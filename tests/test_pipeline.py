@@ -1,5 +1,6 @@
 """`detect segment` end to end with the stub model: files, schema, boxes, manifest, failures, resume."""
 
+import io
 import json
 import os
 import signal
@@ -140,6 +141,25 @@ def test_resume_refuses_other_settings(tiny_v2_path, stub_dynamic_dir, tmp_path,
     assert capsys.readouterr().err.strip() == (
         f"detect: error: {seg} was drawn with other settings (draw_threshold 0.5 -> 0.3); `detect redraw {seg} "
         f"--threshold 0.3` redraws it without the model; use --overwrite to run the model again")
+
+
+def test_a_plain_rerun_with_another_threshold_names_the_redraw_before_the_model_loads(tiny_v2_path, stub_dynamic_dir,
+                                                                                   tmp_path, monkeypatch):
+    """Without --resume, a folder drawn at another threshold is refused with the `detect redraw`
+    command, as with it: one line, exit 2, before the disk estimate and the model (nothing loads)."""
+    assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
+
+    def no_model(*_args: object) -> None:
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr("detect.engine.runner.load_model", no_model)
+    out, err = io.StringIO(), io.StringIO()
+    args = ["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--threshold", "0.3"]
+    seg = tmp_path / TINY_SEGMENT
+    assert (main(args, stdout=out, stderr=err), out.getvalue()) == (2, "")
+    assert err.getvalue() == (
+        f"detect: error: {seg} was drawn with other settings (draw_threshold 0.5 -> 0.3); `detect redraw {seg} "
+        f"--threshold 0.3` redraws it without the model; use --overwrite to run the model again\n")
 
 
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):

@@ -68,3 +68,15 @@ def test_the_plot_has_a_panel_per_camera_and_a_line_per_track():
     with pytest.raises(ValueError, match="^no tracked boxes to plot$"):
         lifespans_figure(tracks.iloc[:0], 0)
     assert np.isfinite(axes[0].get_xlim()).all()
+
+
+def test_a_switchs_two_tracks_are_named_as_the_frames_number_them_in_their_camera():
+    """FRONT_LEFT's ids run 2, 7, 12 (unique in the segment); its pictures and the page read 1, 2, 3."""
+    from detect.report.gallery import Example
+    from detect.report.tracks import Switch
+
+    before = Example("id switch", "PEDESTRIAN", "FRONT_LEFT", 1_000_000, (0, 0, 10, 10), None, None, "obj4")
+    after = Example("id switch", "PEDESTRIAN", "FRONT_LEFT", 1_500_000, (0, 0, 10, 10), None, None, "obj4")
+    switch = Switch(before, after, 7, 12)
+    assert switch.numbers == (2, 3)
+    assert switch.caption(0) == "PEDESTRIAN obj4, FRONT_LEFT: #2 at 1.0 s, #3 at 1.5 s"

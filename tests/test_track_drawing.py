@@ -8,6 +8,7 @@ import pytest
 
 from detect.core.matching import PROTOCOLS
 from detect.core.records import Detections, Labels, WaymoType
+from detect.core.track_numbers import camera_track_number, camera_track_numbers
 from detect.judge import ErrorRules
 from detect.model.classmap import default_class_map
 from detect.render.chips import chip_height, chip_width
@@ -19,7 +20,7 @@ from detect.render.draw import (
     legend_font_size,
     paint_track_legend,
 )
-from detect.render.trails import TRACK_LEGEND, FrameTracks
+from detect.render.trails import TRACK_LEGEND, FrameTracks, trail_rects
 from detect.render.verdicts import COLORS, FALSE_ALARM, HIT, draw_errors, judge, paint_error_legend
 from detect.track.trail_history import Trails
 
@@ -47,6 +48,20 @@ def test_a_tracked_box_chip_starts_with_its_id_and_the_frame_carries_the_track_l
     np.testing.assert_array_equal(drawn, expected)
     untracked = draw_detections(blank(), d, style)
     assert not np.array_equal(untracked, drawn)
+
+
+def test_a_cameras_tracks_are_shown_as_1_2_3_though_their_ids_step_by_the_cameras():
+    """FRONT_RIGHT (3) takes ids 3, 8, 13 so that an id is unique in the segment; its chips and trails
+    say #1, #2, #3. An id outside the camera's sequence is shown as it is; -1 stays untracked."""
+    trail = np.array([[10.0, 20.0], [12.0, 22.0]])
+    numbered = FrameTracks.numbered(np.array([3, 8, -1, 13, 4]), {8: trail, 13: trail}, 3)
+    assert numbered.track_ids.tolist() == [1, 2, -1, 3, 4] and set(numbered.trails) == {2, 3}
+    assert camera_track_numbers(np.array([1, 6, 11, 2]), 1).tolist() == [1, 2, 3, 2]
+    assert [camera_track_number(i, 5) for i in (5, 10, 15, 7)] == [1, 2, 3, 7]
+    d = dets([[100, 100, 300, 200]], [0.875], [3])
+    drawn = draw_detections(blank(), d, DrawStyle(threshold=0.5), tracks=FrameTracks.numbered(np.array([13]), {}, 3))
+    expected = draw_detections(blank(), d, DrawStyle(threshold=0.5), tracks=FrameTracks(np.array([3])))
+    np.testing.assert_array_equal(drawn, expected)
 
 
 def test_the_track_legend_sits_in_the_top_right_corner():
@@ -77,11 +92,13 @@ def test_a_trail_runs_behind_a_tracked_box_through_its_last_bottom_centres_fadin
     plain = draw_detections(blank(), d, style, tracks=FrameTracks(tracks.track_ids))  # the same without trails
     trail = np.any(drawn != plain, axis=2)
     ys, xs = np.nonzero(trail)
-    assert xs.min() == 129 and xs.max() == 251 and set(ys) <= set(range(298, 302))  # on its path (2-4 px thick)
+    # on its path, 8-12 px thick (its dark edge shows where it crosses the box's bottom line: the trail
+    # is drawn over the boxes' lines, which would hide a trail along them)
+    assert xs.min() == 130 and xs.max() == 250 and set(ys) == set(range(293, 307))
     car = np.array(style.palette[3], np.float64)
     newest, oldest = drawn[300, 200].astype(np.float64), drawn[300, 140].astype(np.float64)
     np.testing.assert_array_equal(newest, car)  # the newest segment in full color
-    np.testing.assert_allclose(oldest, np.round(car / 2), atol=1)  # the oldest blended half-way into black
+    np.testing.assert_allclose(oldest, np.round(car * 0.7), atol=1)  # the oldest blended 30% into black
     assert not trail[:, 480:].any()  # the untracked person has none
 
 
@@ -115,3 +132,17 @@ def test_frame_tracks_check_their_shape_and_length():
         FrameTracks(np.array([[1, 2]]))
     with pytest.raises(ValueError, match=r"^expected one track id per box \(3\), got 2$"):
         draw_detections(blank(), dets([[0, 0, 9, 9]] * 3, [0.9] * 3, [3] * 3), tracks=FrameTracks(np.array([1, 2])))
+
+
+def test_no_chip_covers_a_trail():
+    """A small box at the image's top gets its chip below it, unless its trail runs there."""
+    box = np.array([[100, 0, 110, 12]], np.float64)
+    alone = draw_boxes(blank(), box, [".83"], [(86, 180, 233)], font_size=12, line_width=2)
+    trail = {7: np.array([[105.0, 60.0], [105.0, 12.0]])}
+    tracked = draw_boxes(blank(), box, [".83"], [(86, 180, 233)], font_size=12, line_width=2,
+                         trails=(trail, {7: (86, 180, 233)}))
+    [before], [after] = alone.chips, tracked.chips
+    assert (before.x, before.y) == (100, 13)
+    x0, y0, x1, y1 = after.rect
+    assert (after.x, after.y) != (100, 13)
+    assert all(x1 <= a or b <= x0 or y1 <= c or d <= y0 for a, c, b, d in trail_rects(trail, 2))

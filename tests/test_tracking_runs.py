@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 
 import numpy as np
@@ -15,6 +16,7 @@ from cli_text import without_status
 from conftest import TINY_SEGMENT
 
 from detect.cli import main
+from detect.cli.console import relative, wrap
 
 
 def segment(tiny_v2_path, model, out, *flags) -> int:
@@ -78,12 +80,79 @@ def test_detect_track_gives_the_runs_ids_again_and_follows_its_threshold(tracked
     out, err = capsys.readouterr()
     err = without_status(err)
     assert out.startswith(f"{TINY_SEGMENT}: ") and "track(s) over" in out
-    assert err.strip() == (f"detect: note: frames and animations drawn before show the old track ids; `detect redraw "
-                           f"{tracked}` draws the new ones; tables and eval read them now")
+    assert err.splitlines()[0] == (f"detect: note: frames and animations drawn before show the old track ids; `detect "
+                                   f"redraw {tracked}` draws the new ones; tables and eval read them now")
     np.testing.assert_array_equal(ids_of(tracked)[1], before)
     assert main(["track", str(tracked), "--threshold", "0.99"]) == 0  # nothing scores that high: no track
     assert (ids_of(tracked)[1] == -1).all()
     assert json.loads((tracked / "manifest.json").read_text())["tracking"]["tracks"] == 0
+
+
+def tracking_line(directory) -> str:
+    """The line `detect segment`, `run` and `track` print of an eval.json's tracking scores."""
+    scores = json.loads((directory / "eval.json").read_text())["tracking_level_2"]
+    assert scores  # the tiny fixture's labels carry object ids
+    return ("tracking HOTA / MOTA / IDF1 (IoU 0.5): "
+            + ", ".join(f"{name} {s['hota']:.3f} / {s['mota']:.3f} / {s['idf1']:.3f}" for name, s in scores.items()))
+
+
+def test_detect_track_scores_the_new_ids_and_writes_the_pages_that_show_them_again(tracked, capsys):
+    """The tracks are scored against the labels' object ids (an evaluation again: the table changed)
+    and the page that exists is written again: none is older than the eval.json it shows."""
+    assert main(["report", str(tracked)]) == 0
+    capsys.readouterr()
+    assert main(["track", str(tracked)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    _, ids = ids_of(tracked)
+    assert out == [f"{TINY_SEGMENT}: {len(np.unique(ids[ids >= 0]))} track(s) over {(ids >= 0).sum()} of {len(ids)} "
+                   "boxes", *wrap(relative(tracking_line(tracked))), *wrap(f"report: {relative(str(tracked))}/report.html")]
+    page, evaluation = (tracked / name for name in ("report.html", "eval.json"))
+    assert page.stat().st_mtime_ns >= evaluation.stat().st_mtime_ns
+    assert "tracking.parquet" in os.listdir(tracked)
+
+
+def test_detect_track_says_when_the_labels_carry_no_object_ids(tracked, capsys):
+    path = tracked / "ground_truth.parquet"
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("key.camera_object_id")
+    pq.write_table(table.set_column(index, "key.camera_object_id", pa.nulls(table.num_rows, pa.string())), path)
+    assert main(["track", str(tracked)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["tracks not scored: the labels carry no object ids"]
+
+
+def test_a_tracked_segment_with_labels_prints_its_tracking_scores(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    """`detect segment` on a labelled video ends with the tracks' HOTA, MOTA and IDF1 (eval computes them)."""
+    assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--no-report",
+                 "--no-gif", "--no-png"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == wrap(tracking_line(tmp_path / TINY_SEGMENT))
+
+
+def test_a_run_prints_its_tracking_line_and_detect_track_leaves_no_page_older_than_an_eval_json(
+        tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["run", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(run), "--no-gif",
+                 "--no-png"]) == 0
+    assert wrap(tracking_line(run)) == capsys.readouterr().out.splitlines()[-3:-1]  # then the report's line
+    assert main(["track", str(run), "--lost-seconds", "0.1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-3:] == [*wrap(tracking_line(run)), f"report: {relative(str(run))}/index.html"]
+    pages = [run / "index.html", run / TINY_SEGMENT / "report.html"]
+    evaluations = [run / "eval.json", run / TINY_SEGMENT / "eval.json"]
+    assert min(p.stat().st_mtime_ns for p in pages) >= max(e.stat().st_mtime_ns for e in evaluations)
+
+
+def test_detect_eval_writes_the_existing_pages_again_and_no_other(tracked, capsys):
+    assert main(["eval", str(tracked), "--quiet"]) == 0
+    assert not (tracked / "report.html").exists()  # no page before: none written
+    assert main(["report", str(tracked)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(tracked)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {relative(str(tracked))}/report.html"
+    assert (tracked / "report.html").stat().st_mtime_ns >= (tracked / "eval.json").stat().st_mtime_ns
+    assert main(["eval", str(tracked.parent)]) == 0  # the folder `detect segment --out` wrote into
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {relative(str(tracked))}/report.html"
+    assert (tracked / "report.html").stat().st_mtime_ns >= (tracked / "eval.json").stat().st_mtime_ns
+    assert not (tracked.parent / "index.html").exists()  # no page added
 
 
 def test_detect_track_adds_the_column_to_a_table_written_before_tracking(tracked):
@@ -94,17 +163,9 @@ def test_detect_track_adds_the_column_to_a_table_written_before_tracking(tracked
     np.testing.assert_array_equal(ids_of(tracked)[1], before)
 
 
-def _set_column(path, name, value) -> None:
-    table = pq.read_table(path)
-    column = table.column(name)
-    pq.write_table(table.set_column(table.schema.get_field_index(name), name,
-                                    pa.array([value] * table.num_rows, column.type)), path)
-
-
 @pytest.mark.parametrize(("damage", "message"), [
     (lambda p: p.write_bytes(b"not parquet"), "not a readable detections table"),
     (lambda p: pq.write_table(pa.table({"x": [1]}), p), "not a detections table (no key.segment_context_name"),
-    (lambda p: _set_column(p, "key.camera_name", 9), "camera 9: expected a Waymo camera number, 1-5"),
 ])
 def test_detect_track_on_a_broken_table_is_one_line_naming_it(tracked, damage, message):
     damage(tracked / "detections.parquet")

@@ -46,19 +46,30 @@ def test_bad_input_is_refused():
 
 
 def test_a_trail_is_drawn_in_the_tracks_color_thickest_and_opaque_at_the_newest_end():
+    """Three times the boxes' line width at its newest end (4 px once a 1920 frame is shrunk to its
+    GIF), twice at its oldest, 30% blended into the image there."""
     canvas = np.zeros((60, 120, 3), np.uint8)
     paint_trails(canvas, {4: np.array([(10.0, 30.0), (60.0, 30.0), (110.0, 30.0)])}, {4: (200, 100, 0)}, 4)
     newest, oldest = canvas[:, 100], canvas[:, 20]
-    assert (np.all(newest == (200, 100, 0), -1).sum(), np.any(oldest > 0, -1).sum()) == (4, 2)
-    assert tuple(oldest[30]) == (100, 50, 0)  # half-way blended into the black image
-    assert not canvas[:25].any() and not canvas[35:].any()
+    assert (np.all(newest == (200, 100, 0), -1).sum(), np.any(oldest > 0, -1).sum()) == (12, 8)
+    assert tuple(oldest[30]) == (140, 70, 0)  # 30% blended into the black image
+    assert not canvas[:25].any() and not canvas[37:].any()
+
+
+def test_a_trail_has_a_dark_edge_so_it_reads_on_a_light_ground():
+    canvas = np.full((60, 120, 3), 200, np.uint8)
+    paint_trails(canvas, {4: np.array([(10.0, 30.0), (110.0, 30.0)])}, {4: (86, 180, 233)}, 4)
+    column = canvas[:, 60].astype(int)
+    assert (column[25:37] == (86, 180, 233)).all()  # the line, 12 px
+    assert (column[23:25] < 100).all() and (column[37:39] < 100).all()  # 2 px of dark edge either side
+    assert (column[:23] == 200).all() and (column[39:] == 200).all()
 
 
 def test_points_outside_the_image_are_clipped_and_single_points_draw_nothing():
     canvas = np.zeros((40, 40, 3), np.uint8)
     paint_trails(canvas, {1: np.array([(-50.0, 20.0), (100.0, 20.0)]), 2: np.array([(5.0, 5.0)])},
                  {1: (255, 255, 255), 2: (255, 0, 0)}, 2)
-    assert np.all(canvas[19:21].all(-1)) and not canvas[:19].any() and not canvas[21:].any()
+    assert np.all(canvas[18:24].all(-1)) and not canvas[:18].any() and not canvas[24:].any()
 
 
 def test_a_tracked_boxs_chip_starts_with_its_id():

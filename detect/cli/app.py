@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = parser.parse_args(argv)
+            args = parser.parse(argv)
     except SystemExit as exit_:  # argparse already printed usage, help or version
         return EXIT_USAGE if exit_.code else EXIT_OK
     set_verbose(bool(args.debug))  # per call: one --debug run must not make later calls in this process loud

@@ -15,6 +15,7 @@ MAX_BATCH_SIZE = 256
 MAX_BOOTSTRAP = 100_000
 N = TypeVar("N", int, float)
 AUTO_GT = "auto"  # `--gt` without a path: the labels beside the input
+FRAME_FORMATS = ("png", "jpg")
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -92,3 +93,9 @@ def unit_float(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
+
+
+def frame_format(text: str) -> str:
+    """`--frame-format`: png or jpg, in any case; jpeg is jpg (the files are named .jpg)."""
+    lowered = text.lower()
+    return "jpg" if lowered == "jpeg" else lowered

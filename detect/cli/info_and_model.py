@@ -61,9 +61,13 @@ def cmd_model(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = {"input_size": "input size", "threshold": "threshold", "nms_iou": "NMS IoU"}
     shown = ", ".join(f"{names[k]} {v}" for k, v in defaults.items()) or "none (the tool's own)"
     event(f"defaults: {shown}", out)
-    if origin.get(DEFAULTS_REASON):
-        say(printable(f"  why: {origin[DEFAULTS_REASON]}", limit=600), out)
     head = HEADS.get(str(origin.get("head")))
+    # The reason the table below is measured for (this code's), unless the model was converted
+    # with other defaults: then the one its sidecar recorded, if any.
+    same = head is not None and defaults.get("input_size") == head.defaults.input_size
+    reason = head.defaults_reason if same and head is not None else origin.get(DEFAULTS_REASON)
+    if reason:
+        say(printable(f"  why: {reason}", limit=600), out)
     costs = head.size_costs if head is not None else {}
     if costs:
         say(f"--input-size swept (AP50 Waymo VEHICLE, PEDESTRIAN, MOT17 PEDESTRIAN; model time against "

@@ -9,11 +9,16 @@ from typing import TextIO
 
 from detect.cli.console import note, say, status
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED, EXIT_OK
-from detect.core.matching import PROTOCOLS
-from detect.evaluate.commands import export_coco, run_eval
+from detect.cli.followup import follow_up, refresh_pages, tracking_line
+from detect.core.matching import COCO_PROTOCOL, PROTOCOLS
+from detect.core.names import counted
+from detect.evaluate.commands import EvalResult, export_coco, run_eval
+from detect.evaluate.export import Exported
 from detect.evaluate.outputs import table_lines
 from detect.model.classmap import load_class_map
 from detect.report.build import build_reports
+from detect.sinks.eval_record import read_eval_record
+from detect.sinks.manifest import MANIFEST_FILE
 from detect.sinks.rebuild import rebuild_all
 from detect.sinks.source_images import NamedSources
 from detect.sinks.tracks import retrack_all
@@ -23,13 +28,16 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"evaluating {args.results} against Waymo's labels", err, args.quiet)
     result = run_eval(args.results, gt=args.gt, class_map_path=args.class_map, protocol=PROTOCOLS[args.protocol],
                       allow_mixed=args.allow_mixed)
-    for line in result.notes:
+    pages = refresh_pages(args.results, lambda text: status(text, err, args.quiet))
+    for line in [*result.notes, *pages.notes]:
         note(line, err)
     if not args.quiet:
         say(result.headline(), out)
         for line in table_lines(result.evaluation):
             say(line, out)
         say(wrote(result.written), out)
+        for line in pages.lines:
+            say(line, out)
     return EXIT_OK
 
 
@@ -45,8 +53,18 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"exporting {args.results} as COCO JSON", err, args.quiet)
     exported = export_coco(args.results, args.out, gt=args.gt, class_map_path=args.class_map, images=args.images,
                            allow_mixed=args.allow_mixed, sources=NamedSources(tuple(args.source or ())))
-    _print(exported.notes, exported.written, out, err)
+    _print(exported.notes, [] if args.quiet else [export_line(exported)], out, err)
     return EXIT_OK
+
+
+def export_line(exported: Exported) -> str:
+    """"wrote instances.json (5 images, 66 labels), detections.json (1,216 detections) in DIR"."""
+    instances, detections, *images = exported.written
+    parts = [f"{instances.name} ({counted(exported.images, 'image')}, {counted(exported.labels, 'label')})",
+             f"{detections.name} ({counted(exported.detections, 'detection')})"]
+    if images and exported.copied is not None:
+        parts.append(f"{images[0].name}/ ({counted(exported.copied, 'JPEG')} copied)")
+    return f"wrote {', '.join(parts)} in {instances.parent}"
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -67,8 +85,26 @@ def cmd_track(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status(f"tracking the detections of {args.results}", err)
     tracked = retrack_all(args.results, load_class_map(args.class_map), threshold=args.threshold,
                           lost_seconds=args.lost_seconds)
-    _print(tracked.notes, tracked.lines, out, err)
+    # The table changed: its evaluation again (seconds; the tracks scored against the labels' object
+    # ids, as the last evaluation judged them), then the pages that show it.
+    scored = follow_up(args.results, evaluate=True, report=False, class_map=args.class_map,
+                       protocol=_last_protocol(args.results), pooled=not (args.results / MANIFEST_FILE).is_file(),
+                       status=lambda text: status(text, err), summary=_tracking_summary)
+    pages = refresh_pages(args.results, lambda text: status(text, err))
+    _print([*tracked.notes, *scored.notes, *pages.notes], [*tracked.lines, *scored.lines, *pages.lines], out, err)
     return EXIT_FRAMES_FAILED if tracked.failed else EXIT_OK
+
+
+def _tracking_summary(result: EvalResult) -> list[str]:
+    """What `detect track` prints of the evaluation: the tracks' scores, or why there are none."""
+    return tracking_line(result.evaluation) or ["tracks not scored: the labels carry no object ids"]
+
+
+def _last_protocol(results: Path) -> str:
+    """The protocol the results were last evaluated with (COCO's when they never were)."""
+    record = read_eval_record(results)
+    name = None if record is None else record.section("protocol").get("name")
+    return name if isinstance(name, str) and name in PROTOCOLS else COCO_PROTOCOL.name
 
 
 def _print(notes: Sequence[str], lines: Sequence[object], out: TextIO, err: TextIO) -> None:

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from detect import __version__
+from detect.cli.console import event
+from detect.cli.exit_codes import EXIT_USAGE
 from detect.cli.flag_values import (
     AUTO_GT,
+    FRAME_FORMATS,
     MAX_BATCH_SIZE,
     MAX_BOOTSTRAP,
     bounded_float,
     bounded_int,
+    frame_format,
     nms_iou,
     non_negative_int,
     positive_float,
@@ -31,8 +38,55 @@ from detect.render.mosaic import MAX_ANIMATION_WIDTH, MIN_ANIMATION_WIDTH
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line: what is wrong (and the flag or command meant,
+    when a misspelled one is close to one), without the usage (18 lines for `detect segment`) that
+    hid it; `--help` still prints the usage."""
+
+    def parse(self, args: Sequence[str] | None = None) -> argparse.Namespace:
+        """`parse_args`, with an unknown flag named by its command's parser (argparse's top-level
+        parser names it, knowing none of the command's flags)."""
+        parsed, extras = self.parse_known_args(args)
+        if extras:  # the command's parser names them, with the flags it knows
+            command = self._subcommands().get(getattr(parsed, "command", None) or "", self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}{_meant(extras, list(command._option_string_actions))}")
+        return parsed
+
+    def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)
+        if choice:  # "invalid choice: 'segmnet' (choose from ...)": the one meant, when one is close
+            close = difflib.get_close_matches(choice["value"], _CHOICE.findall(choice["choices"]), n=1)
+            if close:
+                message = message[:choice.start("choices") - 2] + f"; did you mean {close[0]!r}?"
+        if message.startswith("the following arguments are required"):
+            message += f" (`{self.prog} --help` shows its usage)"
+        event(f"{self.prog}: error: {message}", sys.stderr)
+        self.exit(EXIT_USAGE)
+
+    def _subcommands(self) -> dict[str, Parser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \((?P<choices>choose from [^)]*)\)$")
+_CHOICE = re.compile(r"'([^']*)'")
+
+
+def _meant(extras: Sequence[str], options: Sequence[str]) -> str:
+    """"; did you mean --threshold?" for the first unknown flag close to one the command knows."""
+    names = {option.lstrip("-"): option for option in options if option.startswith("--")}
+    for word in extras:
+        flag = word.split("=", 1)[0]
+        close = difflib.get_close_matches(flag.lstrip("-"), list(names), n=1) if flag.startswith("--") else []
+        if close:
+            return f"; did you mean {names[close[0]]}?"
+    return ""
+
+
+def build_parser() -> Parser:
+    parser = Parser(
         prog="detect",
         description="Run an object detector over Waymo Open Dataset camera video and see what it saw: annotated "
         "frames, animations, a detections table, AP against Waymo's labels, report pages. Without --model, the model is "
@@ -63,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the detector over one segment and write annotated frames, animations, "
         "a detections table and a manifest under OUT/<segment>/.",
     )
-    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord")
+    segment.add_argument("path", metavar="PATH", help="v2 camera_image Parquet or v1 TFRecord (or a directory holding "
+                         "one; `detect run` takes a directory of many)")
     _job_options(segment)
     segment.set_defaults(handler=_handler("detect.cli.segment_and_run", "cmd_segment"))
 
@@ -94,14 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="labels and detections for other tools",
                                  description="Write the labels and the detections as COCO JSON (instances.json, "
                                  "detections.json; image ids stable from Waymo's keys) so any COCO tool can check them.")
-    export.add_argument("format", choices=("coco",), help="coco")
-    export.add_argument("results", metavar="RESULTS", type=Path)
+    export.add_argument("format", choices=("coco",), help="coco: COCO JSON, as pycocotools and faster-coco-eval read it")
+    export.add_argument("results", metavar="RESULTS", type=Path,
+                        help="a segment's or a run's output directory (a run's segments go in one file)")
     export.add_argument("--out", type=Path, help="where to write (default: RESULTS)")
     export.add_argument("--images", action="store_true",
                         help="also copy each image's original JPEG out of the input file its manifest names, to the "
                         "images/ path its file_name gives (for FiftyOne, CVAT, ...)")
     _source(export, "with --images, read the images from these segment files")
-    _eval_options(export)
+    _eval_options(export, quiet="nothing but the notes (default: a line with what was written)")
     export.set_defaults(handler=_handler("detect.cli.over_results", "cmd_export"))
 
     report = commands.add_parser(
@@ -198,7 +254,7 @@ def _max_pixels(parser: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_MAX_PIXELS:,}: 4096x4096)")
 
 
-def _eval_options(parser: argparse.ArgumentParser) -> None:
+def _eval_options(parser: argparse.ArgumentParser, quiet: str = "no table") -> None:
     parser.add_argument("--gt", metavar="PATH", help="labels from this camera_box file or folder instead of the "
                         "ground_truth.parquet the run wrote")
     _matching(parser)
@@ -206,7 +262,7 @@ def _eval_options(parser: argparse.ArgumentParser) -> None:
                         help="pool what is refused by default: one segment found in several folders under RESULTS, or "
                              "segments run with different models or settings (model, input size, tiles, NMS, score "
                              "floor, classes)")
-    parser.add_argument("--quiet", action="store_true", help="no table")
+    parser.add_argument("--quiet", action="store_true", help=quiet)
     _common(parser)
 
 
@@ -279,8 +335,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-png", dest="write_frames", action="store_false", help="do not write annotated frames")
     parser.add_argument("--no-gif", dest="gif", action="store_false", help="do not write GIF animations")
     parser.add_argument("--mp4", action="store_true", help="also write H.264 MP4 animations")
-    parser.add_argument("--frame-format", choices=("png", "jpg"), default="png",
-                        help="annotated frame format: png (~3 MB a 1920x1280 image) or jpg (~0.45 MB)")
+    parser.add_argument("--frame-format", type=frame_format, choices=FRAME_FORMATS, default="png",
+                        help="annotated frame format: png (~3 MB a 1920x1280 image) or jpg (or jpeg: ~0.45 MB)")
     parser.add_argument("--no-disk-check", dest="disk_check", action="store_false",
                         help="start even when the free space of --out looks too small for the outputs (the estimate "
                              "is printed at the start either way)")

@@ -22,7 +22,7 @@ from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import choose_settings
 from detect.engine.ray import RayEngine, check_spec
 from detect.engine.ray_cluster import import_ray
-from detect.engine.runner import Engine, LocalEngine, plan_sources, run_many, run_segment
+from detect.engine.runner import Engine, LocalEngine, plan_sources, refuse_rerun, refuse_segment, run_many, run_segment
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.model.classmap import load_class_map
@@ -32,14 +32,15 @@ from detect.model.tiles import TileSpec
 from detect.render.draw import DrawStyle
 from detect.sinks.source_images import NamedSources
 from detect.waymo.selection import FrameFilter
-from detect.waymo.sources import absolute, resolve_one
+from detect.waymo.sources import absolute
 
 
 def cmd_segment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     spec = run_spec(args, [args.path])  # flag errors before the slow model load
+    keys = refuse_segment(spec)  # and a folder of OUT it must not reopen
     if args.disk_check:
-        check_disk(spec, [resolve_one(args.path)], lambda text: say_status(text, err, args.quiet))
-    report, model = run_segment(spec, TerminalReporter(err, args.quiet))
+        check_disk(spec, [keys.source], lambda text: say_status(text, err, args.quiet))
+    report, model = run_segment(spec, TerminalReporter(err, args.quiet), keys=keys)
     after = _follow_up(args, report.segment_dir, pooled=False, err=err, inputs=[args.path])
     if not args.quiet:
         _notes(after.notes, err)
@@ -66,8 +67,10 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         engine: Engine = RayEngine(progress_bars=reporter.bars)
     else:
         engine = LocalEngine()
+    sources = plan_sources(spec.inputs, spec.shard)
+    refuse_rerun(spec, sources)  # a segment written with other settings: before the estimate and the model
     if args.disk_check:
-        check_disk(spec, still_to_do(spec, plan_sources(spec.inputs, spec.shard)), reporter.status)
+        check_disk(spec, still_to_do(spec, sources), reporter.status)
     result = run_many(spec, engine, reporter)
     after = _follow_up(args, spec.out, pooled=True, err=err, inputs=args.paths)
     if not args.quiet:

@@ -19,10 +19,11 @@ from detect.compare.comparison import Change, TrackingComparison
 from detect.compare.resample import FrameIndex
 from detect.compare.sides import Pairing, Side
 from detect.core.matching import Protocol
+from detect.core.names import printable
 from detect.core.records import FrameKey, WaymoType
 from detect.evaluate.tracking import has_object_ids, image_sequences
 from detect.model.classmap import ClassMap
-from detect.track import FrameCounts, frame_counts, weighted_scores
+from detect.track import FrameCounts, TooManyIds, frame_counts, weighted_scores
 
 METRICS = ("HOTA", "MOTA", "IDF1")
 
@@ -66,32 +67,44 @@ def tracked_types(a: Side, b: Side, pairing: Pairing, index: FrameIndex, class_m
     if not pairing.labels or not has_object_ids(pairing.labels):
         return [], []
     types = sorted(set(a.types) & set(b.types))
-    counts_a, counts_b = (_counts(side, pairing, index, class_map, types, protocol) for side in (a, b))
-    if counts_a is None or counts_b is None:
-        untracked = [side.label for side, counts in ((a, counts_a), (b, counts_b)) if counts is None]
+    segments = {k.segment_context_name for k in pairing.common}
+    untracked = [side.label for side in (a, b) if not any(_tracked(side, s) for s in segments)]
+    if untracked:
         verb = "have" if len(untracked) > 1 else "has"
         return [], [f"{' and '.join(untracked)} {verb} no track ids (one timestamp, --no-track, or a run from "
                     f"before tracking: `detect track`): no tracking comparison"]
+    # a segment only one side tracked (the other's ids left out, or never written) would score that
+    # side's labels there and not the other's: both sides are compared on the segments both tracked
+    one_sided = sorted(s for s in segments if _tracked(a, s) != _tracked(b, s))
+    common = [k for k in pairing.common if k.segment_context_name not in one_sided]
+    try:
+        counts_a, counts_b = (_counts(side, common, pairing, index, class_map, types, protocol) for side in (a, b))
+    except TooManyIds as err:
+        return [], [f"{err} in a camera sequence: no tracking comparison"]
+    notes = [f"segment {printable(s, 64)}: only {'A' if _tracked(a, s) else 'B'} has track ids there; tracking "
+             f"compared without it" for s in one_sided]
     return [TrackedType(t, counts_a[t], counts_b[t]) for t in types
-            if counts_a[t].counts.labels.sum() and counts_b[t].counts.labels.sum()], []  # labels of it on the images
+            if counts_a[t].counts.labels.sum() and counts_b[t].counts.labels.sum()], notes  # labels of it on the images
 
 
-def _counts(side: Side, pairing: Pairing, index: FrameIndex, class_map: ClassMap, types: list[int],
-            protocol: Protocol) -> dict[int, SideCounts] | None:
-    """Per type: the side's per-image counts on the common images (None: the side has no track ids)."""
+def _tracked(side: Side, segment: str) -> bool:
+    """Whether the side's table of `segment` has track ids it can use."""
+    rows = side.segments[segment].detections
+    return rows.track_ids is not None and bool((rows.track_ids >= 0).any())
+
+
+def _counts(side: Side, common: Sequence[FrameKey], pairing: Pairing, index: FrameIndex, class_map: ClassMap,
+            types: list[int], protocol: Protocol) -> dict[int, SideCounts]:
+    """Per type: the side's per-image counts on the `common` images."""
     by_segment: dict[str, list[FrameKey]] = {}
-    for key in pairing.common:
+    for key in common:
         by_segment.setdefault(key.segment_context_name, []).append(key)
     parts: dict[int, list[FrameCounts]] = {t: [] for t in types}
     frames: dict[int, list[np.ndarray]] = {t: [] for t in types}
-    tracked = False
     for name, keys in by_segment.items():
         rows = side.segments[name].detections
-        tracked = tracked or (rows.track_ids is not None and bool((rows.track_ids >= 0).any()))
         for sequence in image_sequences(rows, keys, pairing.labels, class_map, types):
             parts[sequence.waymo_type].append(frame_counts(sequence.frames, protocol.iou(sequence.waymo_type)))
             frames[sequence.waymo_type].append(np.array([index.number(k) for k in sequence.keys], np.int64))
-    if not tracked:
-        return None
     return {t: SideCounts(FrameCounts.concat(parts[t]), np.concatenate([np.zeros(0, np.int64), *frames[t]]))
             for t in types}

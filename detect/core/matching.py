@@ -25,6 +25,7 @@ from detect.core.records import WaymoType
 # COCO's IoU thresholds, as the library builds them (0.7 is index 4, the value it compares with).
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, round((0.95 - 0.5) / 0.05) + 1, endpoint=True)
 MAX_DETECTIONS = 100  # per image and type, as COCO's AP counts them
+SMALL_SAMPLE = 10  # an AP resting on fewer labels than this is marked (tables, plots): one more hit moves it a lot
 
 
 @dataclasses.dataclass(frozen=True)

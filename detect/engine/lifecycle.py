@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from detect.core.errors import InputError, OutputError, UsageError
+from detect.core.errors import DetectError, InputError, OutputError, UsageError
 from detect.core.names import printable, segment_dir_name
 from detect.core.records import FrameFailure, FrameKey, FrameResult
 from detect.engine.outcomes import SegmentReport, boxes_drawn
@@ -97,20 +97,14 @@ def prepare_segment_dir(out_root: Path, segment: str, settings: SegmentSettings,
 
 def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, object],
             segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
-    if layout.has_content(segment_dir):
-        if settings.mode == "new":
-            raise OutputError(f"{segment_dir} already exists; pass --resume to continue it or --overwrite to replace it")
-        if settings.mode == "overwrite":
-            layout.clear_outputs(segment_dir)
-        elif not layout.is_marked(segment_dir):
-            raise OutputError(f"{segment_dir} exists but was not written by detect; refusing to resume into it: "
-                              f"move it away or choose another --out")
+    refusal = reopen_refusal(segment_dir, settings, resume_key)
+    if refusal is not None:
+        raise refusal
+    if settings.mode == "overwrite" and layout.has_content(segment_dir):
+        layout.clear_outputs(segment_dir)
     if settings.mode != "resume":
         journal.save_settings(segment_dir, resume_key)
         return {}, 0
-    previous = journal.load_settings(segment_dir)
-    if previous is not None and previous != resume_key:
-        raise UsageError(resume_refusal(segment_dir, previous, resume_key))
     journal.save_settings(segment_dir, resume_key)
     for stale in list(layout.temp_files(segment_dir)):
         stale.unlink()  # half-written files of a run that was killed
@@ -121,6 +115,31 @@ def _reopen(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, 
         done = {k: v for k, v in done.items()
                 if frame_path(segment_dir, k.camera_name, k.frame_timestamp_micros, settings.frame_format).exists()}
     return done, intact
+
+
+def reopen_refusal(segment_dir: Path, settings: SegmentSettings, resume_key: dict[str, object],
+                   known_keys_only: bool = False) -> DetectError | None:
+    """Why the segment's folder cannot be opened for this run, or None: it holds outputs and the run
+    asks neither --resume nor --overwrite, detect did not write them, or they were written with
+    other settings (`resume_refusal`, a UsageError, with or without --resume). `known_keys_only`:
+    compare only `resume_key`'s entries (before the input is opened, the ones the flags decide:
+    `SegmentSettings.resume_key`). An unreadable settings file raises OutputError."""
+    if settings.mode == "overwrite" or not layout.has_content(segment_dir):
+        return None
+    if not layout.is_marked(segment_dir):
+        if settings.mode == "new":
+            return OutputError(_EXISTS.format(segment_dir))
+        return OutputError(f"{segment_dir} exists but was not written by detect; refusing to resume into it: "
+                           f"move it away or choose another --out")
+    previous = journal.load_settings(segment_dir)
+    if previous is not None and known_keys_only:  # an unfinished redraw (its mark) is refused either way
+        previous = {k: previous.get(k) for k in resume_key} | {k: v for k, v in previous.items() if k == "redraw"}
+    if previous is not None and previous != resume_key:
+        return UsageError(resume_refusal(segment_dir, previous, resume_key))
+    return OutputError(_EXISTS.format(segment_dir)) if settings.mode == "new" else None
+
+
+_EXISTS = "{} already exists; pass --resume to continue it or --overwrite to replace it"
 
 
 # Resume-key entries `detect redraw` changes without the model, and its flag for each.

@@ -30,7 +30,7 @@ from detect.model.tiles import TiledDetector
 from detect.sinks.animations import AnimationSet, rebuild_animations
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import read_labels
-from detect.waymo.readers import iter_frames, read_keys
+from detect.waymo.readers import SegmentKeys, iter_frames, read_keys
 from detect.waymo.sources import SegmentSource
 
 LOCAL_ENGINE = {"name": "local"}
@@ -46,13 +46,15 @@ def process_segment(
     progress: ProgressFactory | None = None,
     clock: Clock = time.perf_counter,
     claims: dict[str, str] | None = None,
+    keys: SegmentKeys | None = None,
 ) -> SegmentReport:
     """Run one segment end to end and write everything under `out_root/<segment dir>/`.
 
     `claims` (directory name -> input) lets a caller running many inputs refuse a second file
-    whose segment would land in a directory this run already gave to another file.
+    whose segment would land in a directory this run already gave to another file. `keys`: the
+    source's, when the caller has read them.
     """
-    keys = read_keys(source)
+    keys = keys or read_keys(source)
     labels = read_labels(keys, settings.ground_truth)
     job = SegmentJob.judged(settings, None if labels is None else labels.types, model_facts.knows_classes)
     if settings.tile is not None:  # full frames in, each also cut into tiles for the model

@@ -16,21 +16,22 @@ from pathlib import Path
 from typing import Protocol
 
 from detect.core.atomic import atomic_write_bytes
-from detect.core.errors import OutputError, error_text
+from detect.core.errors import DetectError, OutputError, UsageError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated, raise_if_interrupted
 from detect.engine.events import SILENT, Reporter
-from detect.engine.lifecycle import finished_manifest, resume_refusal
+from detect.engine.lifecycle import finished_manifest, reopen_refusal
 from detect.engine.loading import LoadedModel, expected_facts, load_model, loading_line, model_kind, watermark
 from detect.engine.local import process_segment
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
 from detect.engine.spec import RunSpec, SegmentSettings
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
-from detect.sinks import journal
+from detect.sinks import journal, layout
 from detect.sinks.layout import RunLock
 from detect.sinks.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
 from detect.sinks.run_record import read_run_record, run_file_name
+from detect.waymo.readers import SegmentKeys, read_keys
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
 Record = Callable[[SegmentOutcome], None]
@@ -62,26 +63,71 @@ def marked_for(settings: SegmentSettings, kind: str) -> SegmentSettings:
     return dataclasses.replace(settings, style=dataclasses.replace(settings.style, watermark=watermark(kind)))
 
 
-def run_segment(spec: RunSpec, reporter: Reporter = SILENT,
-                model: LoadedModel | None = None) -> tuple[SegmentReport, LoadedModel]:
-    """`detect segment`: the one input of `spec` with the local engine; the report and the model."""
-    (path,) = spec.inputs
-    source = resolve_one(path)
+def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None,
+                keys: SegmentKeys | None = None) -> tuple[SegmentReport, LoadedModel]:
+    """`detect segment`: the one input of `spec` with the local engine; the report and the model.
+    `keys`: the input's, when the caller read them (`refuse_segment` did)."""
+    keys = refuse_segment(spec, keys)  # before the model loads
     if model is None:
         reporter.status(loading_line(spec.model))
         model = load_model(spec.model)
     for line in model.notices:
         reporter.message(line)
-    report = process_segment(source, spec.out, model.detector, marked_for(spec.settings, model.kind), model_facts=model.facts,
-                             progress=reporter.progress("detect"))
+    report = process_segment(keys.source, spec.out, model.detector, marked_for(spec.settings, model.kind),
+                             model_facts=model.facts, progress=reporter.progress("detect"), keys=keys)
     return report, model
+
+
+def refuse_segment(spec: RunSpec, keys: SegmentKeys | None = None) -> SegmentKeys:
+    """`detect segment`'s refusals that need no model, raised before it loads: its folder in OUT
+    holds a run's outputs (without --resume or --overwrite), or outputs of other settings (the
+    `detect redraw` command when only the drawing differs). The input's keys (read when not given)."""
+    (path,) = spec.inputs
+    keys = keys or read_keys(resolve_one(path))
+    refusals = _reopen_refusals(spec, [keys.segment_context_name])
+    if refusals:
+        raise refusals[0]
+    return keys
+
+
+def refuse_rerun(spec: RunSpec, sources: Sequence[SegmentSource]) -> None:
+    """`detect run`'s refusal before the model loads: a segment the run file names was written with
+    other settings (UsageError: what differs, and the `detect redraw` command when only the drawing
+    does, or --overwrite). A usage error of the whole run: no segment is marked failed for it."""
+    previous = previous_outcomes(Path(spec.out) / run_file_name(spec.shard))
+    names = [name for s in sources if isinstance(name := (previous.get(s.uri) or {}).get("segment_context_name"), str)
+             and name]
+    refusals = [str(r) for r in _reopen_refusals(spec, names) if isinstance(r, UsageError)]
+    if len(refusals) > 1:
+        raise UsageError(f"{refusals[0]} ({len(refusals) - 1} more segment(s) in {spec.out} too: "
+                         f"`detect redraw {spec.out}` with the same flags redraws them all)")
+    if refusals:
+        raise UsageError(refusals[0])
+
+
+def _reopen_refusals(spec: RunSpec, names: Sequence[str]) -> list[DetectError]:
+    """Why the folders of these segments in OUT cannot be reopened with `spec`'s settings, as far as
+    the flags decide (`reopen_refusal`); a settings file that cannot be read is left to the segment."""
+    settings = marked_for(spec.settings, model_kind(spec.model))
+    model = expected_facts(spec.model)
+    refusals = []
+    for name in dict.fromkeys(names):
+        try:
+            refusal = reopen_refusal(layout.segment_dir(Path(spec.out), name), settings, settings.resume_key(model, name),
+                                     known_keys_only=True)
+        except OutputError:
+            continue
+        if refusal is not None:
+            refusals.append(refusal)
+    return refusals
 
 
 def run_many(spec: RunSpec, engine: Engine, reporter: Reporter = SILENT,
              clock: Callable[[], float] = time.perf_counter) -> RunResult:
     """Every segment named by `spec.inputs` (this shard's share), with `engine`."""
-    spec = dataclasses.replace(spec, settings=marked_for(spec.settings, model_kind(spec.model)))
     sources = plan_sources(spec.inputs, spec.shard)
+    refuse_rerun(spec, sources)
+    spec = dataclasses.replace(spec, settings=marked_for(spec.settings, model_kind(spec.model)))
     root = Path(spec.out)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -207,11 +253,8 @@ def carried_over(out: Path, source: SegmentSource, previous: Mapping[str, object
         changes = [] if expected is None else changed_settings(segment_dir, expected(name))
     except OutputError as error:  # a corrupt settings file: refused, never skipped unchecked
         return SegmentOutcome(source.uri, name, Status.FAILED, error=str(error))
-    if changes and expected is not None:  # never skipped as done: the run folder would mix settings
-        wanted = expected(name)
-        recorded = journal.load_settings(segment_dir) or {}
-        refusal = resume_refusal(segment_dir, {k: recorded.get(k) for k in wanted}, wanted)
-        return SegmentOutcome(source.uri, name, Status.FAILED, error=refusal)
+    if changes:  # never skipped as done: the run folder would mix settings (`refuse_rerun` refuses the run)
+        return None
     if manifest.status == COMPLETE:
         return SegmentOutcome(source.uri, name, Status.SKIPPED, error="already complete")
     if manifest.status == COMPLETE_WITH_FAILURES and not retry_failed:

@@ -121,7 +121,7 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
     raw_tile, scale = shrink(frame, mosaic_tile_width(settings.gif_width))  # before the frame is drawn on
-    drawn_tracks = None if tracks is None else FrameTracks(tracks.track_ids, tracks.trails)
+    drawn_tracks = None if tracks is None else FrameTracks.numbered(tracks.track_ids, tracks.trails, int(key.camera_name))
     if job.errors is not None and labels is not None:
         judged = judge(detections, labels, job.errors, settings.style, drawn_tracks)
         draw_errors(frame, judged, line_width=settings.style.line_width)

@@ -76,8 +76,8 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
     written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE,
                *([target / TRACKING_FILE] if tracks.rows else [])]
-    return EvalResult(evaluation, report, written, stream.finish_notes(evaluation.labels_dropped), class_map.source,
-                      library_version())
+    return EvalResult(evaluation, report, written, [*stream.finish_notes(evaluation.labels_dropped), *evaluation.notes],
+                      class_map.source, library_version())
 
 
 def export_coco(results: Path, out: Path | None = None, gt: str | None = None,

@@ -36,6 +36,10 @@ INSTANCES_FILE, DETECTIONS_JSON = "instances.json", "detections.json"
 class Exported:
     written: list[Path]  # the two JSON files (and the images folder, with --images)
     notes: list[str]  # one line each: what is missing from the export, and why
+    images: int = 0  # in instances.json
+    labels: int = 0  # its annotations
+    detections: int = 0  # in detections.json
+    copied: int | None = None  # JPEGs written with --images (None: not asked)
 
 
 def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[int], target: Path,
@@ -46,10 +50,12 @@ def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[
     target = Path(target)
     notes: list[str] = []
     written: list[Path] = []
+    copied: int | None = None
     if images:
-        copied = [_copy_images(segment, target, notes, sources) for segment in segments]
-        segments = [dataclasses.replace(s, sizes={**sizes, **s.sizes}) for s, sizes in zip(segments, copied, strict=True)]
+        found = [_copy_images(segment, target, notes, sources) for segment in segments]
+        segments = [dataclasses.replace(s, sizes={**sizes, **s.sizes}) for s, (sizes, _) in zip(segments, found, strict=True)]
         written.append(target / coco.IMAGES_DIR)
+        copied = sum(n for _, n in found)
     instances = coco.ground_truth(segments, sorted(set(types) | set(coco.label_types(segments))))
     instances["info"]["evaluated_category_ids"] = types
     dets = coco.detections(segments, class_map, types)
@@ -58,24 +64,25 @@ def write_coco(segments: list[SegmentResults], class_map: ClassMap, types: list[
     # that still slipped through must fail here rather than write a file other tools cannot parse.
     return Exported([atomic_write_bytes(target / INSTANCES_FILE, json.dumps(instances, allow_nan=False).encode()),
                      atomic_write_bytes(target / DETECTIONS_JSON, json.dumps(dets, allow_nan=False).encode()),
-                     *written], notes)
+                     *written], notes, len(instances["images"]), len(instances["annotations"]), len(dets), copied)
 
 
 def _copy_images(segment: SegmentResults, target: Path, notes: list[str],
-                 sources: NamedSources) -> dict[FrameKey, tuple[int, int]]:
-    """Copy the segment's processed images out of its input file; their sizes from the JPEG headers."""
+                 sources: NamedSources) -> tuple[dict[FrameKey, tuple[int, int]], int]:
+    """Copy the segment's processed images out of its input file: their sizes from the JPEG headers,
+    and how many were written."""
     wanted = segment.images
     name = printable(segment.name, 64)
     if segment.input_path is None and not sources:
         notes.append(f"{segment.directory}: its manifest names no input file; the images of {name} are not written")
-        return {}
+        return {}, 0
     if not wanted:
-        return {}
+        return {}, 0
     uri, problem = source_uri(segment.manifest, sources)
     if uri is None:
         where = "" if sources else f"its input file {printable(segment.input_path or '?', 200)} "
         notes.append(f"{segment.directory}: {where}{problem}; the images of {name} are not written")
-        return {}
+        return {}, 0
     times = [k.frame_timestamp_micros for k in wanted]
     selection = FrameFilter(cameras=tuple(sorted({k.camera_name for k in wanted})), min_timestamp=min(times),
                             max_timestamp=max(times))
@@ -100,11 +107,11 @@ def _copy_images(segment: SegmentResults, target: Path, notes: list[str],
                 sizes[frame.key] = size
     except (InputError, DependencyError) as err:  # this segment's input; a refused write (OutputError) stops all
         notes.append(f"{printable(str(err), 300)}; the images of {name} are not all written")
-        return sizes
+        return sizes, len(copied)
     if len(copied) < len(wanted):
         notes.append(f"{printable(uri, 200)}: {len(wanted) - len(copied)} of the {len(wanted)} image(s) of {name} are "
                      f"not in it; not written")
-    return sizes
+    return sizes, len(copied)
 
 
 def _unsized(segments: Iterable[SegmentResults], images: bool) -> list[str]:

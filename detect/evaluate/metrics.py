@@ -22,6 +22,7 @@ import numpy as np
 
 from detect.core.cameras import CameraName
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL, Protocol
+from detect.core.names import printable
 from detect.core.records import LEVEL_1, LEVEL_2, WaymoType
 from detect.evaluate import coco
 from detect.evaluate.matches import Match, segment_matches
@@ -30,7 +31,7 @@ from detect.evaluate.results import SegmentResults
 from detect.evaluate.thresholds import Sweep, sweep
 from detect.evaluate.tracking import CameraSequence, segment_sequences
 from detect.model.classmap import ClassMap
-from detect.track import TrackingPool, TrackingScores
+from detect.track import TooManyIds, TrackingPool, TrackingScores
 
 SIZES = ("all", "small", "medium", "large")  # COCO's area ranges, in the order of its arrays
 
@@ -69,6 +70,7 @@ class Evaluation:
     sweeps: dict[str, Sweep] = dataclasses.field(default_factory=dict)  # type -> P/R/F1 vs threshold (LEVEL_2)
     # Waymo type -> HOTA, MOTA, IDF1... of the track ids against the labels' object ids (none: not tracked)
     tracking: dict[int, TrackingScores] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the scores leave out, one line each (a sequence too large to score)
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
@@ -84,6 +86,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     tracks = TrackingPool(protocol)
     names: list[str] = []
+    notes: list[str] = []
     images = dropped = 0
     for segment in segments:
         names.append(segment.name)
@@ -101,7 +104,11 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         sequences = list(segment_sequences(segment, class_map, types))
         own_tracks = TrackingPool(protocol)
         for sequence in sequences:
-            own_tracks.add(sequence.waymo_type, sequence.frames)
+            try:
+                own_tracks.add(sequence.waymo_type, sequence.frames)
+            except TooManyIds as err:
+                notes.append(f"{printable(segment.name, 64)}: {sequence.keys[0].camera_name.name} "
+                             f"{WaymoType(sequence.waymo_type).name}: {err}; its tracking scores are left out")
         tracks.merge(own_tracks)
         if on_tracks is not None and sequences:
             on_tracks(sequences)
@@ -112,7 +119,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                 _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
                 tracking=_labeled(own_tracks)))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
-                               tracking=_labeled(tracks))
+                               tracking=_labeled(tracks), notes=tuple(notes))
 
 
 def _labeled(tracks: TrackingPool) -> dict[int, TrackingScores]:

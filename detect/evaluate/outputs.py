@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,15 @@ def table_lines(evaluation: Evaluation) -> list[str]:
     # 95 characters: every line `detect` prints stays under 100
     header = (f"{'type':<11}{'level':<8}{'labels':>7}{'dets':>6}{'AP50':>7}{'AP70/50':>8}{'AP':>6}{'AR100':>6}"
               + "".join(f"{'AP_' + s[0]:>6}" for s in SIZES[1:]) + f"{'P':>6}{'R':>6}{'F1':>6}")
-    lines = [f"{protocol.describe()} decides hits; at the drawing threshold {evaluation.threshold:g}: dets, P, R, F1 "
-             f"(AP50: COCO; AP70/50: Waymo; AP and AP_s/m/l: IoU 0.5:0.95)", header]
+    lines = [f"{protocol.describe()} decides hits; at threshold {threshold_text(evaluation)(evaluation.threshold)}: "
+             "dets (boxes at or above it), P, R, F1", "AP50: COCO; AP70/50: Waymo; AP and AP_s/m/l: IoU 0.5:0.95", header]
+    unlabeled = [r.name for r in evaluation.levels.get("LEVEL_2", []) if r.name != "ALL" and not r.labels]
     for level, rows in evaluation.levels.items():
         for row in rows:
-            lines.append(_row(row, level))
+            if row.name not in unlabeled:  # no AP, no recall: a row of dashes (named below instead)
+                lines.append(_row(row, level))
+    if unlabeled:
+        lines.append(f"no labels of {', '.join(unlabeled)} in the data: not scored")
     cameras = "  ".join(f"{camera} {_fmt(row.ap50)}" for camera, row in evaluation.cameras.items())
     lines.append(f"AP50 per camera (LEVEL_2, ALL): {cameras}")
     lines.extend(best_threshold_lines(evaluation))
@@ -151,13 +156,24 @@ def tracking_lines(evaluation: Evaluation) -> list[str]:
 def best_threshold_lines(evaluation: Evaluation) -> list[str]:
     """The F1-best threshold per type (LEVEL_2, the protocol's IoU), beside the current one."""
     parts = []
+    text = threshold_text(evaluation)
     for name, found in evaluation.sweeps.items():
         best = found.best
         if best is not None:
-            parts.append(f"{name} {best.suggested} (F1 {best.f1:.2f}: P {best.precision:.2f}, R {best.recall:.2f})")
+            parts.append(f"{name} {text(best.suggested)} (F1 {best.f1:.2f}: P {best.precision:.2f}, R {best.recall:.2f})")
     if not parts:
         return []
-    return [f"F1-best threshold (LEVEL_2, now {evaluation.threshold:g}): " + "; ".join(parts)]
+    return [f"F1-best threshold (LEVEL_2, now {text(evaluation.threshold)}): " + "; ".join(parts)]
+
+
+def threshold_text(evaluation: Evaluation) -> Callable[[float | str], str]:
+    """How the thresholds of an evaluation are printed: all with the decimals the most precise one
+    needs, two at least ("now 0.300: VEHICLE 0.239; PEDESTRIAN 0.320", not "now 0.3: VEHICLE 0.239;
+    PEDESTRIAN 0.32"); each F1-best one (`Best.suggested`) keeps its exact value."""
+    values: list[float | str] = [evaluation.threshold,
+                                 *(s.best.suggested for s in evaluation.sweeps.values() if s.best is not None)]
+    digits = max(2, *(len(f"{float(v):.7f}".rstrip("0").partition(".")[2]) for v in values))
+    return lambda value: f"{float(value):.{digits}f}"
 
 
 def _row(row: TypeMetrics, level: str) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
@@ -18,6 +17,18 @@ from detect.core.records import FrameKey, Labels
 from detect.sinks.fingerprint import Sources, segment_sources
 from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.sinks.results_folder import Manifest, finished_frames, processed_images, read_manifest
+from detect.sinks.results_tables import (
+    COORDINATES,
+    DETECTION_COLUMNS,
+    RowBudget,
+    detection_rows,
+    missing,
+    not_boxes,
+    read_table,
+    read_track_ids,
+    segment_budget,
+)
+from detect.sinks.results_tables import numbers as values
 from detect.sinks.run_folder import SegmentFolders, find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
@@ -94,11 +105,13 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
     manifest = read_manifest(directory)
     name = manifest.segment_context_name
-    detections, foreign = _own_rows(_read_detections(directory / DETECTIONS_FILE), name)
-    notes = (f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than {printable(name, 64)}; "
-             f"left out",) if foreign else ()
-    written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE) if (directory / GROUND_TRUTH_FILE).is_file()
-                        else ({}, 0))
+    budget = segment_budget(directory, name)
+    table, read_notes = _read_detections(directory / DETECTIONS_FILE, budget)
+    detections, foreign = _own_rows(table, name)
+    notes = (*read_notes, *([f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than "
+                             f"{printable(name, 64)}; left out"] if foreign else []))
+    written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE, budget)
+                        if (directory / GROUND_TRUTH_FILE).is_file() else ({}, 0))
     processed = processed_images(directory, name, detections.keys, written)
     mismatch = None
     if gt is not None:
@@ -156,31 +169,27 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
     return f"{results}: no labels for {names} ({why}); name a camera_box file or folder with --gt PATH"
 
 
-def _read_detections(path: Path) -> DetectionRows:
-    columns = [SEGMENT, TIMESTAMP, CAMERA, "class_id", "score", "xmin", "ymin", "xmax", "ymax"]
+def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list[str]]:
+    """The table's boxes (`detection_rows`: an edited table's other rows are left out, never fatal),
+    and what reading it left out, one line each (rows that are not boxes, track ids it cannot use)."""
+    table = read_table(path, [*DETECTION_COLUMNS, "track_id"], budget, "detections table")
+    absent = missing(table, DETECTION_COLUMNS)
+    if absent:
+        raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
     try:
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=columns + [c for c in ("track_id",) if c in names])
-    except (pa.ArrowException, OSError, ValueError) as err:
-        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
-    try:
-        numbers = {c: np.asarray(table.column(c).cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
-                   for c in columns if c != SEGMENT}
+        ok = detection_rows(table)
+        numbers = {c: values(table, c) for c in (TIMESTAMP, CAMERA, "class_id", "score", *COORDINATES)}
     except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a detections table ({first_line(err)})") from None
-    segments = table.column(SEGMENT).to_pylist()
-    # A results folder may have been edited: rows that are not boxes are left out, never fatal.
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(np.stack(list(numbers.values()), axis=1)).all(axis=1) if segments else np.zeros(0, bool)
-        ok &= np.isin(numbers[CAMERA], [int(c) for c in CameraName]) & np.array([s is not None for s in segments], bool)
-        ok &= (numbers["xmax"] >= numbers["xmin"]) & (numbers["ymax"] >= numbers["ymin"]) & (numbers["class_id"] >= 0)
-        ok &= (numbers["class_id"] < 2**31) & (np.abs(numbers[TIMESTAMP]) < 2**62)
     rows = np.flatnonzero(ok)
+    segments = table.column(SEGMENT).to_pylist()
     timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False)
     keys = _keys(segments, timestamps, numbers[CAMERA], rows)
-    xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
-    return DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32), xyxy,
-                         _track_ids(table, rows))
+    xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in COORDINATES], axis=1).reshape(-1, 4)
+    tracks = read_track_ids(table, ok, path)
+    notes = [note for note in (not_boxes(path, ok), tracks.note) if note is not None]
+    return (DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32),
+                          xyxy, None if tracks.ids is None else tracks.ids[rows]), notes)
 
 
 def _keys(segments: list[object], timestamps: np.ndarray, cameras: np.ndarray, rows: np.ndarray) -> list[FrameKey]:
@@ -195,18 +204,3 @@ def _keys(segments: list[object], timestamps: np.ndarray, cameras: np.ndarray, r
             key = made[segment, timestamp, camera] = FrameKey(str(segment), int(timestamp), CameraName(camera))
         keys.append(key)
     return keys
-
-
-def _track_ids(table: pa.Table, rows: np.ndarray) -> np.ndarray | None:
-    """The kept rows' track ids (-1 for null or unusable values); None when the table has no such column."""
-    if "track_id" not in table.column_names:
-        return None
-    try:
-        values = table.column("track_id").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowException, ValueError):
-        return None
-    ids = np.asarray(values, np.float64)  # nulls come back as NaN
-    ids = np.where(np.isfinite(ids) & (ids >= 0), ids, -1).astype(np.int64)
-    return ids[rows]
-
-

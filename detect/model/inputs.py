@@ -56,25 +56,50 @@ class DecodedImage:
 
 def parse_input_size(text: str) -> InputSize:
     """'320' -> (320, 320); '640x384' -> (640, 384) as width x height; 'fit:960x640' -> `FitSize`;
-    'native' -> None."""
-    value = text.strip().lower()
+    'native' -> None. Sizes are ASCII digits only: Python's `int` also takes '３２０', '3_2_0', '+320'
+    and ' 320 ', which a typo or a pasted value should not turn into a run at 320."""
+    problem = input_size_problem(text)
+    if problem is not None:
+        raise UsageError(f"input size {text!r}: {problem}")
+    value = text.lower()
     if value in ("native", "full", "none"):
         return None
     if value.startswith("fit:"):
-        fixed = parse_input_size(value[4:])
-        if fixed is None or isinstance(fixed, FitSize):
-            raise UsageError(f"input size {text!r}: expected fit:WxH, e.g. fit:960x640")
-        return FitSize(*fixed)
-    parts = value.split("x")
-    try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
-        numbers = []
-    if len(numbers) == 1:
-        numbers = numbers * 2
-    if len(numbers) != 2 or min(numbers) < 32 or max(numbers) > 4096:
-        raise UsageError(f"input size {text!r}: expected N, WxH, fit:WxH (32-4096 pixels) or 'native'")
-    return numbers[0], numbers[1]
+        width, height = _sides(value[4:])
+        return FitSize(width, height)
+    return _sides(value)
+
+
+def input_size_problem(text: str) -> str | None:
+    """What is wrong with an --input-size value (None: nothing), for `parse_input_size` and the sidecar."""
+    value = text.lower()
+    if value in ("native", "full", "none"):
+        return None
+    fit = value.startswith("fit:")
+    sides = _SIZE.fullmatch(value[4:] if fit else value)
+    if sides is None:
+        return ("expected fit:WxH, e.g. fit:960x640" if fit
+                else "expected N, WxH, fit:WxH (32-4096 pixels, digits 0-9) or 'native'")
+    width, height = _sides(sides.group(0))
+    if min(width, height) < 32 or max(width, height) > 4096:
+        return f"expected {'fit:WxH' if fit else 'N, WxH or fit:WxH'} of 32-4096 pixels a side"
+    if fit and (width % FIT_MULTIPLE or height % FIT_MULTIPLE):
+        # every image's sides are rounded to multiples of 32 (`FitSize.for_image`): the bound itself
+        # must be one, or the model would run at a size neither asked for nor within it (fit:50x50: 64x64)
+        low = [max(FIT_MULTIPLE, side // FIT_MULTIPLE * FIT_MULTIPLE) for side in (width, height)]
+        high = [-(-side // FIT_MULTIPLE) * FIT_MULTIPLE for side in (width, height)]
+        return (f"a fit size is {FIT_MULTIPLE}-pixel multiples a side (each image is resized to them); "
+                f"nearest: fit:{low[0]}x{low[1]}, fit:{high[0]}x{high[1]}")
+    return None
+
+
+_SIZE = re.compile(r"[0-9]{1,5}(x[0-9]{1,5})?")
+
+
+def _sides(value: str) -> tuple[int, int]:
+    """'320' -> (320, 320), '640x384' -> (640, 384): a value `_SIZE` matched."""
+    parts = [int(p) for p in value.split("x")]
+    return (parts[0], parts[-1])
 
 
 def require_multiple(size: InputSize, multiple: int, model: str) -> None:

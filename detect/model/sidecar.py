@@ -13,10 +13,10 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from detect.core.errors import ModelError, UsageError
+from detect.core.errors import ModelError
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.model.defaults import ModelDefaults
-from detect.model.inputs import parse_input_size
+from detect.model.inputs import input_size_problem
 
 SIDECAR = "detect_model.json"
 KINDS = ("real", "stub", "benchmark")
@@ -97,12 +97,9 @@ def _defaults(data: object, directory: Path) -> ModelDefaults | None:
     size, threshold, nms = data.get("input_size"), data.get("threshold"), data.get("nms_iou")
     if size is not None and not isinstance(size, str):
         raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size must be a string such as 'native' or '512'")
-    if size is not None:
-        try:
-            parse_input_size(size)
-        except UsageError:
-            raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size {size!r}: expected N, WxH "
-                             f"(32-4096 pixels) or 'native'") from None
+    problem = None if size is None else input_size_problem(size)
+    if problem is not None:
+        raise ModelError(f"model {directory}: {SIDECAR} defaults.input_size {size!r}: {problem}")
     for name, value, low_open in (("threshold", threshold, False), ("nms_iou", nms, True)):
         if value is None:
             continue

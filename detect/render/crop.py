@@ -4,11 +4,14 @@ the matched or nearest box, thinner and white). Cut from the raw camera image, s
 drawing fills it; pure: the input image is never touched.
 
 Outlines are drawn after scaling, so they are as thick on a 16-px pedestrian as on a bus, and
-everything outside them is the raw image, scaled."""
+everything outside them is the raw image, scaled. A box is taken as its part inside the image (an
+edited table's box from -1e30 to 1e30 px is the whole image), so the window, and the canvas it is
+cut into, is never much larger than the image."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from PIL import Image
@@ -56,16 +59,26 @@ def cut(image: Image.Image, window: tuple[int, int, int, int], side: int = CROP_
     return canvas.resize((side, side), Image.Resampling.LANCZOS)
 
 
+def inside(xyxy: tuple[float, float, float, float], width: int, height: int) -> tuple[float, float, float, float]:
+    """The part of a box inside a `width` x `height` image (NaN read as 0, infinities as the edges)."""
+    def clamp(value: float, high: int) -> float:
+        return 0.0 if math.isnan(value) else min(max(float(value), 0.0), float(high))
+
+    x0, y0, x1, y1 = xyxy
+    return clamp(x0, width), clamp(y0, height), clamp(x1, width), clamp(y1, height)
+
+
 def close_up(image: Image.Image, subject: Outline, partner: Outline | None = None,
              side: int = CROP_SIDE) -> Image.Image:
-    """`subject`'s close-up: the window around it, `partner` then `subject` outlined on top."""
-    window = crop_window(subject.xyxy)
+    """`subject`'s close-up: the window around its part inside the image, `partner` then `subject`
+    outlined on top."""
+    window = crop_window(inside(subject.xyxy, *image.size))
     canvas = np.array(cut(image, window, side))
     scale = side / (window[2] - window[0])
     for outline in (partner, subject):
         if outline is None:
             continue
-        box = _scaled(outline.xyxy, window, scale, side)
+        box = _scaled(inside(outline.xyxy, *image.size), window, scale, side)
         if box is not None:
             paint_outline(canvas, box, outline.color, outline.width, outline.line)
     return Image.fromarray(canvas)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
@@ -11,8 +11,9 @@ from PIL import Image
 from detect.core import json_fields as jf
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at, place_chips
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.chip_layout import Chip, Rect, frame_font_size, lay_out_chips
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
+from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails, trail_rects
 
 # A fixed, high-contrast palette (Tableau 20 reordered so neighbouring COCO ids differ strongly).
 # A class keeps its color across frames, cameras and runs: color = palette[class_id % len].
@@ -46,7 +47,7 @@ UNSCORED = ("boxes", "chips", "none")
 # manifest is held to them too): wider lines hide the image, more boxes than this hide each other.
 MAX_LINE_WIDTH = 64
 MAX_BOXES = 10_000
-MAX_FONT_SIZE = 512  # no flag sets it: 32 px labels a 1920-wide frame
+MAX_FONT_SIZE = 512  # no flag sets it: 30 px labels a 1920-wide frame
 MAX_CLASS_ID = 2**31 - 1
 MAX_CLASSES = 10_000  # --classes names a few
 
@@ -129,8 +130,10 @@ def scaled_line_width(width: int, height: int) -> int:
 
 
 def scaled_font_size(width: int, height: int) -> int:
-    """32 px on a 1920-wide frame, ~11 px once shrunk to 640 wide."""
-    return max(10, round(max(width, height) / 60))
+    """A frame's chip text size: 30 px on a 1920-wide frame, 10 px once shrunk to its 640-wide
+    animation (`detect.render.chip_layout.frame_font_size`)."""
+    del height  # the animations shrink a frame to a width
+    return frame_font_size(width)
 
 
 def to_array(image: np.ndarray | Image.Image) -> np.ndarray:
@@ -191,6 +194,24 @@ def chip_text(label: str, class_id: int, score: float, style: DrawStyle, track_i
     return " ".join(parts) or None
 
 
+def short_chip_text(score: float, style: DrawStyle, track_id: int | None = None, label: str | None = None) -> str | None:
+    """The chip of a box too small for the long one: its id and score, `#17 .87` (the errors
+    drawing: its color says what the evaluation made of it); with `label`, the class and score,
+    `car .87` (the detections drawing: no id). None when the style shows nothing of it."""
+    parts = [] if track_id is None or track_id < 0 or label is not None else [f"#{track_id}"]
+    if label is not None and style.show_labels:
+        parts.append(label)
+    if style.show_scores:
+        text = f"{score:.2f}"
+        parts.append(text[1:] if text.startswith("0") else text)
+    return " ".join(parts) or None
+
+
+def chip_texts(*texts: str | None) -> tuple[str, ...]:
+    """A box's chip texts, longest first, for `draw_boxes` (none: no chip)."""
+    return tuple(t for t in dict.fromkeys(texts) if t)
+
+
 def draw_detections(
     image: np.ndarray | Image.Image, detections: Detections, style: DrawStyle | None = None,
     *, in_place: bool = False, tracks: FrameTracks | None = None,
@@ -214,18 +235,11 @@ def draw_detections(
     else:
         canvas = to_array(image)
     chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
-    if tracks is not None:  # under the boxes and chips
-        height, width = canvas.shape[:2]
-        paint_trails(canvas, *tracks.trails_of(ids, colors), style.line_width or scaled_line_width(width, height))
-    draw_boxes(
-        canvas,
-        chosen.xyxy,
-        texts,
-        colors,
-        line_width=style.line_width,
-        font_size=style.font_size,
-        dashed=style.dashed,
-    )
+    height, width = canvas.shape[:2]
+    reserved = [r for r in (track_legend_rect(width, height) if tracks is not None else None,
+                            watermark_rect(width, height, style)) if r is not None]
+    draw_boxes(canvas, chosen.xyxy, texts, colors, line_width=style.line_width, font_size=style.font_size,
+               dashed=style.dashed, reserved=reserved, trails=tracks.trails_of(ids, colors) if tracks is not None else None)
     if tracks is not None:
         paint_track_legend(canvas)
     paint_watermark(canvas, style)
@@ -233,15 +247,16 @@ def draw_detections(
 
 
 def chosen_boxes(detections: Detections, style: DrawStyle, tracks: FrameTracks | None = None
-                 ) -> tuple[Detections, list[str | None], list[RGB], list[int | None]]:
-    """The boxes `draw_detections` draws, best first: their detections, chip texts, class colors
-    and track ids (None: untracked)."""
+                 ) -> tuple[Detections, list[tuple[str, ...]], list[RGB], list[int | None]]:
+    """The boxes `draw_detections` draws, best first: their detections, chip texts (longest first:
+    `#17 car 0.83`, `car .83`, `.83`), class colors and track ids (None: untracked)."""
     rows = selected_rows(detections, style)
     chosen = detections.select(rows)
     ids: list[int | None] = tracks.ids_of(rows, len(detections)) if tracks is not None else [None] * len(rows)
     texts = [
-        chip_text(label, int(cid), float(score), style, track_id)
-        for label, cid, score, track_id in zip(chosen.labels, chosen.class_ids, chosen.scores, ids, strict=True)
+        chip_texts(chip_text(label, int(cid), score, style, track_id),
+                   short_chip_text(score, style, track_id, label or str(int(cid))), short_chip_text(score, style))
+        for label, cid, score, track_id in zip(chosen.labels, chosen.class_ids, chosen.scores.tolist(), ids, strict=True)
     ]
     colors = [style.palette[int(cid) % len(style.palette)] for cid in chosen.class_ids]
     return chosen, texts, colors, ids
@@ -252,12 +267,28 @@ def legend_font_size(width: int, height: int) -> int:
     return scaled_font_size(width, height)
 
 
+def track_legend_rect(width: int, height: int) -> Rect | None:
+    """Where `paint_track_legend` paints (None: the image is too small for it)."""
+    size = legend_font_size(width, height)
+    chip_w = chip_width(TRACK_LEGEND, size)
+    return (width - chip_w, 0, width, chip_height(size)) if chip_height(size) <= height and chip_w <= width else None
+
+
 def paint_track_legend(canvas: np.ndarray) -> None:
     """`TRACK_LEGEND` in the top-right corner of `canvas`, in place (a tracked segment's frames)."""
     height, width = canvas.shape[:2]
-    size = legend_font_size(width, height)
-    if chip_height(size) <= height and chip_width(TRACK_LEGEND, size) <= width:
-        paint_chip_at(canvas, (width - chip_width(TRACK_LEGEND, size), 0), TRACK_LEGEND, WATERMARK_COLOR, size)
+    rect = track_legend_rect(width, height)
+    if rect is not None:
+        paint_chip_at(canvas, rect[:2], TRACK_LEGEND, WATERMARK_COLOR, legend_font_size(width, height))
+
+
+def watermark_rect(width: int, height: int, style: DrawStyle) -> Rect | None:
+    """Where `paint_watermark` paints (None: the style has no watermark)."""
+    if not style.watermark:
+        return None
+    size = style.font_size or scaled_font_size(width, height)
+    chip_w, chip_h = min(width, chip_width(style.watermark, size)), min(height, chip_height(size))
+    return 0, height - chip_h, chip_w, height
 
 
 def paint_watermark(canvas: np.ndarray, style: DrawStyle) -> np.ndarray:
@@ -272,7 +303,7 @@ def paint_watermark(canvas: np.ndarray, style: DrawStyle) -> np.ndarray:
 def draw_boxes(
     canvas: np.ndarray,
     xyxy: np.ndarray,
-    texts: Sequence[str | None],
+    texts: Sequence[str | Sequence[str] | None],
     colors: Sequence[RGB],
     *,
     line_width: int | None = None,
@@ -280,18 +311,24 @@ def draw_boxes(
     dashed: bool = False,
     lines: Sequence[str] | None = None,
     widths: Sequence[int] | None = None,
-    fit_chips: bool = False,
+    optional: Sequence[bool] | None = None,
+    reserved: Sequence[Rect] = (),
+    trails: tuple[Mapping[int, np.ndarray], Mapping[int, RGB]] | None = None,
 ) -> PlacedChips:
-    """Draw pixel `xyxy` boxes with optional chips onto `canvas` (uint8 `(H, W, 3)`) in place;
-    returns where the chips went and how many were left out (only `fit_chips` leaves any out).
+    """Draw pixel `xyxy` boxes with their chips onto `canvas` (uint8 `(H, W, 3)`) in place;
+    returns the chips drawn and how many were left out.
 
     The building block for overlays: ground truth can go on the same canvas you own, e.g. dashed
     and without scores, before or after the detections. Boxes are clipped to the image; boxes
     fully outside, non-finite or empty after clipping draw nothing. The first box ends up on top.
-    Chips go where they hide no other chip when there is room (`detect.render.chips.place_chips`).
+    `texts` gives each box its chip: a text, its texts longest first (`chip_texts`), or None.
+    Chips go where `detect.render.chip_layout.lay_out_chips` puts them, the first box's chip first,
+    never on `reserved` rectangles (a legend); a chip with no room is left out.
     `lines` gives each box its own line style (see `LINE_STYLES`; default: all dashed or all
-    solid, as `dashed` says), `widths` its own line width. `fit_chips` (the mosaic's small
-    tiles): a chip that would hide part of a chip placed before it is left out, its box drawn.
+    solid, as `dashed` says), `widths` its own line width; `optional` marks boxes whose chip the
+    picture can do without (missed labels: a far or narrow one is its dotted box alone). `trails`:
+    tracks' trail points and colors (`detect.render.trails.paint_trails`), over the boxes' lines
+    (a trail along a box's bottom edge would hide under it); no chip covers them.
     """
     if not isinstance(canvas, np.ndarray) or canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
         raise ValueError("canvas must be a uint8 numpy array of shape (H, W, 3)")
@@ -301,41 +338,55 @@ def draw_boxes(
             f"xyxy, texts and colors must have one entry per box, "
             f"got {len(xyxy)}, {len(texts)} and {len(colors)}"
         )
-    if lines is not None and len(lines) != len(xyxy) or widths is not None and len(widths) != len(xyxy):
-        raise ValueError(f"lines and widths must have one entry per box ({len(xyxy)})")
+    for name, given in (("lines", lines), ("widths", widths), ("optional", optional)):
+        if given is not None and len(given) != len(xyxy):
+            raise ValueError(f"{name} must have one entry per box ({len(xyxy)})")
     height, width = canvas.shape[:2]
     lw = line_width or scaled_line_width(width, height)
     size = font_size or scaled_font_size(width, height)
     styles = lines or ["dashed" if dashed else "solid"] * len(xyxy)
-    clipped = [_clip(box, width, height) for box in xyxy]
-    # Lowest-ranked first so the best box and its chip are drawn last, on top; all chips after
-    # all boxes so no box line crosses a chip.
-    order = range(len(xyxy) - 1, -1, -1)
-    for i in order:
+    clipped = _clip_all(xyxy, width, height)
+    # Lowest-ranked first so the best box is drawn last, on top; all chips after all boxes so no
+    # box line crosses a chip.
+    for i in range(len(xyxy) - 1, -1, -1):
         box = clipped[i]
         if box is not None:
             paint_outline(canvas, box, colors[i], widths[i] if widths is not None else lw, styles[i])
-    chip_h = chip_height(size)
-    sizes = [(chip_width(t, size), chip_h) if t and t.split() else None for t in texts]
-    # the first box's chip gets the best spot
-    spots = place_chips(clipped, sizes, width, height, fit=fit_chips)
-    rects = []
-    for i in order:
-        spot, text, chip = spots[i], texts[i], sizes[i]
-        if spot is not None and text and chip is not None:
-            paint_chip_at(canvas, spot, text, colors[i], size)
-            rects.append((spot[0], spot[1], spot[0] + chip[0], spot[1] + chip[1]))
-    left_out = sum(1 for box, chip, spot in zip(clipped, sizes, spots, strict=True) if box and chip and spot is None)
-    return PlacedChips(tuple(rects[::-1]), left_out)
+    if trails is not None:
+        paint_trails(canvas, *trails, lw)
+    variants = [(t,) if isinstance(t, str) else tuple(t or ()) for t in texts]
+    if trails is not None:
+        reserved = [*reserved, *trail_rects(trails[0], lw)]
+    chips = lay_out_chips(clipped, variants, size, width, height, inset=lw, reserved=reserved,
+                          optional=optional)
+    lead = max(1, lw // 2)
+    for chip, color in zip(chips, colors, strict=True):
+        if chip is not None and chip.leader is not None:
+            x, top, bottom = chip.leader
+            canvas[top:bottom, max(0, x - lead // 2):max(0, x - lead // 2) + lead] = color
+    for chip, color in zip(chips, colors, strict=True):
+        if chip is not None:
+            paint_chip_at(canvas, (chip.x, chip.y), chip.text, color, size)
+    left_out = sum(1 for box, v, chip in zip(clipped, variants, chips, strict=True) if box and v and chip is None)
+    return PlacedChips(tuple(c for c in chips if c is not None), left_out)
 
 
 @dataclasses.dataclass(frozen=True)
 class PlacedChips:
-    """The chips `draw_boxes` drew, `(x0, y0, x1, y1)` (ends exclusive) in box order, and how
-    many chips it left out."""
+    """The chips `draw_boxes` drew, in box order, and how many chips it left out."""
 
-    rects: tuple[tuple[int, int, int, int], ...]
+    chips: tuple[Chip, ...]
     left_out: int
+
+    @property
+    def rects(self) -> tuple[Rect, ...]:
+        """Each chip's `(x0, y0, x1, y1)`, ends exclusive."""
+        return tuple(c.rect for c in self.chips)
+
+
+def _clip_all(xyxy: np.ndarray, width: int, height: int) -> list[tuple[int, int, int, int] | None]:
+    """Each box clipped to the image, as rounded inclusive bounds (None: nothing of it to draw)."""
+    return [_clip(box, width, height) for box in xyxy]
 
 
 def _clip(box: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:

@@ -1,12 +1,11 @@
 """A camera image drawn for the mosaic at the size the mosaic is shown, not shrunk from its frame.
 
-The frames and the camera GIFs carry every chip, sized for a 1920-wide frame (50 px: 17 px in the
-640-wide GIF). The mosaic puts five such images in 1920 px and the report shows it about
-`MOSAIC_DISPLAY_WIDTH` wide: shrunk from the frames, its chips came out 7-10 px tall and the five
-in-frame legends 5 px. So each tile is the raw image shrunk first, then drawn: the same boxes in
-the same colors and line styles, lines and chips sized for the shown size; a chip that would hide
-another chip (or not fit) is left out of the tile, its box still drawn, in priority order (missed
-labels, then the best-scoring boxes); no legend, since the mosaic has one for all its tiles.
+The frames' chips are sized for a frame read in its 640-wide GIF. The mosaic puts five such images
+in 1920 px and the report shows it about `MOSAIC_DISPLAY_WIDTH` wide: shrunk from the frames, its
+chips came out 7-10 px tall and the five in-frame legends 5 px. So each tile is the raw image
+shrunk first, then drawn: the same boxes in the same colors and line styles, laid out by the same
+rules as the frames (`detect.render.chip_layout`), lines and chips sized for the shown size; no
+legend, since the mosaic has one for all its tiles.
 """
 
 from __future__ import annotations
@@ -19,15 +18,15 @@ from PIL import Image
 
 from detect.core.errors import UsageError
 from detect.core.records import Detections
-from detect.render.chips import RGB, chip_height, paint_chip
+from detect.render.chip_layout import font_size_for
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip
 from detect.render.draw import WATERMARK_COLOR, DrawStyle, chosen_boxes, draw_boxes
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.trails import TRACK_LEGEND, FrameTracks
 from detect.render.verdicts import COLORS, LINES, MISSED, OTHER, Judged, LegendEntry
 
 # The report page's content width: the mosaic is shown this wide (the README's copy, ~880 px, a
 # little smaller). Three tiles side by side.
 MOSAIC_DISPLAY_WIDTH = 1180
-MIN_CHIP_DISPLAY_PX = 12  # a tile's chips, as shown
 MIN_LEGEND_DISPLAY_PX = 16  # the mosaic legend's rows, as shown
 LINE_DISPLAY_PX = 1.5  # a tile's box lines, as shown
 
@@ -45,34 +44,37 @@ def display_font_size(tile_width: int, min_display_px: float) -> int:
     return size
 
 
+def tile_font_size(tile_width: int) -> int:
+    """A tile's chip text size: readable as the mosaic is shown (`chip_layout.MIN_TEXT_SHOWN_PX`)."""
+    return font_size_for(display_scale(tile_width))
+
+
 def tile_line_width(tile_width: int) -> int:
     return max(1, round(LINE_DISPLAY_PX / display_scale(tile_width)))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TileBoxes:
-    """One image's boxes as its tile draws them, in chip priority order, in frame pixels."""
+    """One image's boxes as its tile draws them, in the frame's order, in frame pixels."""
 
     xyxy: np.ndarray
-    texts: tuple[str | None, ...]
+    texts: tuple[tuple[str, ...], ...]  # each box's chip texts, longest first
     colors: tuple[RGB, ...]
     lines: tuple[str, ...]
     thin: tuple[bool, ...]  # drawn half as wide (classes no Waymo type covers)
-    tall_only: tuple[bool, ...]  # a chip only where the box is two chips tall (missed labels)
+    optional: tuple[bool, ...]  # a chip the tile can do without (missed labels: the dotted box says it)
     legend: tuple[LegendEntry, ...]  # what the mosaic's legend says for this image
     trails: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
     trail_colors: Mapping[int, RGB] = dataclasses.field(default_factory=dict)
 
 
 def error_boxes(judged: Judged, legend: tuple[LegendEntry, ...]) -> TileBoxes:
-    """A judged frame's boxes: missed labels first (their chip says what was missed), then the
-    detections, best score first, as `judge` lists them."""
-    order = [i for i, s in enumerate(judged.states) if s == MISSED] + [
-        i for i, s in enumerate(judged.states) if s != MISSED]
-    states = [judged.states[i] for i in order]
+    """A judged frame's boxes as `judge` lists them: the detections, best score first, then the
+    missed labels."""
+    states = judged.states
     ids = judged.track_ids if judged.track_ids is not None else (None,) * len(judged.states)
     trail_colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
-    return TileBoxes(judged.xyxy[order].reshape(-1, 4), tuple(judged.texts[i] for i in order),
+    return TileBoxes(judged.xyxy.reshape(-1, 4), tuple(judged.chip_texts()),
                      tuple(COLORS[s] for s in states), tuple(LINES[s] for s in states),
                      tuple(s == OTHER for s in states), tuple(s == MISSED for s in states), legend,
                      judged.trails, trail_colors)
@@ -140,18 +142,16 @@ def draw_mosaic_tile(tile: np.ndarray, boxes: TileBoxes, scale: tuple[float, flo
                      watermark: str | None = None) -> MosaicTile:
     """`boxes` (frame pixels, scaled by `scale`) drawn on `tile` (a shrunk raw image, drawn in place)."""
     height, width = tile.shape[:2]
-    size = display_font_size(width, MIN_CHIP_DISPLAY_PX)
+    size = tile_font_size(width)
     lw = tile_line_width(width)
     sx, sy = scale
     xyxy = boxes.xyxy * np.array([sx, sy, sx, sy])
-    if boxes.trails:
-        paint_trails(tile, {i: np.asarray(p, np.float64) * (sx, sy) for i, p in boxes.trails.items()},
-                     boxes.trail_colors, lw)
-    texts = [t if not tall or (b[3] - b[1]) >= 2 * chip_height(size) else None
-             for t, tall, b in zip(boxes.texts, boxes.tall_only, xyxy, strict=True)]
     widths = [max(1, lw // 2) if thin else lw for thin in boxes.thin]
-    placed = draw_boxes(tile, xyxy, texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
-                        widths=widths, fit_chips=True)
+    reserved = [(0, height - chip_height(size), chip_width(watermark, size), height)] if watermark else []
+    placed = draw_boxes(tile, xyxy, boxes.texts, list(boxes.colors), line_width=lw, font_size=size, lines=boxes.lines,
+                        widths=widths, optional=boxes.optional, reserved=reserved,
+                        trails=({i: np.asarray(p, np.float64) * (sx, sy) for i, p in boxes.trails.items()},
+                                boxes.trail_colors) if boxes.trails else None)
     if watermark:
         paint_chip(tile, (0, height, 0, height), watermark, WATERMARK_COLOR, size)
     return MosaicTile(Image.fromarray(tile, mode="RGB"), boxes.legend, placed.left_out, placed.rects)

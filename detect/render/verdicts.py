@@ -26,26 +26,31 @@ import numpy as np
 from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
-from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
+from detect.render.chip_layout import Rect
+from detect.render.chips import RGB, chip_height, chip_width, paint_chip_at
 from detect.render.draw import (
     DrawStyle,
+    PlacedChips,
     chip_text,
+    chip_texts,
     draw_boxes,
     legend_font_size,
     paint_outline,
-    scaled_font_size,
     scaled_line_width,
+    short_chip_text,
 )
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails
+from detect.render.trails import TRACK_LEGEND, FrameTracks
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
 LEGEND = {HIT: "hit", FALSE_ALARM: "FA: false alarm", MISSED: "missed label", OTHER: "other class, not evaluated"}
+LEGEND_FILL: RGB = (40, 40, 40)  # a legend row's chip: light words on dark, the line sample carries the color
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Judged:
-    """One frame's verdicts, in drawing terms: boxes (pixel xyxy), their state and chip text."""
+    """One frame's verdicts, in drawing terms: boxes (pixel xyxy), their state and chip text (the
+    long one, and the short one a small box gets: `#17 .83`)."""
 
     xyxy: np.ndarray
     states: tuple[str, ...]
@@ -53,6 +58,12 @@ class Judged:
     left_out: tuple[int, ...]  # label types the model cannot output (not drawn)
     track_ids: tuple[int | None, ...] | None = None  # per box in a tracked segment (None: no id); None: untracked
     trails: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)  # the drawn tracks' trails
+    shorts: tuple[str | None, ...] | None = None  # per box (None: the long text only)
+
+    def chip_texts(self) -> list[tuple[str, ...]]:
+        """Each box's chip texts, longest first (`draw_boxes`' texts)."""
+        shorts = self.shorts if self.shorts is not None else (None,) * len(self.texts)
+        return [chip_texts(t, s) for t, s in zip(self.texts, shorts, strict=True)]
 
     @property
     def tracked(self) -> bool:
@@ -70,7 +81,8 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
     mapped, dt, gt = frame.boxes, frame.detections, frame.labels
     label_kept = np.zeros(len(labels), bool)
     label_kept[gt] = True
-    boxes: list[tuple[float, np.ndarray, str, str | None, int | None]] = []  # (score, box, state, text, id)
+    # (score, box, state, text, short text, id)
+    boxes: list[tuple[float, np.ndarray, str, str | None, str | None, int | None]] = []
     for j, i in enumerate(dt):
         score = float(mapped.scores[i])
         if score < style.threshold or not _wanted(mapped.rows[i], detections, style):
@@ -79,15 +91,17 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
         name = _name(mapped.rows[i], detections, int(mapped.types[i]))
         track_id = _track_id(mapped.rows[i], tracks, len(detections))
         text = chip_text(name, int(mapped.class_ids[i]), score, style, track_id)
-        boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text, track_id))
+        boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text,
+                      short_chip_text(score, style, track_id), track_id))
     for row in frame.unmapped_rows(len(detections)) if style.unscored != "none" else ():
         score = float(detections.scores[row])
         if score < style.threshold or not _wanted((row,), detections, style):
             continue
         track_id = _track_id((row,), tracks, len(detections))
         text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style, track_id)
-        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER,
-                      text if style.unscored == "chips" else None, track_id))
+        chips = style.unscored == "chips"
+        boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text if chips else None,
+                      short_chip_text(score, style, track_id) if chips else None, track_id))
     boxes.sort(key=lambda b: -b[0])
     if style.max_boxes is not None:
         boxes = boxes[: style.max_boxes]
@@ -97,32 +111,35 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
     xyxy = [b[1] for b in boxes] + [labels.xyxy[gt[g]].astype(np.float64) for g in missed]
     states = [b[2] for b in boxes] + [MISSED] * len(missed)
     texts = [b[3] for b in boxes] + [f"MISS {WaymoType(int(labels.types[gt[g]])).name}" for g in missed]
+    shorts = [b[4] for b in boxes] + [None] * len(missed)
     left_out = sorted({int(t) for t in labels.types[~label_kept]})
-    judged = Judged(np.asarray(xyxy, np.float64).reshape(-1, 4), tuple(states), tuple(texts), tuple(left_out))
+    judged = Judged(np.asarray(xyxy, np.float64).reshape(-1, 4), tuple(states), tuple(texts), tuple(left_out),
+                    shorts=tuple(shorts))
     if tracks is None:
         return judged
-    ids = [b[4] for b in boxes] + [None] * len(missed)
+    ids = [b[5] for b in boxes] + [None] * len(missed)
     trails, _ = tracks.trails_of(ids, [COLORS[s] for s in states])
     return dataclasses.replace(judged, track_ids=tuple(ids), trails=trails)
 
 
-def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = None) -> None:
-    """The judged boxes and a legend, drawn on `canvas` (uint8 `(H, W, 3)`) in place. A missed
-    label's chip is drawn only where the box is tall enough to carry it (far objects: the box alone)."""
+def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = None) -> PlacedChips:
+    """The judged boxes and a legend, drawn on `canvas` (uint8 `(H, W, 3)`) in place; returns the
+    chips drawn. A missed label's chip is drawn only where the box is large enough to carry it (far
+    objects: the dotted box alone)."""
     height, width = canvas.shape[:2]
-    size = scaled_font_size(width, height)
     lw = line_width or scaled_line_width(width, height)
-    texts = [t if s != MISSED or (b[3] - b[1]) >= 2 * chip_height(size) else None
-             for t, s, b in zip(judged.texts, judged.states, judged.xyxy, strict=True)]
     widths = [max(1, lw // 2) if s == OTHER else lw for s in judged.states]
-    if judged.trails:  # under the boxes, each in its box's state color
-        ids = judged.track_ids or ()
-        colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
-        paint_trails(canvas, judged.trails, colors, lw)
+    legend = judged_legend(judged)
+    reserved = error_legend_rect(width, height, legend)
     # Missed labels under the detections: drawn first, listed last (draw_boxes puts the first on top).
-    draw_boxes(canvas, judged.xyxy, texts, [COLORS[s] for s in judged.states], line_width=lw,
-               lines=[LINES[s] for s in judged.states], widths=widths)
+    ids = judged.track_ids if judged.track_ids is not None else (None,) * len(judged.states)
+    trail_colors = {i: COLORS[s] for i, s in zip(ids, judged.states, strict=True) if i is not None and i in judged.trails}
+    placed = draw_boxes(canvas, judged.xyxy, judged.chip_texts(), [COLORS[s] for s in judged.states], line_width=lw,
+                        lines=[LINES[s] for s in judged.states], widths=widths,
+                        optional=[s == MISSED for s in judged.states], reserved=[reserved] if reserved is not None else [],
+                        trails=(judged.trails, trail_colors) if judged.trails else None)
     paint_error_legend(canvas, [OTHER] if OTHER in judged.states else [], judged.left_out, tracked=judged.tracked)
+    return placed
 
 
 # A legend row: the state whose line sample it shows (None: a chip alone), and its words.
@@ -151,19 +168,33 @@ def paint_error_legend(canvas: np.ndarray, extra: list[str], left_out: tuple[int
     line when the segment is tracked."""
     height, width = canvas.shape[:2]
     entries = error_legend(extra, left_out, tracked=tracked)
-    size = legend_font_size(width, height)  # the chips' size: ~11 px in the 640-wide GIF
+    size = _error_legend_size(width, height, entries)
+    if size is None:
+        return  # an image too small for any legend: the boxes alone
+    step = chip_height(size)
+    for row, (state, text) in enumerate(entries):
+        right = width - chip_width(text, size)
+        paint_chip_at(canvas, (right, row * step), text, LEGEND_FILL, size)
+        if state is not None and right - 2 * step >= 0:
+            _paint_sample(canvas, state, right - 2 * step, row * step, step)
+
+
+def error_legend_rect(width: int, height: int, entries: tuple[LegendEntry, ...]) -> Rect | None:
+    """Where `paint_error_legend` paints `entries` (None: nowhere, the image is too small)."""
+    size = _error_legend_size(width, height, entries)
+    if size is None:
+        return None
+    block_w, block_h = legend_size(entries, size)
+    return max(0, width - block_w), 0, width, block_h
+
+
+def _error_legend_size(width: int, height: int, entries: tuple[LegendEntry, ...]) -> int | None:
+    """The legend's text size: the chips' (~10 px in the 640-wide GIF), smaller where half the
+    image's width is too narrow for it; None when the image is too small for any legend."""
+    size = legend_font_size(width, height)
     while size > 8 and max(chip_width(text, size) + 2 * chip_height(size) for _, text in entries) > width // 2:
         size -= 1
-    step = chip_height(size)
-    if step * len(entries) > height:
-        return  # an image too small for any legend: the boxes alone
-    for row, (state, text) in enumerate(entries):
-        top, bottom = row * step, (row + 1) * step
-        right = width - chip_width(text, size)
-        color = COLORS[state] if state else (40, 40, 40)
-        paint_chip(canvas, (width, bottom, width, bottom), text, color, size)
-        if state is not None and right - 2 * step >= 0:
-            _paint_sample(canvas, state, right - 2 * step, top, step)
+    return None if chip_height(size) * len(entries) > height else size
 
 
 def legend_size(entries: tuple[LegendEntry, ...], size: int) -> tuple[int, int]:
@@ -182,7 +213,7 @@ def paint_legend_at(canvas: np.ndarray, entries: tuple[LegendEntry, ...], size: 
         top = y + row * step
         if top < 0 or top + step > height or x < 0 or x + 2 * step + chip_width(text, size) > width:
             continue
-        paint_chip_at(canvas, (x + 2 * step, top), text, COLORS[state] if state else (40, 40, 40), size)
+        paint_chip_at(canvas, (x + 2 * step, top), text, LEGEND_FILL, size)
         if state is not None:
             _paint_sample(canvas, state, x, top, step)
 

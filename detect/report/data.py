@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
@@ -17,6 +16,16 @@ from detect.core.records import FrameKey
 from detect.sinks.eval_record import EvalRecord, read_eval_record
 from detect.sinks.frames import list_frames
 from detect.sinks.results_folder import Manifest, processed_images, read_manifest
+from detect.sinks.results_tables import (
+    DETECTION_COLUMNS,
+    RowBudget,
+    detection_rows,
+    missing,
+    not_boxes,
+    numbers,
+    read_table,
+    segment_budget,
+)
 from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, TIMESTAMP
@@ -133,7 +142,7 @@ def drawn_count(directory: Path, manifest: Manifest) -> int | None:
     if not manifest.threshold_recorded:
         return None
     try:
-        scores = _detections(directory / DETECTIONS_FILE)["score"]
+        scores = _detections(directory / DETECTIONS_FILE, segment_budget(directory, manifest.segment_context_name))["score"]
     except InputError:
         return None
     return int((scores >= manifest.threshold).sum())
@@ -143,34 +152,43 @@ def load(directory: Path, sources: NamedSources = NamedSources()) -> SegmentData
     """A segment's outputs; a directory without a manifest is refused with one line. `sources`: the
     segment files the user named (the close-ups are cut from their images)."""
     manifest = read_manifest(directory)
-    detections = _detections(directory / DETECTIONS_FILE)
-    evaluation = read_eval_record(directory)
     name = manifest.segment_context_name
+    notes: list[str] = []
+    detections = _detections(directory / DETECTIONS_FILE, segment_budget(directory, name), notes)
+    evaluation = read_eval_record(directory)
     shown = detections[["camera", "timestamp"]].drop_duplicates()  # an image per pair, not a key per box
     table = [FrameKey(name, int(ts), CameraName[str(c)]) for c, ts in
              zip(shown["camera"], shown["timestamp"], strict=True) if str(c) in CameraName.__members__]
     images = processed_images(directory, name, table)
     return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
-                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), sources=sources)
+                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), notes, sources=sources)
 
 
-def _detections(path: Path) -> pd.DataFrame:
+def _detections(path: Path, budget: RowBudget, notes: list[str] | None = None) -> pd.DataFrame:
+    """The table's boxes (`detection_rows`, as eval reads them) as camera name, timestamp, label, score;
+    a line in `notes` when some rows are not boxes."""
     columns = ["camera", "timestamp", "label", "score"]
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return pd.DataFrame(columns=columns)
+    table = read_table(path, [*DETECTION_COLUMNS, "label"], budget, "detections table")
+    absent = missing(table, [*DETECTION_COLUMNS, "label"])
+    if absent:
+        raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
     try:
-        table = pq.read_table(path, columns=[TIMESTAMP, CAMERA, "label", "score"]).to_pandas()
-        cameras = pd.to_numeric(table[CAMERA], errors="coerce")
-        scores = pd.to_numeric(table["score"], errors="coerce")
-        timestamps = pd.to_numeric(table[TIMESTAMP], errors="coerce")
-    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as err:
+        ok = detection_rows(table)
+        rows = np.flatnonzero(ok)
+        cameras, scores = numbers(table, CAMERA)[rows].astype(np.int64), numbers(table, "score")[rows]
+        timestamps = table.column(TIMESTAMP).cast(pa.int64()).take(pa.array(rows)).to_numpy(zero_copy_only=False)
+        labels = table.column("label").cast(pa.string()).take(pa.array(rows)).to_pandas()
+    except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
+    note = not_boxes(path, ok)
+    if note is not None and notes is not None:
+        notes.append(note)
     known = {int(c): c.name for c in CameraName}
-    ok = cameras.isin(list(known)) & np.isfinite(scores) & timestamps.notna()  # an edited table's other rows are left out
-    frame = pd.DataFrame({
-        "camera": [known[int(c)] for c in cameras[ok]],
-        "timestamp": timestamps[ok].astype("int64"),
-        "label": table["label"][ok].astype(str),
-        "score": scores[ok].astype(float),
-    })
-    return frame[columns]
+    return pd.DataFrame({
+        "camera": [known[c] for c in cameras.tolist()],
+        "timestamp": np.asarray(timestamps, np.int64),
+        "label": labels.astype(str).to_numpy(),
+        "score": scores.astype(float),
+    })[columns]

@@ -42,7 +42,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
              f"at the drawing threshold {threshold}; every label counted (LEVEL_2) unless the table says LEVEL_1. "
              f"{safe.text(library.get('name'))} {safe.text(library.get('version'))}."
              f"{f' {dropped} unusable label rows were dropped.' if dropped else ''}</p>"]
-    matches = gallery.read_matches(directory, segment)
+    matches = gallery.read_matches(directory, segment, notes)
     if matches is not None and report.threshold is not None:
         parts.append(_outcomes(gallery.outcomes(matches, report.threshold), level_2))
     parts.append(_levels(report))
@@ -55,7 +55,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     if assets is not None:
         gallery.clear(assets)  # an earlier evaluation's crops
     if matches is not None and assets is not None and report.threshold is not None:
-        chosen = gallery.select(matches, report.threshold)
+        chosen = gallery.select(matches, report.threshold, track_ids=gallery.TrackIds.read(directory))
         parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen, sources), notes))
     return "".join(parts)
 

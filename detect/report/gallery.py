@@ -2,18 +2,20 @@
 at the drawing threshold, from `matches.parquet` (the matching the pictures are drawn with), as
 close-ups cut from the camera images (re-read from the segment file, `detect.sinks.source_images`;
 from the drawn frames when that file is gone or changed), with only the object in question drawn
-and its partner: the detection that matched it below the threshold, else the nearest box."""
+and its partner: the detection that matched it below the threshold, else the nearest box. Each
+object once, at its worst frame (`distinct`): six slots show six objects, not one man in six
+consecutive frames."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from detect.core.atomic import atomic_path
 from detect.core.boxes import box_iou
@@ -30,13 +32,30 @@ from detect.render.verdicts import COLORS, LINES
 from detect.sinks.frames import list_frames, read_frame
 from detect.sinks.layout import MATCHES_FILE
 from detect.sinks.results_folder import read_manifest
+from detect.sinks.results_tables import (
+    COORDINATES,
+    DETECTION_COLUMNS,
+    RowBudget,
+    box_rows,
+    detection_rows,
+    folder_budget,
+    missing,
+    numbers,
+    read_table,
+    read_track_ids,
+    segment_budget,
+)
 from detect.sinks.source_images import NamedSources, SourceImages, read_source_images
+from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 FALSE_ALARM, MISSED = "false alarm", "missed label"
 PER_TYPE = 6
 PREFIX = "error_"  # the crops' file names
 NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner would only confuse the crop
+# Boxes of one camera less than this far apart in time and overlapping this much are one object (where
+# no track or label id says so: a stationary false alarm, or a track that lost its id for a frame).
+SAME_OBJECT_SECONDS, SAME_OBJECT_IOU = 1.0, 0.3
 CAMERA_NAMES = frozenset(c.name for c in CameraName)
 CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
 COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "kind", "type_name", "score", "iou", "matched", OBJECT_ID, "xmin", "ymin", "xmax",
@@ -102,18 +121,47 @@ class Outcome:
     labels: int
 
 
-def read_matches(directory: Path, segment: str | None) -> pd.DataFrame | None:
+def read_matches(directory: Path, segment: str | None, notes: list[str] | None = None) -> pd.DataFrame | None:
     """The segment's rows of its own `matches.parquet`, else of its run's (one level up); every row
-    of the run's for `segment` None. None when there is none or it cannot be read."""
-    for path in (directory / MATCHES_FILE, *([directory.parent / MATCHES_FILE] if segment is not None else [])):
-        if not path.is_file() or path.is_symlink():
+    of the run's for `segment` None. None when there is none or it cannot be read (a line in `notes`
+    says why). Rows that are not boxes (`box_rows`: an edited table's NaN or inverted ones) are left out."""
+    for path, budget in ((directory / MATCHES_FILE,
+                          lambda: segment_budget(directory, segment) if segment is not None else folder_budget(directory)),
+                         *([(directory.parent / MATCHES_FILE, lambda: folder_budget(directory.parent))]
+                           if segment is not None else [])):
+        if not path.is_file() and not path.is_symlink():
             continue
         try:
-            table = pq.read_table(path, columns=list(COLUMNS)).to_pandas()
-        except (pa.ArrowException, OSError, ValueError, KeyError):
+            table = _matches(path, budget())
+        except InputError as err:
+            if notes is not None and f"{first_line(err)}; {LEFT_OUT}" not in notes:
+                notes.append(f"{first_line(err)}; {LEFT_OUT}")
             return None
         return table if segment is None else table[table[SEGMENT] == segment].reset_index(drop=True)
     return None
+
+
+LEFT_OUT = "the error counts and galleries are left out of the page"
+
+
+def _matches(path: Path, budget: RowBudget) -> pd.DataFrame:
+    """matches.parquet's boxes with its columns in the types the page reads (numbers: float, NaN for none)."""
+    table = read_table(path, COLUMNS, budget, "matches table")
+    absent = missing(table, COLUMNS)
+    if absent:
+        raise InputError(f"{path}: not a matches table (no {', '.join(absent)} column)")
+    try:
+        rows = pa.array(np.flatnonzero(box_rows(table)))
+        frame = pd.DataFrame({c: table.column(c).cast(pa.string()).take(rows).to_pandas()
+                              for c in (SEGMENT, "kind", "type_name", OBJECT_ID)})
+        frame["matched"] = pc.fill_null(table.column("matched").cast(pa.bool_()), False).take(rows).to_pandas()
+        for column in (TIMESTAMP, CAMERA, "score", "iou", "xmin", "ymin", "xmax", "ymax", "class_id"):
+            frame[column] = numbers(table, column)[rows.to_numpy()]
+    except (pa.ArrowException, ValueError) as err:
+        raise InputError(f"{path}: not a readable matches table ({first_line(err)})") from None
+    frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
+    frame[CAMERA] = frame[CAMERA].astype("int64")
+    return frame[list(COLUMNS)]
 
 
 def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
@@ -130,9 +178,11 @@ def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
     return out
 
 
-def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) -> dict[str, dict[str, list[Example]]]:
+def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
+           track_ids: TrackIds | None = None) -> dict[str, dict[str, list[Example]]]:
     """Per type with labels: its `per_type` highest-scoring false alarms and largest missed labels
-    (ties: in time order), each with its partner box (`Partner`)."""
+    (ties: in time order), each object once at its worst frame (`distinct`; `track_ids`: the
+    detections' tracks), each with its partner box (`Partner`)."""
     chosen: dict[str, dict[str, list[Example]]] = {}
     ordered = matches.sort_values([TIMESTAMP, CAMERA], kind="stable")
     for name in sorted(set(ordered["type_name"])):
@@ -140,15 +190,89 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE) ->
         if not (rows["kind"] == "label").any():
             continue  # no labels of the type (SIGN in Waymo's 2D labels): not scored, so no false alarms
         false_alarms = rows[(rows["kind"] == "detection") & ~rows["matched"] & (rows["score"] >= threshold)]
-        false_alarms = false_alarms.sort_values("score", ascending=False, kind="stable")[:per_type]
+        false_alarms = distinct(false_alarms.sort_values("score", ascending=False, kind="stable"), per_type,
+                                track_ids.of if track_ids is not None else None)
         labels = rows[rows["kind"] == "label"]
         missed = labels[~(labels["matched"] & (labels["score"] >= threshold))]
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
-        missed = missed.assign(area=area).sort_values("area", ascending=False, kind="stable")[:per_type]
+        missed = distinct(missed.assign(area=area).sort_values("area", ascending=False, kind="stable"), per_type,
+                          _label_id)
         chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
                                for e in (_example(kind, r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
+
+
+def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, object]], object] | None) -> pd.DataFrame:
+    """The first `limit` of `rows` (worst first) that are each another object: a row is the same
+    object as one taken before when `identity` gives both the same id (a track id, a label id), or,
+    in the same camera at another timestamp under `SAME_OBJECT_SECONDS` away, when they overlap
+    by `SAME_OBJECT_IOU` (no id, or a track that changed its id)."""
+    taken: list[int] = []
+    ids: set[object] = set()
+    boxes: dict[tuple[object, object], list[tuple[int, np.ndarray]]] = {}  # (segment, camera) -> (time, box)
+    for index, row in zip(rows.index, rows.to_dict("records"), strict=True):
+        if len(taken) >= limit:
+            break
+        object_id = identity(row) if identity is not None else None
+        where, when = (row[SEGMENT], row[CAMERA]), int(row[TIMESTAMP])
+        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
+        near = [b for t, b in boxes.get(where, []) if t != when and abs(t - when) < SAME_OBJECT_SECONDS * 1e6]
+        if object_id is not None and object_id in ids or near and box_iou(box, np.concatenate(near))[0].max() >= SAME_OBJECT_IOU:
+            continue
+        taken.append(index)
+        if object_id is not None:
+            ids.add(object_id)
+        boxes.setdefault(where, []).append((when, box))
+    return rows.loc[taken]
+
+
+def _label_id(row: Mapping[str, object]) -> object:
+    """A label's object: its id in its camera (None: the label has none)."""
+    object_id = row.get(OBJECT_ID)
+    return (row[SEGMENT], row[CAMERA], object_id) if isinstance(object_id, str) and object_id else None
+
+
+class TrackIds:
+    """The track of each detection of a segment, from its detections.parquet: a matches row's is the
+    track of the table's box in its image that it overlaps most (a paired rider: the rider's)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        tracked = table[table["track_id"].notna()] if "track_id" in table else table.iloc[:0]
+        self._by_image = {key: (group[["xmin", "ymin", "xmax", "ymax"]].to_numpy(np.float64),
+                                group["track_id"].to_numpy(np.int64))
+                          for key, group in tracked.groupby([TIMESTAMP, CAMERA])}
+
+    @classmethod
+    def read(cls, directory: Path) -> TrackIds | None:
+        """The segment folder's table's track ids (`read_track_ids`, on its boxes); None when it has
+        none it can use or cannot be read (the page's own reading of the table says why)."""
+        path = directory / DETECTIONS_FILE
+        try:
+            table = read_table(path, [*DETECTION_COLUMNS, "track_id"], segment_budget(directory), "detections table")
+            if missing(table, DETECTION_COLUMNS):
+                return None
+            rows = detection_rows(table)
+            ids = read_track_ids(table, rows, path).ids
+            if ids is None:
+                return None
+            kept = rows & (ids >= 0)
+            return cls(pd.DataFrame({TIMESTAMP: numbers(table, TIMESTAMP)[kept].astype(np.int64),
+                                     CAMERA: numbers(table, CAMERA)[kept].astype(np.int64),
+                                     **{c: numbers(table, c)[kept] for c in COORDINATES}, "track_id": ids[kept]}))
+        except (InputError, pa.ArrowException, ValueError):
+            return None
+
+    def of(self, row: Mapping[str, object]) -> object:
+        """The track (segment, camera, track id) of a matches row's detection; None: not tracked."""
+        found = self._by_image.get((row[TIMESTAMP], row[CAMERA]))
+        if found is None:
+            return None
+        boxes, tracks = found
+        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
+        ious = box_iou(box, boxes)[0]
+        best = int(np.argmax(ious))
+        return (row[SEGMENT], row[CAMERA], int(tracks[best])) if ious[best] >= 0.5 else None
 
 
 def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Example]]],

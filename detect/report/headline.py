@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from detect.core.matching import SMALL_SAMPLE
 from detect.report import safe
 from detect.report.gallery import Outcome
 from detect.report.html import num, table
 from detect.sinks.eval_record import EvalRecord
 
-SMALL_SAMPLE = 10  # an AP resting on fewer labels than this is marked: one more hit moves it a lot
 LEVEL = "LEVEL_2"
 
 

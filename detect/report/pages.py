@@ -82,7 +82,7 @@ def segment_page(data: SegmentData) -> Path:
     assets = real_folder(directory / ASSETS)
     counts = manifest.section("counts")
     timings = manifest.section("timings")
-    matches = gallery.read_matches(directory, data.name) if data.evaluation is not None else None
+    matches = gallery.read_matches(directory, data.name, data.notes) if data.evaluation is not None else None
     outcomes = (gallery.outcomes(matches, data.evaluation.threshold)
                 if matches is not None and data.evaluation is not None and data.evaluation.threshold is not None else None)
     tracking = None if data.evaluation is None else data.evaluation.section("tracking_level_2")

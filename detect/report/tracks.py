@@ -10,19 +10,33 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
+from detect.core.errors import InputError, first_line
+from detect.core.track_numbers import camera_track_number
 from detect.report import gallery, pictures, safe
 from detect.report.html import img
 from detect.report.track_plot import lifespans
 from detect.sinks.layout import TRACKING_FILE
+from detect.sinks.results_tables import (
+    COORDINATES,
+    DETECTION_COLUMNS,
+    RowBudget,
+    box_rows,
+    detection_rows,
+    folder_budget,
+    missing,
+    numbers,
+    read_table,
+    read_track_ids,
+    segment_budget,
+)
 from detect.sinks.source_images import NamedSources
 from detect.sinks.table import DETECTIONS_FILE
 from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
 
 SWITCHES_SHOWN = 8
+CAMERA_ORDER = {int(c): n for n, c in enumerate(CameraName)}
 PLOT = "track_lifespans.png"
 SWITCH_COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "type_name", "track_id", OBJECT_ID, "id_switch", "previous_track_id",
                   "xmin", "ymin", "xmax", "ymax")
@@ -30,57 +44,101 @@ SWITCH_COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "type_name", "track_id", OBJECT_ID
 
 @dataclasses.dataclass(frozen=True)
 class Switch:
-    """One ID switch: the label's object, its box with the earlier track, and its box at the switch."""
+    """One ID switch: the label's object, its box with the earlier track, and its box at the switch;
+    the two tracks as the pictures number them (the camera's first, second, ... track)."""
 
     before: gallery.Example
     after: gallery.Example
     previous_id: int
     track_id: int
 
+    @property
+    def numbers(self) -> tuple[int, int]:
+        """The earlier and the new track's numbers in their camera, as the frames' chips show them."""
+        camera = CameraName[self.after.camera] if self.after.camera in CameraName.__members__ else 0
+        return camera_track_number(self.previous_id, int(camera)), camera_track_number(self.track_id, int(camera))
+
     def caption(self, start: int) -> str:
         b, a = self.before, self.after
-        return (f"{b.type_name} {b.what}, {a.camera}: #{self.previous_id} at {(b.timestamp - start) / 1e6:.1f} s, "
-                f"#{self.track_id} at {(a.timestamp - start) / 1e6:.1f} s")
+        earlier, now = self.numbers
+        return (f"{b.type_name} {b.what}, {a.camera}: #{earlier} at {(b.timestamp - start) / 1e6:.1f} s, "
+                f"#{now} at {(a.timestamp - start) / 1e6:.1f} s")
 
 
-def read_tracks(directory: Path) -> pd.DataFrame | None:
+def read_tracks(directory: Path, notes: list[str] | None = None) -> pd.DataFrame | None:
     """The tracked boxes of detections.parquet (camera name, timestamp, label, track_id); None when
-    the table has no track ids (not tracked, written before tracking, or unreadable)."""
+    the table has no track ids (not tracked, written before tracking, unreadable, or ids it cannot
+    use: a line in `notes` says why)."""
+    path = directory / DETECTIONS_FILE
     try:
-        table = pq.read_table(directory / DETECTIONS_FILE, columns=[TIMESTAMP, CAMERA, "label", "track_id"])
-    except (pa.ArrowException, OSError, ValueError, KeyError):
+        table = read_table(path, [*DETECTION_COLUMNS, "label", "track_id"], segment_budget(directory), "detections table")
+        if missing(table, [*DETECTION_COLUMNS, "label"]):
+            return None
+        rows = detection_rows(table)
+        tracks = read_track_ids(table, rows, path)
+        if tracks.ids is None:
+            if tracks.note is not None and notes is not None:
+                notes.append(tracks.note)
+            return None
+        kept = np.flatnonzero(rows & (tracks.ids >= 0))
+        cameras = numbers(table, CAMERA)[kept].astype(np.int64)
+        timestamps = numbers(table, TIMESTAMP)[kept].astype(np.int64)
+        labels = table.column("label").cast(pa.string()).take(pa.array(kept)).to_pandas().astype(str).to_numpy()
+    except (InputError, pa.ArrowException, ValueError):
+        return None  # the page's own reading of the table says what is wrong with it
+    if not len(kept):
         return None
-    frame = table.filter(pc.is_valid(table.column("track_id"))).to_pandas()
-    frame = frame[frame[CAMERA].isin(list(CAMERA_NUMBERS))]
-    if frame.empty:
-        return None
-    order = {int(c): n for n, c in enumerate(CameraName)}
-    frame = frame.assign(order=frame[CAMERA].map(order)).sort_values(["order", TIMESTAMP], kind="stable")
-    return pd.DataFrame({"camera": [CameraName(int(c)).name for c in frame[CAMERA]],
-                         "timestamp": frame[TIMESTAMP].astype("int64").to_numpy(),
-                         "label": frame["label"].astype(str).to_numpy(),
-                         "track_id": frame["track_id"].astype("int64").to_numpy()})
+    order = np.lexsort((timestamps, np.array([CAMERA_ORDER[c] for c in cameras.tolist()], np.int64)))
+    return pd.DataFrame({"camera": [CameraName(c).name for c in cameras[order].tolist()],
+                         "timestamp": timestamps[order], "label": labels[order], "track_id": tracks.ids[kept][order]})
 
 
-def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN) -> list[Switch]:
+def read_switches(directory: Path, segment: str, limit: int = SWITCHES_SHOWN,
+                  notes: list[str] | None = None) -> list[Switch]:
     """The first `limit` ID switches of `segment` in time order, from its own tracking.parquet or its
-    run's (one level up); none when there is none or it cannot be read."""
-    for path in (directory / TRACKING_FILE, directory.parent / TRACKING_FILE):
-        if not path.is_file() or path.is_symlink():
+    run's (one level up); none when there is none or it cannot be read (a line in `notes` says why)."""
+    for path, budget in ((directory / TRACKING_FILE, lambda: segment_budget(directory)),
+                         (directory.parent / TRACKING_FILE, lambda: folder_budget(directory.parent))):
+        if not path.is_file() and not path.is_symlink():
             continue
         try:
-            rows = pq.read_table(path, columns=list(SWITCH_COLUMNS)).to_pandas()
-        except (pa.ArrowException, OSError, ValueError, KeyError):
+            rows = _switch_rows(path, budget())
+        except InputError as err:
+            if notes is not None:
+                notes.append(f"{first_line(err)}; its ID switches are left out of the page")
             return []
         return _switches(rows[rows[SEGMENT] == segment], limit)
     return []
+
+
+def _switch_rows(path: Path, budget: RowBudget) -> pd.DataFrame:
+    """tracking.parquet's boxes (`box_rows`) with the columns the switches need; track ids as
+    floats (NaN: none or not a whole number)."""
+    table = read_table(path, SWITCH_COLUMNS, budget, "tracking table")
+    absent = missing(table, SWITCH_COLUMNS)
+    if absent:
+        raise InputError(f"{path}: not a tracking table (no {', '.join(absent)} column)")
+    try:
+        rows = np.flatnonzero(box_rows(table))
+        frame = pd.DataFrame({c: table.column(c).cast(kind).take(pa.array(rows)).to_pandas()
+                              for c, kind in ((SEGMENT, pa.string()), ("type_name", pa.string()),
+                                              (OBJECT_ID, pa.string()), ("id_switch", pa.bool_()))})
+        for column in (TIMESTAMP, CAMERA, "track_id", "previous_track_id", *COORDINATES):
+            values = numbers(table, column)[rows]
+            with np.errstate(invalid="ignore"):
+                frame[column] = np.where(values == np.floor(values), values, np.nan) if "track_id" in column else values
+    except (pa.ArrowException, ValueError) as err:
+        raise InputError(f"{path}: not a readable tracking table ({first_line(err)})") from None
+    frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
+    frame[CAMERA] = frame[CAMERA].astype("int64")
+    return frame
 
 
 def tracks_section(directory: Path, segment: str, start: int, assets: Path, notes: list[str] | None = None,
                    sources: NamedSources = NamedSources()) -> str:
     """The section's body ("" when the segment has no tracked box): the lifespans plot, then the switches.
     `start`: the segment's first timestamp; plots and crops go to `assets`."""
-    tracks = read_tracks(directory)
+    tracks = read_tracks(directory, notes)
     for old in assets.glob(f"{gallery.PREFIX}switch_*.jpg"):  # an earlier page's crops (their names are reused)
         if old.is_file() and not old.is_symlink():
             old.unlink()
@@ -89,10 +147,11 @@ def tracks_section(directory: Path, segment: str, start: int, assets: Path, note
     lifespans(tracks, start, assets / PLOT)
     per_camera = tracks.groupby("camera")["track_id"].nunique()
     parts = [f"<p class='muted'>{safe.count_text(tracks['track_id'].nunique())} tracks "
-             f"({', '.join(f'{safe.text(c)} {n}' for c, n in per_camera.items())}), each id one object the tracker "
-             f"followed; the boxes it kept, down to the score floor, are in detections.parquet's track_id.</p>"
+             f"({', '.join(f'{safe.text(c)} {n}' for c, n in per_camera.items())}), each one object the tracker "
+             f"followed, numbered 1, 2, 3... per camera in the pictures; the boxes it kept, down to the score floor, "
+             f"are in detections.parquet's track_id (unique in the segment).</p>"
              + pictures.linked(f"{assets.name}/{PLOT}", f"{assets.name}/{PLOT}", "track lifespans per camera")]
-    switches = read_switches(directory, segment)
+    switches = read_switches(directory, segment, notes=notes)
     if switches:
         parts.append(_gallery(switches, directory, assets, start, notes, sources))
     return "".join(parts)
@@ -107,7 +166,7 @@ def _gallery(switches: list[Switch], directory: Path, assets: Path, start: int, 
     figures = []
     for switch, (_, crop_b, _), (_, crop_a, frame_a) in zip(switches, before, after, strict=True):
         pair = "".join(f"<div>{img(c, f'track #{i}') if c else '(no frame)'}<div class='muted'>#{i}</div></div>"
-                       for c, i in ((crop_b, switch.previous_id), (crop_a, switch.track_id)))
+                       for c, i in zip((crop_b, crop_a), switch.numbers, strict=True))
         link = f" <a href='{safe.href(frame_a)}'>frame</a>" if frame_a else ""
         figures.append(f"<figure><div style='display:flex;gap:4px'>{pair}</div>"
                        f"<figcaption>{safe.text(switch.caption(start))}{link}</figcaption></figure>")
@@ -120,14 +179,14 @@ def _switches(rows: pd.DataFrame, limit: int) -> list[Switch]:
     rows = rows.sort_values([TIMESTAMP, CAMERA], kind="stable")
     out = []
     for switch in rows[rows["id_switch"].fillna(False).astype(bool)].to_dict("records")[:limit]:
-        previous = switch["previous_track_id"]
-        if previous is None or (isinstance(previous, float) and np.isnan(previous)):
+        previous, track = switch["previous_track_id"], switch["track_id"]
+        if np.isnan(previous) or np.isnan(track):
             continue
         earlier = rows[(rows[CAMERA] == switch[CAMERA]) & (rows[OBJECT_ID] == switch[OBJECT_ID])
                        & (rows["track_id"] == previous) & (rows[TIMESTAMP] < switch[TIMESTAMP])]
         if earlier.empty:
             continue
-        out.append(Switch(_example(earlier.iloc[-1].to_dict()), _example(switch), int(previous), int(switch["track_id"])))
+        out.append(Switch(_example(earlier.iloc[-1].to_dict()), _example(switch), int(previous), int(track)))
     return out
 
 

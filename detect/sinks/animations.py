@@ -228,8 +228,8 @@ class AnimationSet(Sink):
             self._mosaics.popleft()[0].cancel()
 
 
-# The caption's last line when a tile had no room for some chips.
-LEFT_OUT_NOTE = "more chips in each camera's GIF"
+# The caption's last line when a tile had no room for some chips (the table and the page keep them).
+LEFT_OUT_NOTE = "chips left out: every box is in the table"
 # Mosaic frames composed ahead of the one being appended (each holds ~1 MB of tiles).
 MOSAICS_AHEAD = 8
 

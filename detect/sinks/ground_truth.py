@@ -17,6 +17,7 @@ from detect.core.atomic import atomic_path
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey, Labels, valid_label_rows
+from detect.sinks.results_tables import RowBudget, missing, read_table
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 GROUND_TRUTH_FILE = "ground_truth.parquet"
@@ -64,15 +65,21 @@ def write_ground_truth(path: Path, labels: Mapping[FrameKey, Labels], keys: Iter
     return table.num_rows
 
 
-def read_ground_truth(path: Path) -> tuple[dict[FrameKey, Labels], int]:
-    """Labels by image from a file `write_ground_truth` wrote, and how many rows were unusable.
+def read_ground_truth(path: Path, budget: RowBudget | None = None) -> tuple[dict[FrameKey, Labels], int]:
+    """Labels by image from a file `write_ground_truth` wrote, and how many rows were unusable;
+    `budget`: what a results folder's table may hold (`detect.sinks.results_tables`; None: a file
+    this run wrote for its own render tasks).
 
     A results folder is shared and may be edited: rows with a null key, an unknown camera, a
     NaN or inverted box, or a type or difficulty outside Waymo's enums are dropped and counted.
     """
+    table = read_table(path, SCHEMA.names, budget or RowBudget(0, 1 << 62), "ground-truth table")
+    absent = missing(table, SCHEMA.names)
+    if absent:
+        raise InputError(f"{path}: not a ground-truth table (no {', '.join(absent)} column)")
     try:
-        table = pq.read_table(path, schema=SCHEMA)
-    except (pa.ArrowException, OSError, ValueError) as err:
+        table = table.cast(SCHEMA)
+    except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a readable ground-truth table ({first_line(err)})") from None
     data = table.to_pydict()
     floats = {c: np.asarray([np.nan if v is None else v for v in data[c]], np.float64)
@@ -87,6 +94,6 @@ def read_ground_truth(path: Path) -> tuple[dict[FrameKey, Labels], int]:
         rows.setdefault(FrameKey(data[SEGMENT][i], data[TIMESTAMP][i], CameraName(int(floats[CAMERA][i]))), []).append(int(i))
     xyxy = np.stack([floats[c] for c in ("xmin", "ymin", "xmax", "ymax")], axis=1).reshape(-1, 4)
     types, difficulty = np.nan_to_num(floats["type"]).astype(np.int8), np.nan_to_num(floats["difficulty"]).astype(np.int8)
-    labels = {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(str(data[OBJECT_ID][i]) for i in idx))
-              for key, idx in rows.items()}
+    ids = ["" if i is None else str(i) for i in data[OBJECT_ID]]  # a null id names no object (not "None")
+    labels = {key: Labels(xyxy[idx], types[idx], difficulty[idx], tuple(ids[i] for i in idx)) for key, idx in rows.items()}
     return labels, int(len(ok) - ok.sum())

@@ -51,58 +51,83 @@ def encode(result: FrameResult) -> str:
 
 
 def decode(line: str, segment: str) -> FrameResult:
-    """One journal line; ValueError (or KeyError, TypeError) for a line no run wrote (an edit)."""
+    """One journal line as the frame it records; ValueError (or KeyError, TypeError) for a line no
+    run wrote (torn by a kill, or edited: a number that does not fit its column, a class id below 0,
+    a camera Waymo does not have)."""
     data = json.loads(line)
-    if any(not 0 <= int(c) <= INT32_MAX for c in data["k"]):  # class ids: int32, none negative
-        raise ValueError("a class id outside 0 to 2**31 - 1")
     arrays = (np.asarray(data["b"], np.float32).reshape(-1, 4), np.asarray(data["s"], np.float32),
-              np.asarray(data["k"], np.int32))
+              np.asarray([_whole(c, (0, INT32_MAX), "class id") for c in data["k"]], np.int32))
     for array in arrays:
         array.flags.writeable = False  # `load` hands the same frames to every reader of an unchanged file
     detections = Detections(*arrays, tuple(data["l"]), invalid=int(data.get("x", 0)))
-    timestamp = int(data["t"])
-    if not INT64_MIN <= timestamp <= INT64_MAX:  # an edited line: no Waymo key (int64) holds it
-        raise ValueError(f"timestamp {timestamp} is outside int64")
-    key = FrameKey(segment, timestamp, CameraName(int(data["c"])))
-    return FrameResult(key, int(data["w"]), int(data["h"]), detections)
+    # an edited line: no Waymo key (int64) holds a timestamp past int64
+    key = FrameKey(segment, _whole(data["t"], (INT64_MIN, INT64_MAX), "timestamp"),
+                   CameraName(_whole(data["c"], (0, INT32_MAX), "camera")))
+    return FrameResult(key, _whole(data["w"], (0, INT32_MAX), "width"), _whole(data["h"], (0, INT32_MAX), "height"),
+                       detections)
+
+
+def _whole(value: object, bounds: tuple[int, int], what: str) -> int:
+    """`value` as an int within `bounds` (a JSON number: 7 or 7.0); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} {value!r} is not a number")
+    number = int(value)  # OverflowError for infinity, ValueError for NaN
+    if number != value or not bounds[0] <= number <= bounds[1]:
+        raise ValueError(f"{what} {value!r} is outside {bounds[0]} to {bounds[1]}")
+    return number
 
 
 # The last journal read, by the identity of the file read (device, inode, size, modification time)
 # and the segment: `detect redraw` reads one journal, then its evaluation and its report do (51 MB
 # for a 1,000-image tiled segment, ~1.1 s to parse each time). A file appended to, replaced or
 # touched since is parsed again.
-_last: tuple[tuple[int, int, int, int, str], dict[FrameKey, FrameResult], int] | None = None
+_last: tuple[tuple[int, int, int, int, str], dict[FrameKey, FrameResult], int, bool] | None = None
 _last_lock = threading.Lock()
 
 
 def load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int]:
     """Finished frames by key (a dict of the caller's own), and the byte length of the intact part
-    of the file. A journal that is a link, a FIFO or a folder raises `UnreadableFileError` (never
-    followed or waited on)."""
+    of the file: up to a torn last line, or to the first entry that cannot be read (`decode`), which
+    a resumed run does again. A journal that is a link, a FIFO or a folder raises
+    `UnreadableFileError` (never followed or waited on)."""
+    results, intact, _ = _load(segment_dir, segment)
+    return results, intact
+
+
+def finished(segment_dir: Path, segment: str) -> dict[FrameKey, FrameResult] | None:
+    """Every frame the journal records, for readers of finished results (eval, redraw, the report);
+    None when one of its entries cannot be read (an edited journal: they read the folder as one
+    without a journal, whichever entry it is). A torn last line (a run still writing) is left out."""
+    results, _, damaged = _load(segment_dir, segment)
+    return None if damaged else results
+
+
+def _load(segment_dir: Path, segment: str) -> tuple[dict[FrameKey, FrameResult], int, bool]:
     global _last
     path = journal_path(segment_dir)
     results: dict[FrameKey, FrameResult] = {}
     if not path.exists() and not path.is_symlink():
-        return results, 0
-    intact = 0
+        return results, 0, False
+    intact, damaged = 0, False
     with os.fdopen(open_regular(path, follow_links=False), "rb") as handle:
         info = os.fstat(handle.fileno())
         identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, segment)
         with _last_lock:
             if _last is not None and _last[0] == identity:
-                return dict(_last[1]), _last[2]
+                return dict(_last[1]), _last[2], _last[3]
         for raw in handle:
             if not raw.endswith(b"\n"):
                 break
             try:
                 result = decode(raw.decode(), segment)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, ArithmeticError):
+                damaged = True
                 break
             results[result.key] = result
             intact += len(raw)
     with _last_lock:
-        _last = (identity, results, intact)
-    return dict(results), intact
+        _last = (identity, results, intact, damaged)
+    return dict(results), intact, damaged
 
 
 class Journal:
@@ -159,5 +184,5 @@ def differences(old: dict, new: dict) -> list[str]:
     return [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
-__all__ = ["Journal", "differences", "journal_path", "load", "load_settings", "save_settings"]
+__all__ = ["Journal", "differences", "finished", "journal_path", "load", "load_settings", "save_settings"]
 

@@ -119,9 +119,9 @@ def read_results_json(path: Path) -> Mapping[str, object] | None:
 
 def finished_frames(directory: Path, segment: str) -> Mapping[FrameKey, FrameResult]:
     """The frames the run's journal records as finished, by key; {} without a journal that can be
-    read (none, a link or a FIFO in its place, or one edited past reading)."""
+    read (none, a link or a FIFO in its place, or one with an entry edited past reading)."""
     try:
-        return journal.load(directory, segment)[0]
+        return journal.finished(directory, segment) or {}
     except (OSError, ValueError, ArithmeticError, UnreadableFileError):
         return {}
 

@@ -12,17 +12,25 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, OutputError, UsageError, first_line
-from detect.core.files import UnreadableFileError, read_regular
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
 from detect.sinks.layout import SegmentLock, has_pictures, is_marked
 from detect.sinks.manifest import MANIFEST_FILE, write_manifest
 from detect.sinks.results_folder import read_manifest
+from detect.sinks.results_tables import (
+    COORDINATES,
+    RowBudget,
+    detection_rows,
+    missing,
+    not_boxes,
+    numbers,
+    read_table,
+    segment_budget,
+)
 from detect.sinks.run_folder import find_segment_folders
 from detect.sinks.table import DETECTIONS_FILE, SCHEMA, write_table
 from detect.track import TrackerParams
@@ -30,19 +38,22 @@ from detect.track.live import LiveTracks
 from detect.track.table_tracks import track_ids
 from detect.waymo.schema import CAMERA, TIMESTAMP
 
-TABLE_LIMIT = 1 << 32  # bytes: a 1,000-image segment's table is a few MB; 4 GiB is an edit, not a run
 TRACKER = "ByteTrack (detect.track: Kalman on cx, cy, w/h, h; two association passes; lost buffer in seconds)"
 
 
 def track_table(table: pa.Table, class_map: ClassMap, params: TrackerParams) -> np.ndarray:
-    """One track id per row of a detections table (-1: none); all -1 when it holds one timestamp."""
-    timestamps = table.column(TIMESTAMP).to_numpy(zero_copy_only=False).astype(np.int64)
+    """One track id per row of a detections table (-1: none); all -1 when it holds one timestamp.
+    Only its boxes are tracked (`detection_rows`, the rule eval reads the table with): an edited row
+    that is not one (NaN, infinite or inverted, a null key) gets none."""
+    out = np.full(table.num_rows, -1, np.int64)
+    rows = np.flatnonzero(detection_rows(table))
+    timestamps = numbers(table, TIMESTAMP)[rows].astype(np.int64)
     if len(np.unique(timestamps)) < 2:
-        return np.full(table.num_rows, -1, np.int64)
-    xyxy = np.stack([table.column(c).to_numpy(zero_copy_only=False) for c in ("xmin", "ymin", "xmax", "ymax")], 1)
-    return track_ids(timestamps, table.column(CAMERA).to_numpy(zero_copy_only=False),
-                     table.column("class_id").to_numpy(zero_copy_only=False),
-                     table.column("score").to_numpy(zero_copy_only=False), xyxy, class_map, params)
+        return out
+    xyxy = np.stack([numbers(table, c)[rows] for c in COORDINATES], 1)
+    out[rows] = track_ids(timestamps, numbers(table, CAMERA)[rows], numbers(table, "class_id")[rows],
+                          numbers(table, "score")[rows], xyxy, class_map, params)
+    return out
 
 
 def tracking_record(params: TrackerParams | None, ids: np.ndarray | None) -> dict[str, object] | None:
@@ -84,7 +95,7 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
             failures.append(str(err))
             continue
         try:
-            lines.append(_retrack(directory, class_map, threshold, lost_seconds, written))
+            lines.append(_retrack(directory, class_map, threshold, lost_seconds, written, notes))
             pictures = pictures or has_pictures(directory)
         except (InputError, OutputError) as err:
             failures.append(str(err))
@@ -101,16 +112,19 @@ def retrack_all(results: Path, class_map: ClassMap, *, threshold: float | None =
 
 
 def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost_seconds: float | None,
-             written: list[Path]) -> str:
+             written: list[Path], notes: list[str]) -> str:
     manifest = read_manifest(directory)
     params = tracker_params(manifest.threshold if threshold is None else threshold,
                             **({} if lost_seconds is None else {"lost_seconds": lost_seconds}))
     path = directory / DETECTIONS_FILE
-    table = _read_table(path)
+    table = _read_table(path, segment_budget(directory, manifest.segment_context_name))
     try:
         ids = track_table(table, class_map, params)
-    except ValueError as err:  # an edited table: a camera Waymo does not have, a negative class id
+    except ValueError as err:  # a column that holds what is not a number
         raise InputError(f"{path}: {err}") from None
+    note = not_boxes(path, detection_rows(table), "they get no track id")
+    if note is not None:
+        notes.append(note)
     write_table(path, table, lambda _: ids)
     data = dict(manifest.data)
     data["tracking"] = tracking_record(params, ids)
@@ -152,15 +166,15 @@ def tracker_params(threshold: float, **overrides: float) -> TrackerParams:
         raise UsageError(str(err)) from None
 
 
-def _read_table(path: Path) -> pa.Table:
-    """detections.parquet with a null track_id column added when it was written before tracking."""
+def _read_table(path: Path, budget: RowBudget) -> pa.Table:
+    """detections.parquet in its schema, its track_id column null (the ids it held are replaced)."""
+    columns = [c for c in SCHEMA.names if c != "track_id"]
+    table = read_table(path, columns, budget, "detections table")
+    absent = missing(table, columns)
+    if absent:
+        raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
+    table = table.append_column("track_id", pa.nulls(table.num_rows, pa.int64()))
     try:
-        table = pq.read_table(pa.BufferReader(read_regular(path, limit=TABLE_LIMIT, follow_links=False)))
-    except (UnreadableFileError, OSError, pa.ArrowException) as err:
-        raise InputError(f"{path}: not a readable detections table ({first_line(err)})") from None
-    missing = [c for c in SCHEMA.names if c not in table.column_names and c != "track_id"]
-    if missing:
-        raise InputError(f"{path}: not a detections table (no {', '.join(missing)} column)")
-    if "track_id" not in table.column_names:
-        table = table.append_column("track_id", pa.nulls(table.num_rows, pa.int64()))
-    return table.select(SCHEMA.names).cast(SCHEMA)
+        return table.cast(SCHEMA)
+    except (pa.ArrowException, ValueError) as err:
+        raise InputError(f"{path}: not a detections table ({first_line(err)})") from None

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAME = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
 CHROMIUM = Path("/usr/bin/chromium")
 PAN_SEGMENT = "pan_over_the_real_front_camera"
-PAN_FRAMES, PAN_WIDTH, PAN_STEP = 40, 1600, 6  # 6 px a frame at 10 Hz: trails a reader can see
+PAN_FRAMES, PAN_WIDTH, PAN_STEP = 40, 1520, 10  # 10 px a frame at 10 Hz: a second's trail 100 px, 42 in the GIF
 # Windows (left, top, right, bottom) of the real frame's images worth showing at full resolution:
 # 960 px wide, about what GitHub shows a README picture at, so the chips read at their drawn size.
 FRONT_LEFT_WINDOW = (0, 380, 960, 1020)
@@ -96,6 +96,15 @@ def _cut(frame: Path, out: Path, window: tuple[int, int, int, int]) -> None:
         image.crop(window).save(out, optimize=True)
 
 
+def _gif_frame(gif: Path, index: int, out: Path) -> None:
+    """Frame `index` of an animation as it plays, at its own size (640 wide: the trails as a reader sees them)."""
+    from PIL import Image
+
+    with Image.open(gif) as image:
+        image.seek(index)
+        image.convert("RGB").save(out, optimize=True)
+
+
 def _segment(args: Sequence[str | Path]) -> Path:
     code = detect(["segment", *map(str, args), "--quiet"])
     if code != 0:
@@ -144,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     _cut(_frame(plain, "FRONT_LEFT"), out / "front_left_coco.png", FRONT_LEFT_WINDOW)
     _cut(_frame(default, "FRONT"), out / "front_errors_coco.png", FRONT_WINDOW)
     _cut(_middle_frame(pan, "FRONT"), out / "tracking_pan.png", PAN_WINDOW)
+    _gif_frame(pan / "FRONT.gif", len(list((pan / "frames" / "FRONT").iterdir())) * 3 // 4, out / "tracking_pan_gif.png")
     shutil.copyfile(default / "mosaic.gif", out / "mosaic_coco.gif")
     shutil.copyfile(default / "pr_curves.png", out / "pr_curves_coco.png")
     shutil.copyfile(default / "thresholds.png", out / "thresholds_coco.png")

@@ -7,8 +7,8 @@ from detect.track.groups import CLASS_GROUP_BASE, group_keys
 from detect.track.params import TrackerParams
 from detect.track.scoring import TrackingPool, TrackingScores, metric_results, score_tracks
 from detect.track.segment_tracker import SegmentTracker
-from detect.track.trackeval_input import FrameTracks, to_trackeval
+from detect.track.trackeval_input import FrameTracks, TooManyIds, to_trackeval
 
 __all__ = ["CLASS_GROUP_BASE", "ByteTracker", "FrameCounts", "FrameTracks", "IdAllocator", "SegmentTracker", "TrackFlags",
-           "TrackerParams", "TrackingPool", "TrackingScores", "group_keys", "metric_results", "score_tracks",
+           "TooManyIds", "TrackerParams", "TrackingPool", "TrackingScores", "group_keys", "metric_results", "score_tracks",
            "frame_counts", "to_trackeval", "track_flags", "weighted_scores"]

@@ -7,8 +7,10 @@ assignment of label ids to track ids; CLEAR's matching carries over from image t
 kept as decided on the whole sequence (here, as in `detect.track.track_flags`, replayed step by step
 from TrackEval 1.3.0's `eval_sequence`); an image then adds counts: label and tracked boxes, HOTA's
 matches and their association scores per alpha, CLEAR's matches and ID switches, Identity's true
-positives. Summed over every image once, the counts give TrackEval's pooled values exactly (the tests
-hold it to the library, to 1e-9); with bootstrap weights they give the resample's.
+positives (`detect.track.identity`'s assignment). Summed over every image once, the counts give
+TrackEval's pooled values exactly (the tests hold it to the library, to 1e-9); with bootstrap weights
+they give the resample's. A sequence with more id pairs than HOTA's dense matrices take in bounded
+memory raises `TooManyIds`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from detect.track.assignment import linear_sum_assignment
 from detect.track.flags import track_flags
+from detect.track.identity import identity_match
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
 _EPS = np.finfo("float").eps
@@ -49,12 +52,12 @@ class FrameCounts:
 
 
 def frame_counts(frames: Sequence[FrameTracks], iou: float) -> FrameCounts:
-    """One sequence's images in time order; `iou`: the protocol's, for MOTA and IDF1."""
+    """One sequence's images in time order; `iou`: the protocol's, for MOTA and IDF1. `TooManyIds`
+    when its HOTA matrices would not be bounded."""
     seq = to_trackeval(frames)
-    data = seq.data
-    gt_ids: list[np.ndarray] = data["gt_ids"]  # type: ignore[assignment]
-    tr_ids: list[np.ndarray] = data["tracker_ids"]  # type: ignore[assignment]
-    sims: list[np.ndarray] = data["similarity_scores"]  # type: ignore[assignment]
+    seq.check_id_pairs()
+    gt_ids, tr_ids, sims = seq.gt_ids, seq.tracker_ids, seq.similarity
+    n_gt, n_tr = len(seq.label_keys), seq.tracks
     steps = len(frames)
     labels = np.array([len(g) for g in gt_ids], np.float64)
     tracked = np.array([len(r) for r in tr_ids], np.float64)
@@ -62,8 +65,12 @@ def frame_counts(frames: Sequence[FrameTracks], iou: float) -> FrameCounts:
     matched = ~np.isnan(flags.iou)
     clear_tp = np.bincount(flags.frame[matched], minlength=steps).astype(np.float64)
     switches = np.bincount(flags.frame[flags.switch], minlength=steps).astype(np.float64)
-    hota_tp, hota_assoc = _hota(gt_ids, tr_ids, sims, int(data["num_gt_ids"]), int(data["num_tracker_ids"]))  # type: ignore[call-overload]
-    idtp = _identity(gt_ids, tr_ids, sims, int(data["num_gt_ids"]), int(data["num_tracker_ids"]), iou)  # type: ignore[call-overload]
+    hota_tp, hota_assoc = _hota(gt_ids, tr_ids, sims, n_gt, n_tr)
+    assigned = identity_match(gt_ids, tr_ids, sims, n_gt, iou).assigned
+    idtp = np.zeros(steps)
+    for t, (g, r, sim) in enumerate(zip(gt_ids, tr_ids, sims, strict=True)):
+        mg, mr = np.nonzero(sim >= iou)
+        idtp[t] = np.count_nonzero(assigned[g[mg]] == r[mr])
     return FrameCounts(labels, tracked, hota_tp, hota_assoc, clear_tp, switches, idtp)
 
 
@@ -118,39 +125,3 @@ def _hota(gt_ids: list[np.ndarray], tr_ids: list[np.ndarray], sims: list[np.ndar
         for a, pair in enumerate(per_alpha):
             assoc[t, a] = ass[a][pair].sum()
     return tp, assoc
-
-
-def _identity(gt_ids: list[np.ndarray], tr_ids: list[np.ndarray], sims: list[np.ndarray], n_gt: int, n_tr: int,
-              iou: float) -> np.ndarray:
-    """Identity's true positives per image: boxes of a label and the track assigned to its id, overlapping."""
-    steps = len(gt_ids)
-    if n_gt == 0 or n_tr == 0:
-        return np.zeros(steps)
-    potential = np.zeros((n_gt, n_tr))
-    gt_count, tr_count = np.zeros(n_gt), np.zeros(n_tr)
-    for g, r, sim in zip(gt_ids, tr_ids, sims, strict=True):
-        mg, mr = np.nonzero(sim >= iou)
-        potential[g[mg], r[mr]] += 1
-        gt_count[g] += 1
-        tr_count[r] += 1
-    fp = np.zeros((n_gt + n_tr, n_gt + n_tr))
-    fn = np.zeros((n_gt + n_tr, n_gt + n_tr))
-    fp[n_gt:, :n_tr] = 1e10
-    fn[:n_gt, n_tr:] = 1e10
-    for k in range(n_gt):
-        fn[k, :n_tr] = gt_count[k]
-        fn[k, n_tr + k] = gt_count[k]
-    for k in range(n_tr):
-        fp[:n_gt, k] = tr_count[k]
-        fp[k + n_gt, k] = tr_count[k]
-    fn[:n_gt, :n_tr] -= potential
-    fp[:n_gt, :n_tr] -= potential
-    rows, cols = linear_sum_assignment(fn + fp)
-    assigned = np.full(n_gt, -1, np.int64)
-    real = (rows < n_gt) & (cols < n_tr)
-    assigned[rows[real]] = cols[real]
-    out = np.zeros(steps)
-    for t, (g, r, sim) in enumerate(zip(gt_ids, tr_ids, sims, strict=True)):
-        mg, mr = np.nonzero(sim >= iou)
-        out[t] = np.count_nonzero(assigned[g[mg]] == r[mr])
-    return out

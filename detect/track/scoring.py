@@ -4,7 +4,9 @@ HOTA (with DetA and AssA, averaged over TrackEval's 19 IoU thresholds 0.05-0.95:
 over localisation, so the protocol does not set its IoU), CLEAR (MOTA, MOTP, ID switches,
 fragmentations, mostly tracked / partly / mostly lost) and Identity (IDF1) at the protocol's IoU
 for the type. Sequences (one per segment and camera) are pooled with each metric's own
-`combine_sequences`, as TrackEval pools a benchmark's sequences.
+`combine_sequences`, as TrackEval pools a benchmark's sequences. Identity's assignment is
+`detect.track.identity`'s (TrackEval's numbers, without its dense (ids + ids)^2 matrices); a
+sequence with more id pairs than HOTA's dense matrices take in bounded memory raises `TooManyIds`.
 
 TrackEval is installed without its declared dependencies (opencv-python, pycocotools, matplotlib,
 tabulate: its dataset and plotting modules need them, its metric classes need only numpy and scipy);
@@ -26,6 +28,7 @@ import numpy as np
 
 from detect.core.errors import InputError
 from detect.core.matching import Protocol
+from detect.track.identity import identity_match
 from detect.track.trackeval_input import FrameTracks, to_trackeval
 
 TRACKEVAL_MISSING = ("tracking scores need TrackEval, installed without its declared dependencies: "
@@ -72,7 +75,8 @@ class TrackingScores:
 
 
 def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's
-    """TrackEval's combined results (HOTA, CLEAR, Identity) over sequences, as the library returns them."""
+    """TrackEval's combined results (HOTA, CLEAR, Identity) over sequences, as the library alone
+    computes them (the reference the tests hold ours to; its Identity is dense: small sequences only)."""
     m = trackeval_metrics()
     config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
     metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
@@ -88,12 +92,29 @@ def metric_results(sequences: Iterable[Sequence[FrameTracks]], iou: float) -> di
 
 def score_tracks(sequences: Mapping[int, Iterable[Sequence[FrameTracks]]], protocol: Protocol) -> dict[int, TrackingScores]:
     """Per Waymo type: its sequences (each one camera of one segment, frames in time order) -> scores."""
-    out = {}
+    pool = TrackingPool(protocol)
     for waymo_type, type_sequences in sorted(sequences.items()):
-        iou = protocol.iou(waymo_type)
-        r = metric_results(type_sequences, iou)
-        out[int(waymo_type)] = _scores(r, iou)
-    return out
+        for frames in type_sequences:
+            pool.add(waymo_type, frames)
+    return pool.scores()
+
+
+def _metrics(iou: float) -> dict[str, Any]:  # TrackEval's metric objects
+    m = trackeval_metrics()
+    config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
+    return {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
+
+
+def sequence_results(frames: Sequence[FrameTracks], iou: float) -> dict[str, dict[str, Any]]:  # TrackEval's format
+    """One sequence's results per metric, as TrackEval's `eval_sequence` gives them (Identity's from
+    `identity_match`); `TooManyIds` when HOTA's matrices would not be bounded."""
+    sequence = to_trackeval(frames)
+    sequence.check_id_pairs()
+    data = sequence.data
+    metrics = _metrics(iou)
+    match = identity_match(sequence.gt_ids, sequence.tracker_ids, sequence.similarity, len(sequence.label_keys), iou)
+    return {"HOTA": metrics["HOTA"].eval_sequence(data), "CLEAR": metrics["CLEAR"].eval_sequence(data),
+            "Identity": metrics["Identity"]._compute_final_fields(match.result())}
 
 
 class TrackingPool:
@@ -106,14 +127,12 @@ class TrackingPool:
         self._results: dict[int, dict[str, dict[str, Any]]] = {}  # type -> metric -> sequence -> TrackEval's
 
     def add(self, waymo_type: int, frames: Sequence[FrameTracks]) -> None:
-        m = trackeval_metrics()
-        config = {"THRESHOLD": float(self.protocol.iou(waymo_type)), "PRINT_CONFIG": False}
-        metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
-        data = to_trackeval(frames).data
-        per_type = self._results.setdefault(int(waymo_type), {name: {} for name in metrics})
+        """Score one sequence; `TooManyIds` (nothing added) when it cannot be scored in bounded memory."""
+        results = sequence_results(frames, self.protocol.iou(waymo_type))
+        per_type = self._results.setdefault(int(waymo_type), {name: {} for name in results})
         key = str(len(per_type["HOTA"]))
-        for name, metric in metrics.items():
-            per_type[name][key] = metric.eval_sequence(data)
+        for name, result in results.items():
+            per_type[name][key] = result
 
     def merge(self, other: TrackingPool) -> None:
         """Add `other`'s sequences (one segment's, already scored on their own) without scoring them again."""
@@ -125,12 +144,10 @@ class TrackingPool:
                     per_type[name][str(start + n)] = result
 
     def scores(self) -> dict[int, TrackingScores]:
-        m = trackeval_metrics()
         out = {}
         for waymo_type, per_metric in sorted(self._results.items()):
             iou = self.protocol.iou(waymo_type)
-            config = {"THRESHOLD": float(iou), "PRINT_CONFIG": False}
-            metrics = {"HOTA": m.HOTA(), "CLEAR": m.CLEAR(dict(config)), "Identity": m.Identity(dict(config))}
+            metrics = _metrics(iou)
             combined = {name: metric.combine_sequences(per_metric[name]) for name, metric in metrics.items()}
             out[waymo_type] = _scores(combined, iou)
         return out

@@ -2,9 +2,9 @@
 
 Each camera takes its ids from its own sequence: camera c (1-5, Waymo's numbers) gives c, c + 5,
 c + 10, ... so the id alone says the camera (FRONT 1, 6, 11; FRONT_LEFT 2, 7, 12), and a camera's
-ids depend on its own images only. A run tracks while it reads (images of different sizes go
-through the model in different batches, so the cameras interleave differently there than in the
-table): both give the same ids.
+ids depend on its own images only (the pictures number them 1, 2, 3: `detect.core.track_numbers`).
+A run tracks while it reads (images of different sizes go through the model in different batches,
+so the cameras interleave differently there than in the table): both give the same ids.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from detect.core.cameras import CAMERA_NUMBERS
+from detect.core.track_numbers import ID_STEP
 from detect.track.bytetrack import ByteTracker, IdAllocator
 from detect.track.params import TrackerParams
-
-ID_STEP = max(CAMERA_NUMBERS)  # ids of camera c: c, c + ID_STEP, c + 2 * ID_STEP, ...
 
 
 class SegmentTracker:

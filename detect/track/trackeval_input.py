@@ -15,6 +15,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from detect.core.boxes import box_iou
+from detect.core.errors import InputError
+
+# HOTA (TrackEval's, and `frame_scores`' per image) holds ~20-40 dense float64 [label ids, track ids]
+# matrices a sequence: 2,000,000 pairs (a Waymo camera has hundreds of label ids and up to a few
+# thousand track ids) are 0.3-0.6 GB; a sequence with more is not scored.
+MAX_ID_PAIRS = 2_000_000
+
+
+class TooManyIds(InputError):
+    """A sequence with more (label id, track id) pairs than its scores can be computed for in bounded memory."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -51,6 +61,17 @@ class SequenceInput:
     label_keys: list[object]  # dense label id -> the label's id (or a singleton marker)
     kept: list[np.ndarray]  # per frame: the rows of track_xyxy handed to TrackEval
     singletons: int  # label boxes whose id could not identify them
+    tracks: int  # track ids
+    gt_ids: list[np.ndarray]  # per image: its dense label ids (`data`'s, typed)
+    tracker_ids: list[np.ndarray]  # per image: its dense track ids
+    similarity: list[np.ndarray]  # per image: [labels, tracks] IoU
+
+    def check_id_pairs(self) -> None:
+        """Raise `TooManyIds` when the sequence has more than `MAX_ID_PAIRS` (label id, track id) pairs."""
+        labels = len(self.label_keys)
+        if labels * self.tracks > MAX_ID_PAIRS:
+            raise TooManyIds(f"{labels:,} label ids x {self.tracks:,} track ids, more than the {MAX_ID_PAIRS:,} id pairs "
+                             f"HOTA's dense matrices are computed for")
 
 
 def to_trackeval(frames: Sequence[FrameTracks]) -> SequenceInput:
@@ -86,4 +107,4 @@ def to_trackeval(frames: Sequence[FrameTracks]) -> SequenceInput:
         "tracker_ids": tracker_ids,
         "similarity_scores": similarity,
     }
-    return SequenceInput(data, list(label_dense), kept, singletons)
+    return SequenceInput(data, list(label_dense), kept, singletons, len(track_dense), gt_ids, tracker_ids, similarity)

@@ -45,16 +45,17 @@ PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin"
 # AP50 0.374 against 0.305 (50 labels), MOT17 PEDESTRIAN 0.474 against 0.455 (276 labels), Waymo
 # PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians), the one CYCLIST 0.5 against
 # 0.167, for 1.38x the model time. fit:864x576 and fit:1056x704 box MOT17's people better (0.506,
-# 0.508) but Waymo's vehicles worse (0.331, 0.332): the only size better than the letterbox on both
-# data sets where they have many labels is 960x640.
+# 0.508) but Waymo's vehicles worse (0.331, 0.332): no size is best on both; 960x640 is the best on
+# Waymo's vehicles and better than the letterbox on MOT17's pedestrians.
 # Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
 # ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
 # (the full frame letterboxed into 512 inside the model) in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:960x640", threshold=0.3, nms_iou=0.7)
-DEFAULTS_REASON = ("fit:960x640 is the only size swept (native, fit:864x576, fit:960x640, fit:1056x704, 960x640) "
-                   "better than the old 512x512 letterbox on both data sets where they have many labels: Waymo "
-                   "VEHICLE AP50 0.374 against 0.305 (50 labels), MOT17 PEDESTRIAN 0.474 against 0.455 (276 "
-                   "labels), at 1.38x the model time (python -m detect.tools.sweep; docs/models.md)")
+DEFAULTS_REASON = ("fit:960x640 boxes Waymo's vehicles best of the sizes swept (VEHICLE AP50 0.374; native, the "
+                   "512x512 letterbox: 0.305; 50 labels) and MOT17's pedestrians better than native (0.474 against "
+                   "0.455; 276 labels), at 1.38x native's model time; fit:864x576 and fit:1056x704 box more MOT17 "
+                   "pedestrians (0.506, 0.508) but fewer Waymo vehicles (0.331, 0.332); Waymo's 15 pedestrians are "
+                   "too few to decide (python -m detect.tools.sweep; docs/models.md)")
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
 SIZE_COSTS: dict[str, SizeCost] = {

@@ -51,10 +51,11 @@ PACKAGE_FILES = ("package/models/nanodet.json", "package/models/nanodet.bin")
 # itself; a second, class-aware one at 0.5 cost 0.02 VEHICLE AP50. Models converted before any-size
 # graphs keep "416" in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:640x416", threshold=0.3, nms_iou=None)
-DEFAULTS_REASON = ("fit:640x416 finds pedestrians better than the old 416x416 on both data sets (MOT17 PEDESTRIAN "
-                   "AP50 0.473 against 0.324 over 276 labels, Waymo 0.521 against 0.491) with vehicles within a "
-                   "box, at 1.32x the model time; larger sizes cost 2-2.6x, which NanoDet, the fast model, is not "
-                   "for (python -m detect.tools.sweep; docs/models.md)")
+DEFAULTS_REASON = ("fit:640x416 boxes pedestrians better than 416 (416x416 stretched, the old default) on both data "
+                   "sets (MOT17 PEDESTRIAN AP50 0.473 against 0.324 over 276 labels, Waymo 0.521 against 0.491) "
+                   "and vehicles as well (0.263 against 0.256), at 1.32x the model time; fit:864x576 and "
+                   "fit:960x640 cost 2.11x and 2.59x, which NanoDet, the fast model, is not for (python -m "
+                   "detect.tools.sweep; docs/models.md)")
 # What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
 # AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against 416x416).
 SIZE_COSTS: dict[str, SizeCost] = {
