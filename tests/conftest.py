@@ -33,6 +33,8 @@ from hypothesis import settings
 os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# Under CI=true a skip that is not on its allow-list fails the run; `pytester` runs pytest inside a test.
+pytest_plugins = ["helpers.ci_skips", "pytester"]
 
 # Hypothesis: `ci` (CI=true) draws the full number of examples, `dev` a fifth of them, so a
 # developer's run is quick and CI's is thorough; HYPOTHESIS_PROFILE=ci runs CI's locally.
