@@ -57,11 +57,29 @@ SLOW_FIXTURES = frozenset({
 })
 # Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
 TIMEOUTS = {"signals": 300, "ray": 600}
-# The files that take longest (Ray, the real models: tens of seconds each) go to the workers first.
-# pytest-xdist (`--dist loadfile --no-loadscope-reorder`, Makefile) hands out files in this order;
-# a long file handed out last keeps one worker busy while the other has nothing left to do.
+# How pytest-xdist hands out the tests (`--dist loadscope --no-loadscope-reorder`, Makefile, with the
+# scopes of helpers.xdist_units): a file whose tests share a module fixture (a Ray cluster, a run many
+# tests read) goes to one worker whole, so that fixture is built once; every other test is a unit of
+# its own, so the two workers end together instead of one finishing a long file alone. Units start
+# in the order below: the longest files first, so none starts last.
+ONE_UNIT_FILES = frozenset({
+    "test_compare.py", "test_detector.py", "test_errors.py", "test_fuzz.py", "test_hardening_pages.py",
+    "test_hardening_redraw.py", "test_input_sizes.py", "test_onnx_exports.py", "test_openvino_cache.py",
+    "test_ray_engine.py", "test_redraw.py", "test_report.py", "test_runtimes.py", "test_signals.py", "test_tiles.py",
+    "test_track_baseline.py", "test_tracking.py", "test_tracking_runs.py",
+})
 LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
               "test_eval.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadscope`: one unit per file of ONE_UNIT_FILES, one per test elsewhere."""
+    if config.getvalue("dist") == "loadscope":
+        from helpers.xdist_units import UnitScheduling
+
+        return UnitScheduling(config, log, ONE_UNIT_FILES)
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

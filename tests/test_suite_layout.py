@@ -1,0 +1,41 @@
+"""The suite's own layout: test modules stand alone (helpers live in tests/helpers/ and conftest), and a
+file whose tests share a module fixture goes to one pytest-xdist worker whole."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import ONE_UNIT_FILES
+
+TESTS = Path(__file__).parent
+MODULES = sorted(TESTS.glob("test_*.py"))
+
+
+def imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_test_module_imports_another():
+    test_modules = {path.stem for path in MODULES}
+    assert {path.name: sorted(imported_modules(path) & test_modules) for path in MODULES
+            if imported_modules(path) & test_modules} == {}
+
+
+def test_the_helpers_import_no_test_module():
+    imports = {path.name: imported_modules(path) for path in sorted((TESTS / "helpers").glob("*.py"))}
+    assert {name: sorted(i for i in found if i.startswith("test_") or i == "conftest")
+            for name, found in imports.items() if any(i.startswith("test_") or i == "conftest" for i in found)} == {}
+
+
+def test_the_files_with_a_module_fixture_are_the_ones_handed_out_whole():
+    """A file with a module-scoped fixture split across the workers would build that fixture twice."""
+    shared = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](module|package|class)["']""")
+    assert {path.name for path in MODULES if shared.search(path.read_text())} == ONE_UNIT_FILES
