@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from types import ModuleType
 
+import helpers.examples  # noqa: F401  (loads the Hypothesis profile before any test runs)
 import numpy as np
 import pytest
 from helpers.models import (
@@ -26,29 +27,15 @@ from helpers.models import (
     load_models_script,
     tfjs_saved_model,
 )
-from hypothesis import settings
+from helpers.paths import IN_CI, REAL_SEGMENT, SHARED_FRAME, TINY_V2
+from helpers.xdist_units import LONG_FILES, ONE_UNIT_FILES, UnitScheduling
 
 # The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
 # means it (and checks it finds the same boxes), so the rest does not convert every model it builds.
 os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 # Under CI=true a skip that is not on its allow-list fails the run; `pytester` runs pytest inside a test.
 pytest_plugins = ["helpers.ci_skips", "pytester"]
-
-# Hypothesis: `ci` (CI=true) draws the full number of examples, `dev` a fifth of them, so a
-# developer's run is quick and CI's is thorough; HYPOTHESIS_PROFILE=ci runs CI's locally.
-# A test asks for a share of the profile's examples (`examples(share)`), smaller when an example
-# costs more. No deadline: TensorFlow's first call takes seconds on a busy machine.
-settings.register_profile("ci", max_examples=300, deadline=None, print_blob=True)
-settings.register_profile("dev", max_examples=60, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
-
-
-def examples(share: float) -> int:
-    """`share` of the loaded profile's examples (ci: 300, dev: 60), at least one."""
-    return max(1, round(settings().max_examples * share))
-
 
 # Fixtures that load a real detector: a test that uses one is `slow` (see the module docstring).
 SLOW_FIXTURES = frozenset({
@@ -57,27 +44,12 @@ SLOW_FIXTURES = frozenset({
 })
 # Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
 TIMEOUTS = {"signals": 300, "ray": 600}
-# How pytest-xdist hands out the tests (`--dist loadscope --no-loadscope-reorder`, Makefile, with the
-# scopes of helpers.xdist_units): a file whose tests share a module fixture (a Ray cluster, a run many
-# tests read) goes to one worker whole, so that fixture is built once; every other test is a unit of
-# its own, so the two workers end together instead of one finishing a long file alone. Units start
-# in the order below: the longest files first, so none starts last.
-ONE_UNIT_FILES = frozenset({
-    "test_compare.py", "test_detector.py", "test_errors.py", "test_fuzz.py", "test_hardening_pages.py",
-    "test_hardening_redraw.py", "test_input_sizes.py", "test_onnx_exports.py", "test_openvino_cache.py",
-    "test_ray_engine.py", "test_redraw.py", "test_report.py", "test_runtimes.py", "test_signals.py", "test_tiles.py",
-    "test_track_baseline.py", "test_tracking.py", "test_tracking_runs.py",
-})
-LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
-              "test_eval.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """`--dist loadscope`: one unit per file of ONE_UNIT_FILES, one per test elsewhere."""
+    """`--dist loadscope`: one unit per file of ONE_UNIT_FILES, one per test elsewhere (helpers.xdist_units)."""
     if config.getvalue("dist") == "loadscope":
-        from helpers.xdist_units import UnitScheduling
-
         return UnitScheduling(config, log, ONE_UNIT_FILES)
     return None
 
@@ -91,15 +63,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             limits = [seconds for mark, seconds in TIMEOUTS.items() if item.get_closest_marker(mark)]
             if limits:
                 item.add_marker(pytest.mark.timeout(max(limits)))
-
-ROOT = Path(__file__).resolve().parents[1]
-# ../shared beside the clone (as CI has it); DETECT_SHARED names another (a worktree's ../ has none).
-SHARED = Path(os.environ.get("DETECT_SHARED") or ROOT.parent / "shared")
-SHARED_FRAME = SHARED / "fixtures" / "waymo_v1_one_frame.tfrecord"
-REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"
-TINY_V2_DIR = Path(__file__).parent / "fixtures" / "tiny_v2"
-TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
-TINY_V2 = TINY_V2_DIR / "camera_image" / f"{TINY_SEGMENT}.parquet"
 
 
 # Models loaded by `load_each_model_once`, by what was asked for and the files it was loaded from.

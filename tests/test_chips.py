@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import examples
 from helpers.crowds import driving_scene, street_crowd
+from helpers.examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.cli.console import WIDTH, relative, say, wrap

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.cli import without_status
 from helpers.coco_eval import PLAIN_MAP, pycocotools_by_hand
 from helpers.models import COCO_MODEL_DIR, load_models_script
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.boxes import box_iou

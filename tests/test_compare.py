@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import IN_CI, REAL_SEGMENT, SHARED
 from helpers.browser import chromium, needs_chromium, phone_page
 from helpers.comparisons import BOX, ELSEWHERE, FRAMES, PED, compare, folder
+from helpers.paths import IN_CI, REAL_SEGMENT, SHARED
 from helpers.results_folders import PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main

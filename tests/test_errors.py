@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.matches import matches_frame
+from helpers.paths import REAL_SEGMENT
 from helpers.results_folders import CAR, PERSON, dets, evaluation, key, labels, row, segment_folder
 from PIL import Image
 

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT
 from helpers.results_folders import (
     BOX_A,
     BOX_B,

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT
 from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 from helpers.results_folders import BOX_A, BOX_B, ELSEWHERE, PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main

@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT
 from helpers.cli import run_cli
+from helpers.paths import TINY_SEGMENT
 from PIL import Image
 
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED

@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT, examples
 from helpers.cli import without_status
+from helpers.examples import examples
 from helpers.label_tables import SEG, TS, camera_box
+from helpers.paths import TINY_SEGMENT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -12,9 +12,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT, examples
 from helpers.browser import chromium, needs_chromium
 from helpers.cli import without_status
+from helpers.examples import examples
+from helpers.paths import TINY_SEGMENT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT
 from helpers.cli import without_status
 from helpers.frames import frames, jpeg
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import OutputError

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT, TINY_V2_DIR, examples
 from helpers.cli import run_cli
+from helpers.examples import examples
+from helpers.paths import TINY_SEGMENT, TINY_V2_DIR
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st

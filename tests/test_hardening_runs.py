@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT, TINY_V2_DIR
 from helpers.cli import run_cli
+from helpers.paths import TINY_SEGMENT, TINY_V2_DIR
 
 from detect.cli import main
 from detect.core.signals import Terminated

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT
 from helpers.coco_eval import PLAIN_MAP
 from helpers.models import load_models_script, tfjs_saved_model
+from helpers.paths import REAL_SEGMENT, ROOT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.models import onnx_export
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.boxes import box_iou

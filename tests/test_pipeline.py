@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REAL_SEGMENT, ROOT, TINY_SEGMENT
 from helpers.outputs import output_bytes, table
+from helpers.paths import REAL_SEGMENT, ROOT, TINY_SEGMENT
 from helpers.processes import lower_priority
 
 from detect.cli import main

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT
 from helpers.cli import without_status
 from helpers.onnx_graphs import ultralytics_head, ultralytics_model
 from helpers.outputs import output_bytes
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 from helpers.processes import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
 
 from detect.cli import main

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
 
 from detect.cli import main
 from detect.sinks.layout import SegmentLock

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_SEGMENT
 from helpers.outputs import output_bytes
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import OutputError, UsageError

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT
 from helpers.browser import chromium, needs_chromium, phone_page
 from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.report.pages import index_page

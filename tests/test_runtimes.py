@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL_SEGMENT, ROOT, SHARED_FRAME, TINY_V2_DIR
+from helpers.paths import REAL_SEGMENT, ROOT, SHARED_FRAME, TINY_V2_DIR
 from helpers.tiny_models import build_conv_nms_model, matched
 
 from detect.cli import main
@@ -256,7 +256,7 @@ def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_pa
 
 
 def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2_path, tmp_path, capsys):
-    from conftest import TINY_SEGMENT
+    from helpers.paths import TINY_SEGMENT
 
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(tiny_model), "--out", str(out), "--runtime", "openvino",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.models import load_models_script
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow

@@ -1,5 +1,6 @@
-"""The suite's own layout: test modules stand alone (helpers live in tests/helpers/ and conftest), and a
-file whose tests share a module fixture goes to one pytest-xdist worker whole."""
+"""The suite's own layout: test modules stand alone (helpers live in tests/helpers/, fixtures in
+conftest), and a file whose tests share a module or session fixture goes to one pytest-xdist worker
+whole."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import ONE_UNIT_FILES
+from helpers.xdist_units import ONE_UNIT_FILES
 
 TESTS = Path(__file__).parent
 MODULES = sorted(TESTS.glob("test_*.py"))
@@ -23,8 +24,8 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-def test_no_test_module_imports_another():
-    test_modules = {path.stem for path in MODULES}
+def test_no_test_module_imports_another_or_conftest():
+    test_modules = {path.stem for path in MODULES} | {"conftest"}
     assert {path.name: sorted(imported_modules(path) & test_modules) for path in MODULES
             if imported_modules(path) & test_modules} == {}
 
@@ -35,7 +36,8 @@ def test_the_helpers_import_no_test_module():
             for name, found in imports.items() if any(i.startswith("test_") or i == "conftest" for i in found)} == {}
 
 
-def test_the_files_with_a_module_fixture_are_the_ones_handed_out_whole():
-    """A file with a module-scoped fixture split across the workers would build that fixture twice."""
-    shared = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](module|package|class)["']""")
+def test_the_files_with_a_module_or_session_fixture_are_the_ones_handed_out_whole():
+    """A file that defines a module- or session-scoped fixture, split across the workers, would build
+    that fixture on each."""
+    shared = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](module|package|class|session)["']""")
     assert {path.name for path in MODULES if shared.search(path.read_text())} == ONE_UNIT_FILES

@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, SHARED
+from helpers.paths import ROOT, SHARED
 
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL
 from detect.core.records import WaymoType

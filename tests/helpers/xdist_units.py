@@ -1,5 +1,5 @@
-"""pytest-xdist's `loadscope` with other scopes: the files named share one unit (their module fixtures
-are built once, on one worker); every other test is a unit of its own."""
+"""pytest-xdist's `loadscope` with other scopes: the files named are one unit each (their module and
+session fixtures are built once, on one worker); every other test is a unit of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +7,21 @@ from collections.abc import Collection
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
+
+# How pytest-xdist hands out the tests (`--dist loadscope --no-loadscope-reorder`, Makefile; these
+# scopes through tests/conftest.py): a file that defines a module or session fixture (a Ray cluster, a
+# run many of its tests read) goes to one worker whole, so that fixture is built once; every other
+# test is a unit of its own, so the two workers end together instead of one finishing a long file
+# alone. Units start in conftest's order: LONG_FILES first, so no long file starts last.
+ONE_UNIT_FILES = frozenset({
+    "test_coco_model.py", "test_compare.py", "test_detector.py", "test_errors.py", "test_fuzz.py",
+    "test_hardening_pages.py", "test_hardening_redraw.py", "test_input_sizes.py", "test_nanodet.py",
+    "test_onnx_exports.py", "test_openvino_cache.py", "test_ray_engine.py", "test_real_model.py", "test_redraw.py",
+    "test_report.py", "test_runtimes.py", "test_signals.py", "test_ssdlite.py", "test_tiles.py",
+    "test_track_baseline.py", "test_tracking.py", "test_tracking_runs.py",
+})
+LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
+              "test_eval.py")
 
 
 class UnitScheduling(LoadScopeScheduling):
