@@ -290,8 +290,9 @@ def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path
 
 @pytest.mark.signals
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(real_camera_frames, stub_dynamic_dir, tmp_path):
-    """Here, not in test_signals.py: this module's tests run one after another in one worker, so no
-    other Ray starts beside this one's (two on a 2-core machine took minutes)."""
+    """Beside the Ray tests, not in test_signals.py: pytest-xdist runs it as a unit of its own
+    (helpers.xdist_units.OWN_UNIT_TESTS) while the other worker runs this file's in-process Ray,
+    which it does not use; the run and its resume start their own cluster, as a user's do."""
     segment = write_segment(real_camera_frames, tmp_path)
     clean_run = run_clean(segment, stub_dynamic_dir, tmp_path / "clean")
     out = tmp_path / "out"

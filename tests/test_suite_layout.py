@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from helpers.xdist_units import ONE_UNIT_FILES
+from helpers.xdist_units import ONE_UNIT_FILES, OWN_UNIT_TESTS
 
 TESTS = Path(__file__).parent
 MODULES = sorted(TESTS.glob("test_*.py"))
@@ -41,3 +41,14 @@ def test_the_files_with_a_module_or_session_fixture_are_the_ones_handed_out_whol
     that fixture on each."""
     shared = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](module|package|class|session)["']""")
     assert {path.name for path in MODULES if shared.search(path.read_text())} == ONE_UNIT_FILES
+
+
+def test_the_tests_taken_out_of_their_files_unit_exist_and_use_no_module_fixture_of_it():
+    for nodeid in OWN_UNIT_TESTS:
+        path, name = nodeid.split("::")
+        tree = ast.parse((TESTS.parent / path).read_text())
+        functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+        module_fixtures = {node.name for node in functions.values()
+                           if any("module" in ast.unparse(d) for d in node.decorator_list)}
+        assert name in functions and Path(path).name in ONE_UNIT_FILES, nodeid
+        assert not {a.arg for a in functions[name].args.args} & module_fixtures, nodeid

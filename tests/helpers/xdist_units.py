@@ -20,6 +20,12 @@ ONE_UNIT_FILES = frozenset({
     "test_report.py", "test_runtimes.py", "test_signals.py", "test_ssdlite.py", "test_tiles.py",
     "test_track_baseline.py", "test_tracking.py", "test_tracking_runs.py",
 })
+# Tests of a whole file that use none of its module fixtures and take long: a unit of their own, so
+# they run beside the rest of their file. The Ray run that is signalled starts its own cluster in a
+# process of its own, beside the file's in-process one (which it does not use).
+OWN_UNIT_TESTS = frozenset({
+    "tests/test_ray_engine.py::test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it",
+})
 LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
               "test_eval.py")
 
@@ -31,4 +37,4 @@ class UnitScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
-        return path if path.rsplit("/", 1)[-1] in self.whole_files else nodeid
+        return path if path.rsplit("/", 1)[-1] in self.whole_files and nodeid not in OWN_UNIT_TESTS else nodeid
