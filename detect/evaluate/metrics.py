@@ -25,6 +25,7 @@ from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL, Protocol
 from detect.core.names import printable
 from detect.core.records import LEVEL_1, LEVEL_2, WaymoType
 from detect.evaluate import coco
+from detect.evaluate.failures import Failures
 from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
@@ -71,6 +72,9 @@ class Evaluation:
     # Waymo type -> HOTA, MOTA, IDF1... of the track ids against the labels' object ids (none: not tracked)
     tracking: dict[int, TrackingScores] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the scores leave out, one line each (a sequence too large to score)
+    # level -> type (and "mean") -> TIDE's error kinds as dAP50 (`detect.evaluate.error_kinds`)
+    error_kinds: dict[str, dict[str, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    confusion: dict[str, object] = dataclasses.field(default_factory=dict)  # `Confusion.to_json` (LEVEL_2)
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
@@ -85,6 +89,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
     segment's tracked sequences (one per camera and type; none when it was not tracked)."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     tracks = TrackingPool(protocol)
+    failures = Failures.empty(types, threshold)
     names: list[str] = []
     notes: list[str] = []
     images = dropped = 0
@@ -110,6 +115,9 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                 notes.append(f"{printable(segment.name, 64)}: {sequence.keys[0].camera_name.name} "
                              f"{WaymoType(sequence.waymo_type).name}: {err}; its tracking scores are left out")
         tracks.merge(own_tracks)
+        own_failures = Failures.empty(types, threshold)
+        own_failures.add_segment(segment, class_map)
+        failures.merge(own_failures)
         if on_tracks is not None and sequences:
             on_tracks(sequences)
         if on_matches is not None:
@@ -117,9 +125,11 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         if on_segment is not None:
             on_segment(segment, dataclasses.replace(
                 _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
-                tracking=_labeled(own_tracks)))
+                tracking=_labeled(own_tracks), error_kinds=own_failures.error_kinds(),
+                confusion=own_failures.confusion.to_json()))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
-                               tracking=_labeled(tracks), notes=tuple(notes))
+                               tracking=_labeled(tracks), notes=tuple(notes), error_kinds=failures.error_kinds(),
+                               confusion=failures.confusion.to_json())
 
 
 def _labeled(tracks: TrackingPool) -> dict[int, TrackingScores]:

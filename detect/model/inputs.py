@@ -12,6 +12,7 @@ import numpy as np
 
 from detect.core import json_fields as jf
 from detect.core.errors import RecordError, UsageError
+from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 
@@ -44,7 +45,8 @@ InputSize = tuple[int, int] | FitSize | None
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DecodedImage:
-    """One camera image decoded: the full frame for drawing (if wanted) and the model's input."""
+    """One camera image decoded: the full frame for drawing (if wanted) and the model's input, both
+    read-only views of the decoder's buffers (copy before drawing on them)."""
 
     index: int
     width: int
@@ -129,8 +131,21 @@ def decode_stream(
 ) -> Iterator[DecodedImage]:
     """Decode `(index, jpeg)` items in parallel, in order. Undecodable images, and images whose
     header size `check_size` refuses, are dropped (the caller sees the gap in `index` and asks
-    `decode_error` why); the run goes on.
+    `decode_error` why); the run goes on. The calling thread's work in TensorFlow (building the
+    pipeline, each `next`) defers Ctrl-C to its end: TensorFlow can swallow it (`detect.core.signals`).
     """
+    images = _decoded_images(items, input_size=input_size, keep_full=keep_full, parallel=parallel,
+                             prefetch=prefetch, max_pixels=max_pixels)
+    while True:
+        with deferred_interrupts():
+            image = next(images, None)
+        if image is None:
+            return
+        yield image
+
+
+def _decoded_images(items: Iterable[tuple[int, bytes]], *, input_size: InputSize, keep_full: bool, parallel: int,
+                    prefetch: int, max_pixels: int) -> Iterator[DecodedImage]:
     tf = import_tensorflow()
     producer_error: list[BaseException] = []
     lock = threading.Lock()
@@ -183,27 +198,39 @@ def decode_stream(
     # (the autotuner's background loop), once per segment.
     options.autotune.enabled = False
     dataset = dataset.with_options(options)
-    share = input_size is None and keep_full  # one copy out of TensorFlow, not two (~10 ms a 1920x1280 frame)
+    share = input_size is None and keep_full  # the full frame is the model's input too
     for index, width, height, full, model_input in dataset:
-        full_array = full.numpy() if keep_full else None
+        full_array = _view(full) if keep_full else None
         yield DecodedImage(
             index=int(index),
             width=int(width),
             height=int(height),
             full=full_array,
-            model_input=full_array if share and full_array is not None else model_input.numpy(),
+            model_input=full_array if share and full_array is not None else _view(model_input),
         )
     with lock:
         if producer_error:
             raise producer_error[0]
 
 
+def _view(tensor: Any) -> np.ndarray:
+    """A read-only array over the tensor's own buffer (it stays alive with the array): no copy out
+    of TensorFlow, where `.numpy()` copies (a 1920x1280 frame: 7 MB, 1-2 ms of the main thread, which
+    the render processes' shared-memory slot copies again anyway). Who draws on it copies it first."""
+    return np.asarray(memoryview(tensor))
+
+
 def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
     """Why `decode_stream` dropped this image, as one line (for the manifest); never decodes an
     image whose header size is refused."""
-    tf = import_tensorflow()
     if not jpeg:
         return "empty image bytes"
+    with deferred_interrupts():
+        return _decode_error(jpeg, max_pixels)
+
+
+def _decode_error(jpeg: bytes, max_pixels: int) -> str:
+    tf = import_tensorflow()
     try:
         height, width = (int(v) for v in tf.io.extract_jpeg_shape(jpeg).numpy()[:2])
     except (tf.errors.OpError, ValueError) as err:
@@ -248,7 +275,8 @@ def resize_images(images: np.ndarray, size: tuple[int, int] | FitSize) -> np.nda
     frame would."""
     tf = import_tensorflow()
     width, height = size.for_image(images.shape[2], images.shape[1]) if isinstance(size, FitSize) else size
-    return _resized(tf, tf.convert_to_tensor(images), tf.constant([height, width])).numpy()
+    with deferred_interrupts():
+        return _resized(tf, tf.convert_to_tensor(images), tf.constant([height, width])).numpy()
 
 
 def _resized(tf: Any, images: Any, target: Any) -> Any:
