@@ -68,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the clone (as CI has it); DETECT_SHARED names another (a worktree's ../ has none).
 SHARED = Path(os.environ.get("DETECT_SHARED") or ROOT.parent / "shared")
 SHARED_FRAME = SHARED / "fixtures" / "waymo_v1_one_frame.tfrecord"
+SHARED_V2_FOLDER = SHARED / "fixtures" / "waymo_v2_one_frame" / "training"  # the same frame, all its components
 REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"
 TINY_V2_DIR = Path(__file__).parent / "fixtures" / "tiny_v2"
 TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
@@ -117,6 +118,18 @@ def real_frame_path() -> Path:
                         pytrace=False)
         pytest.skip(f"real Waymo fixture not found at {SHARED_FRAME} (it lives in ../shared, outside the repo)")
     return SHARED_FRAME
+
+
+@pytest.fixture(scope="session")
+def real_v2_folder(real_frame_path: Path) -> Path:
+    """The real frame as a v2 folder written by Waymo's own extractors (camera_image, camera_box,
+    stats, camera_calibration, lidar_box, projected_lidar_box, ...): read it, never write in it."""
+    camera_image = SHARED_V2_FOLDER / "camera_image" / f"{REAL_SEGMENT}.parquet"
+    if not camera_image.exists():
+        if IN_CI:
+            pytest.fail(f"CI=true but the real v2 fixture is missing: {camera_image}", pytrace=False)
+        pytest.skip(f"real v2 fixture not found at {SHARED_V2_FOLDER}")
+    return SHARED_V2_FOLDER
 
 
 @pytest.fixture(scope="session")
