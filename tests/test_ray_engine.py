@@ -97,11 +97,14 @@ def test_ray_writes_what_the_local_engine_writes(ray_local, inputs, local_out, s
         for key in ("status", "counts", "settings", "outputs", "input", "failures"):
             assert ray_manifest[key] == local_manifest[key], key
     # Same pixels: the frames and the animations rebuilt from them are byte-identical, once the
-    # tracked segment's frames are redrawn with their ids (see `with_track_ids`).
+    # tracked segment's frames are redrawn with their ids (see `with_track_ids`). Ray says so; the
+    # tiny segment's 96x64 frames have no room for an id chip and its boxes stand still (no trail),
+    # so only the untracked real frame's pictures are compared before the redraw.
+    assert f"{TINY_SEGMENT}: frames drawn without track ids; `detect redraw` draws them" in captured.out + captured.err
     pictures = [name for name in ray_files if name.endswith(".gif") or "/frames/" in name]
-    assert len(pictures) == 5 + 6 + 15 + 6  # with the errors drawn: both segments have labels
-    differ = [n for n in pictures if ray_files[n].read_bytes() != local_files[n].read_bytes()]
-    assert differ and all(n.startswith(f"{TINY_SEGMENT}/") for n in differ)
+    assert len(pictures) == 5 + 6 + 15 + 6
+    assert [n for n in pictures if n.startswith(f"{REAL_SEGMENT}/")
+            and ray_files[n].read_bytes() != local_files[n].read_bytes()] == []
     with_track_ids(out)
     assert [n for n in pictures if ray_files[n].read_bytes() != local_files[n].read_bytes()] == []
 
