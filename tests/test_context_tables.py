@@ -2,7 +2,6 @@
 it came from, each image's conditions; kept by `detect track` and `detect redraw`, null in tables
 written before them."""
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import REAL_SEGMENT
