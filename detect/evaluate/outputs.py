@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from detect.core.records import WaymoType
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
 from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
@@ -62,12 +63,18 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
         "thresholds_level_2": {name: dataclasses.asdict(s) for name, s in evaluation.sweeps.items()},
         **({"tracking_level_2": {WaymoType(t).name: s.to_json() for t, s in evaluation.tracking.items()}}
            if evaluation.tracking else {}),
+        **({"slices": slices_json(evaluation.slices), "slices_rule": SLICES_RULE} if evaluation.slices else {}),
         "note": ("AP50: AP at IoU 0.5 (COCO); ap_waymo: AP at IoU 0.7 for VEHICLE and 0.5 for the others (Waymo's 2D "
                  "protocol); AP: mean over IoU 0.5:0.95; AR100: recall at 100 detections per image; ALL: mean over the "
                  "types; precision/recall/F1 at the drawing threshold and the protocol's IoU; LEVEL_1 ignores LEVEL_2 "
                  "labels (COCO iscrowd), LEVEL_2 counts every label; thresholds: P/R/F1 for every drawing threshold, "
                  "its F1-best one, histograms of the scores of hits and false alarms (LEVEL_2)"),
     }
+
+
+SLICES_RULE = ("COCO's area-range rule with range in place of area: in a slice a label outside it is ignored, an "
+               "unmatched detection counts where its own range (its image's conditions) puts it; a box without a range "
+               "is in no range slice; range_m: the tied 3D label's, else the ground-plane estimate (docs/evaluation.md)")
 
 
 class MatchesWriter:
@@ -143,6 +150,23 @@ def table_lines(evaluation: Evaluation) -> list[str]:
     lines.append(f"AP50 per camera (LEVEL_2, ALL): {cameras}")
     lines.extend(best_threshold_lines(evaluation))
     lines.extend(tracking_lines(evaluation))
+    return lines
+
+
+def slice_lines(evaluation: Evaluation, dimensions: Sequence[str]) -> list[str]:
+    """The slices of `dimensions` (LEVEL_2, per type with labels and ALL): AP50 and recall at the
+    threshold, each beside the labels it counts."""
+    lines = []
+    for dimension in dimensions:
+        found = evaluation.slices.get(dimension, NOT_AVAILABLE)
+        if isinstance(found, str):
+            lines.append(f"{dimension}: {found}")
+            continue
+        lines.append(f"{dimension} (LEVEL_2): AP50 and recall at the threshold (labels)")
+        for piece in found:
+            rows = [r for r in piece.levels.get("LEVEL_2", []) if r.labels or r.name == "ALL"]
+            cells = "  ".join(f"{r.name} {_fmt(r.ap50)} R {_fmt(r.recall)} ({r.labels})" for r in rows)
+            lines.append(f"  {piece.name:<12} {cells}")
     return lines
 
 

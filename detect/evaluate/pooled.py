@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,8 +52,10 @@ class Pool:
         self._image_rank: dict[int, int] = {}  # image id -> the order it came in
         self._camera_of_rank: list[int] = []
 
-    def add(self, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
-        """A chunk `run`, evaluated with `separate_eval=True` and accumulated with `extra_calc=True`."""
+    def add(self, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float,
+            images: Collection[int] | None = None) -> None:
+        """A chunk `run`, evaluated with `separate_eval=True` and accumulated with `extra_calc=True`;
+        only its `images` (COCO image ids) when given: a slice of the chunk's images."""
         image_ids = [int(i) for i in run.params.imgIds]
         results = run._evalImgs_cpp
         n, cells = len(image_ids), len(self._chunks)
@@ -63,13 +65,14 @@ class Pool:
         self._iou_thresholds = np.asarray(run.params.iouThrs, np.float64)
         self._recall_thresholds = np.asarray(run.params.recThrs, np.float64)
         thresholds = len(self._iou_thresholds)
-        for image_id in image_ids:
+        chosen = [(j, i) for j, i in enumerate(image_ids) if images is None or i in images]
+        for _, image_id in chosen:
             self._image_rank.setdefault(image_id, len(self._image_rank))
             if len(self._camera_of_rank) < len(self._image_rank):
                 self._camera_of_rank.append(int(cameras[image_id]))
         for cell in range(cells):
             parts = []
-            for j, image_id in enumerate(image_ids):
+            for j, image_id in chosen:
                 state = results[cell * n + j].__getstate__()
                 matches, scores, label_ignored, ignored = state[0], state[2], state[3], state[4]
                 detections = len(scores)
@@ -92,15 +95,16 @@ class Pool:
                 parts.append(part)
             if parts:
                 self._chunks[cell].append(np.concatenate(parts))
-        self._count(gt, dt, cameras, threshold)
+        self._count(gt, dt, cameras, threshold, images)
 
-    def _count(self, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
+    def _count(self, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float,
+               images: Collection[int] | None) -> None:
         index = {t: k for k, t in enumerate(self.types)}
         for ann in gt.anns.values():
-            if not ann["iscrowd"] and ann["category_id"] in index:
+            if not ann["iscrowd"] and ann["category_id"] in index and (images is None or ann["image_id"] in images):
                 self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), LABELS] += 1
         for ann in dt.anns.values():
-            if ann["score"] >= threshold and ann["category_id"] in index:
+            if ann["score"] >= threshold and ann["category_id"] in index and (images is None or ann["image_id"] in images):
                 self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), DETECTIONS] += 1
 
     def accumulate(self, camera: CameraName | None = None) -> dict[str, Any] | None:  # COCOeval's `eval` dict
@@ -138,10 +142,11 @@ class Pool:
                 precision[t, :, k, a, 0] = precision_at_recalls(tp, fp, labels, recalls)
         return {"precision": precision, "recall": recall}
 
-    def outcomes(self, k: int, t: int, camera: CameraName | None = None) -> tuple[np.ndarray, np.ndarray, int]:
-        """Type `k`'s counted detections at IoU threshold index `t` (every size; one camera's or
-        all): their scores, whether each matched a label, and the number of labels."""
-        cell = k * AREA_RANGES
+    def outcomes(self, k: int, t: int, camera: CameraName | None = None,
+                 area: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        """Type `k`'s counted detections at IoU threshold index `t` (of every area, or of area range
+        `area`; one camera's or all): their scores, whether each matched a label, and the labels."""
+        cell = k * AREA_RANGES + area
         chunks = self._chunks[cell]
         found = np.concatenate(chunks) if chunks else np.zeros(0, _RECORD)
         labels = self._labels[cell]
@@ -183,15 +188,19 @@ _RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.
                     ("ignored", np.uint16)])
 
 
-def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int]) -> tuple[COCOeval_faster, COCO, COCO]:
+def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int],
+                   prepare: Callable[[COCOeval_faster, COCO], None] | None = None) -> tuple[COCOeval_faster, COCO, COCO]:
     """One chunk matched by the library: its run (per-image results kept) and its COCO objects,
-    whose detections carry the library's match flags at IoU 0.5 (`tp`, `gt_id`, `iou`)."""
+    whose detections carry the library's match flags at IoU 0.5 (`tp`, `gt_id`, `iou`). `prepare`
+    sets the run and the detections up before the matching (the range slices' area ranges)."""
     with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
         gt_coco = COCO(gt)
         dt_coco = gt_coco.loadRes([dict(d) for d in dts]) if dts else COCO({**gt, "annotations": []})
         run = COCOeval_faster(gt_coco, dt_coco, "bbox", print_function=lambda *a, **k: None, extra_calc=True,
                               separate_eval=True)
         run.params.catIds = list(types)
+        if prepare is not None:
+            prepare(run, dt_coco)
         run.evaluate()
         run.accumulate()  # the chunk's own: it sets the match flags the counts and matches.parquet read
     return run, gt_coco, dt_coco
