@@ -190,9 +190,11 @@ _RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.
 
 def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int],
                    prepare: Callable[[COCOeval_faster, COCO], None] | None = None) -> tuple[COCOeval_faster, COCO, COCO]:
-    """One chunk matched by the library: its run (per-image results kept) and its COCO objects,
-    whose detections carry the library's match flags at IoU 0.5 (`tp`, `gt_id`, `iou`). `prepare`
-    sets the run and the detections up before the matching (the range slices' area ranges)."""
+    """One chunk matched by the library: its run (per-image results kept, per area range) and its
+    COCO objects. The library's per-detection match flags (`tp`, `gt_id`) are not read: they merge
+    every area range's matching, so a detection that matched a real label can carry a crowd's id
+    (the per-image matching is `detect.core.matching`). `prepare` sets the run and the detections
+    up before the matching (the range slices' area ranges)."""
     with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
         gt_coco = COCO(gt)
         dt_coco = gt_coco.loadRes([dict(d) for d in dts]) if dts else COCO({**gt, "annotations": []})
@@ -202,5 +204,5 @@ def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[in
         if prepare is not None:
             prepare(run, dt_coco)
         run.evaluate()
-        run.accumulate()  # the chunk's own: it sets the match flags the counts and matches.parquet read
+        run.accumulate()  # the chunk's own
     return run, gt_coco, dt_coco
