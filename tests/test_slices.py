@@ -186,6 +186,32 @@ def test_a_two_segment_run_has_a_time_of_day_slice_per_segment_each_its_own_eval
     assert run["slices"]["location"][0]["slice"] == "location_sf"
     assert "time_of_day (LEVEL_2): AP50 and recall at the threshold (labels)" in printed
     assert "range (LEVEL_2)" in printed and "  Night        VEHICLE" in printed and "ALL " in printed
+    assert main(["report", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    assert "<h3>Where and when</h3>" in index and "<td>Night</td>" in index and "<td>Day</td>" in index
+    assert "src='./range_bands.png'" in index and (out / "range_bands.png").is_file()
+
+
+def test_a_segment_page_shows_the_slices_table_and_the_range_picture(ranged_segment):
+    assert main(["report", str(ranged_segment)]) == 0
+    page = (ranged_segment / "report.html").read_text()
+    table = page[page.index("<h3>Where and when</h3>"):]
+    assert "<td>[0, 30)</td><td>VEHICLE</td>" in table and "<td>location_sf</td>" in table
+    assert "src='./range_bands.png'" in table and "Not available" not in table  # weather: sunny
+
+
+def test_edited_slices_in_eval_json_give_a_page_without_them(ranged_segment, tmp_path):
+    import shutil
+
+    folder = tmp_path / REAL_SEGMENT
+    shutil.copytree(ranged_segment, folder)
+    report = json.loads((folder / "eval.json").read_text())
+    report["slices"] = {"range": [{"slice": "<script>", "levels": {"LEVEL_2": [{"name": "VEHICLE", "labels": "x"}]}},
+                                  7, None], "time_of_day": {"a": 1}, "weather": "not available"}
+    (folder / "eval.json").write_text(json.dumps(report))
+    assert main(["report", str(folder)]) == 0
+    page = (folder / "report.html").read_text()
+    assert "<td><script>" not in page and "Not available (no such context in the input): time of day, weather." in page
 
 
 def test_without_context_every_slice_is_not_available(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):

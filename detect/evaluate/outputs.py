@@ -17,9 +17,10 @@ from detect.core.records import WaymoType
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.slice_plots import plot_range_bands
 from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
-from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.sinks.layout import EVAL_FILE, PR_CURVES_FILE, RANGE_BANDS_FILE, THRESHOLDS_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"
@@ -124,7 +125,10 @@ def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) 
     """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
     (matches.parquet: `MatchesWriter`)."""
     written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(report, indent=2, allow_nan=False) + "\n").encode())]
-    for name, plot in ((PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)):
+    plots = [(PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)]
+    if isinstance(evaluation.slices.get("range"), list):
+        plots.append((RANGE_BANDS_FILE, plot_range_bands))
+    for name, plot in plots:
         with atomic_path(out / name) as tmp:
             plot(evaluation, tmp)
         written.append(out / name)
