@@ -366,3 +366,17 @@ def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, re
         assert "Against Waymo&#x27;s labels" in page.read_text() or "Against Waymo's labels" in page.read_text()
     evals = [json.loads((page.parent / "eval.json").read_text())["levels"]["LEVEL_2"] for page in reports]
     assert evals[0] == evals[1] and evals[0][0]["name"] == "VEHICLE" and evals[0][0]["labels"] == 50
+
+
+def test_images_table_counts_the_real_frames_errors_as_the_evaluation_does(real_run):
+    """images.parquet, one row per camera image and type: summed over images, a type's misses are its
+    labels less its true positives, and its hits those true positives (eval.json, LEVEL_2)."""
+    images = pq.read_table(real_run / "images.parquet").to_pandas()
+    rows = {r["name"]: r for r in json.loads((real_run / "eval.json").read_text())["levels"]["LEVEL_2"]}
+    assert len(images) == 5 * len(set(images["type_name"]))  # five cameras, every evaluated type
+    sums = images.groupby("type_name")[["labels", "hits", "misses", "false_alarms"]].sum()
+    for name in ("VEHICLE", "PEDESTRIAN", "CYCLIST"):
+        assert sums.loc[name, "labels"] == rows[name]["labels"]
+        assert sums.loc[name, "hits"] == rows[name]["true_positives"]
+        assert sums.loc[name, "misses"] == rows[name]["labels"] - rows[name]["true_positives"]
+        assert sums.loc[name, "false_alarms"] == rows[name]["false_positives"]

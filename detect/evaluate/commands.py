@@ -19,6 +19,8 @@ from detect.core.matching import COCO_PROTOCOL, Protocol
 from detect.core.names import printable
 from detect.core.records import WaymoType
 from detect.evaluate.export import Exported, write_coco
+from detect.evaluate.images import ImagesWriter, image_counts
+from detect.evaluate.matches import Match
 from detect.evaluate.metrics import Evaluation, evaluate
 from detect.evaluate.outputs import MatchesWriter, library_version, to_json, write_outputs
 from detect.evaluate.results import SegmentResults, find_segments, load_segment, no_labels_message
@@ -26,7 +28,7 @@ from detect.evaluate.tracking_table import TrackingWriter
 from detect.model.classmap import ClassMap, load_class_map
 from detect.model.coco_classes import label_for
 from detect.sinks.fingerprint import Sources, computed_from
-from detect.sinks.layout import MATCHES_FILE, TRACKING_FILE
+from detect.sinks.layout import IMAGES_FILE, MATCHES_FILE, TRACKING_FILE
 from detect.sinks.results_folder import Manifest, read_manifest
 from detect.sinks.source_images import NamedSources
 
@@ -68,13 +70,18 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
         if pooled_run and out is None:
             write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory))
 
-    with MatchesWriter(target / MATCHES_FILE) as matches, TrackingWriter(target / TRACKING_FILE, protocol) as tracks:
-        evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=matches.write,
+    with (MatchesWriter(target / MATCHES_FILE) as matches, ImagesWriter(target / IMAGES_FILE) as images,
+          TrackingWriter(target / TRACKING_FILE, protocol) as tracks):
+        def write_matches(segment: SegmentResults, found: list[Match]) -> None:
+            matches.write(found)
+            images.write(image_counts(segment.images, found, types, threshold))
+
+        evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=write_matches,
                               on_segment=segment_pages, protocol=protocol, on_tracks=tracks.write)
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
-    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE,
+    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE, target / IMAGES_FILE,
                *([target / TRACKING_FILE] if tracks.rows else [])]
     return EvalResult(evaluation, report, written, [*stream.finish_notes(evaluation.labels_dropped), *evaluation.notes],
                       class_map.source, library_version())

@@ -77,14 +77,14 @@ class Evaluation:
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
-             on_matches: Callable[[list[Match]], None] | None = None,
+             on_matches: Callable[[SegmentResults, list[Match]], None] | None = None,
              on_segment: Callable[[SegmentResults, Evaluation], None] | None = None,
              protocol: Protocol = COCO_PROTOCOL,
              on_tracks: Callable[[list[CameraSequence]], None] | None = None) -> Evaluation:
     """Everything `detect eval` reports, for `types` (the ones the model can output), pooled over
     `segments`, which are read one at a time (see `detect.evaluate.pooled`: memory stays flat
     however many there are). `on_matches` receives each segment's matches (the protocol's IoU,
-    LEVEL_2); `on_segment` each segment's own evaluation, from the same matching; `on_tracks` each
+    LEVEL_2) with the segment; `on_segment` each segment's own evaluation, from the same matching; `on_tracks` each
     segment's tracked sequences (one per camera and type; none when it was not tracked)."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     slices = SlicePools(types)
@@ -130,7 +130,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         if on_tracks is not None and sequences:
             on_tracks(sequences)
         if on_matches is not None:
-            on_matches(segment_matches(segment, class_map, types, protocol))
+            on_matches(segment, segment_matches(segment, class_map, types, protocol))
         if on_segment is not None:
             on_segment(segment, dataclasses.replace(
                 _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -196,7 +197,7 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
         missed = labels[~(labels["matched"] & (labels["score"] >= threshold))]
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
         missed = distinct(missed.assign(area=area).sort_values("area", ascending=False, kind="stable"), per_type,
-                          _label_id)
+                          label_id)
         chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
                                for e in (_example(kind, r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
@@ -204,30 +205,44 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
 
 
 def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, object]], object] | None) -> pd.DataFrame:
-    """The first `limit` of `rows` (worst first) that are each another object: a row is the same
-    object as one taken before when `identity` gives both the same id (a track id, a label id), or,
-    in the same camera at another timestamp under `SAME_OBJECT_SECONDS` away, when they overlap
-    by `SAME_OBJECT_IOU` (no id, or a track that changed its id)."""
+    """The first `limit` of `rows` (worst first) that are each another object (`ObjectMemory`)."""
     taken: list[int] = []
-    ids: set[object] = set()
-    boxes: dict[tuple[object, object], list[tuple[int, np.ndarray]]] = {}  # (segment, camera) -> (time, box)
+    memory = ObjectMemory(identity)
     for index, row in zip(rows.index, rows.to_dict("records"), strict=True):
         if len(taken) >= limit:
             break
-        object_id = identity(row) if identity is not None else None
-        where, when = (row[SEGMENT], row[CAMERA]), int(row[TIMESTAMP])
-        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
-        near = [b for t, b in boxes.get(where, []) if t != when and abs(t - when) < SAME_OBJECT_SECONDS * 1e6]
-        if object_id is not None and object_id in ids or near and box_iou(box, np.concatenate(near))[0].max() >= SAME_OBJECT_IOU:
-            continue
-        taken.append(index)
-        if object_id is not None:
-            ids.add(object_id)
-        boxes.setdefault(where, []).append((when, box))
+        if memory.add(row):
+            taken.append(index)
     return rows.loc[taken]
 
 
-def _label_id(row: Mapping[str, object]) -> object:
+class ObjectMemory:
+    """The objects shown so far. A row is the same object as one shown before when `identity` gives
+    both the same id (a track id, a label id), or, in the same camera at another timestamp under
+    `SAME_OBJECT_SECONDS` away, when they overlap by `SAME_OBJECT_IOU` (no id, or a track that
+    changed its id)."""
+
+    def __init__(self, identity: Callable[[Mapping[str, object]], object] | None) -> None:
+        self.identity = identity
+        self._ids: set[object] = set()
+        self._boxes: dict[tuple[object, object], list[tuple[int, np.ndarray]]] = {}  # (segment, camera) -> (time, box)
+
+    def add(self, row: Mapping[str, Any]) -> bool:
+        """Remember the object of `row` (a matches row) and say True, unless it was shown before."""
+        object_id = self.identity(row) if self.identity is not None else None
+        where, when = (row[SEGMENT], row[CAMERA]), int(row[TIMESTAMP])
+        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
+        near = [b for t, b in self._boxes.get(where, []) if t != when and abs(t - when) < SAME_OBJECT_SECONDS * 1e6]
+        seen = object_id is not None and object_id in self._ids
+        if seen or near and box_iou(box, np.concatenate(near))[0].max() >= SAME_OBJECT_IOU:
+            return False
+        if object_id is not None:
+            self._ids.add(object_id)
+        self._boxes.setdefault(where, []).append((when, box))
+        return True
+
+
+def label_id(row: Mapping[str, object]) -> object:
     """A label's object: its id in its camera (None: the label has none)."""
     object_id = row.get(OBJECT_ID)
     return (row[SEGMENT], row[CAMERA], object_id) if isinstance(object_id, str) and object_id else None
@@ -292,11 +307,11 @@ def source_images(directory: Path, chosen: Mapping[str, Mapping[str, list[Exampl
 
 
 def crops(examples: list[Example], directory: Path, assets: Path, prefix: str, sources: SourceImages | None = None,
-          notes: list[str] | None = None) -> list[tuple[Example, str | None, str | None]]:
-    """Each example with its close-up (written to `assets`) and its drawn frame, as paths relative to
-    `directory`. The close-up is cut from the camera image in `sources`, else from the drawn frame;
-    None when there is neither (the frame: when the run wrote none, or one that cannot be read, a
-    line in `notes` naming it)."""
+          notes: list[str] | None = None, page: Path | None = None) -> list[tuple[Example, str | None, str | None]]:
+    """Each example of the segment in `directory` with its close-up (written to `assets`) and its
+    drawn frame, as paths relative to the folder `page` (default: `directory`). The close-up is cut
+    from the camera image in `sources`, else from the drawn frame; None when there is neither (the
+    frame: when the run wrote none, or one that cannot be read, a line in `notes` naming it)."""
     frames = {(f.camera_name.name, f.frame_timestamp_micros): f.path for f in list_frames(directory)}
     images = sources.images if sources is not None else {}
     out: list[tuple[Example, str | None, str | None]] = []
@@ -316,8 +331,9 @@ def crops(examples: list[Example], directory: Path, assets: Path, prefix: str, s
         target = assets / f"{prefix}_{n}.jpg"
         with atomic_path(target) as tmp:
             close_up(picture, *outlines(example)).save(tmp, "JPEG", quality=90)
-        out.append((example, target.relative_to(directory).as_posix(),
-                    frame.relative_to(directory).as_posix() if frame is not None else None))
+        base = directory if page is None else page
+        out.append((example, target.relative_to(base).as_posix(),
+                    frame.relative_to(base).as_posix() if frame is not None else None))
     return out
 
 
@@ -341,6 +357,12 @@ def clear(assets: Path) -> None:
     for old in assets.glob(f"{PREFIX}*.jpg"):
         if old.is_file() and not old.is_symlink():
             old.unlink()
+
+
+def example(kind: str, row: Mapping[str, object], matches: pd.DataFrame, threshold: float) -> Example:
+    """A matches row as the example of `kind` it is, with its partner box (`Partner`)."""
+    found = _example(kind, row)
+    return dataclasses.replace(found, partner=_partner(found, matches, threshold))
 
 
 def _example(kind: str, row: Mapping[str, object]) -> Example:

@@ -15,7 +15,7 @@ from typing import Any
 from detect.core.names import counted
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
-from detect.report import charts, gallery, pictures, safe
+from detect.report import charts, gallery, pictures, safe, worst_moments
 from detect.report.data import SegmentData, drawn_count
 from detect.report.evaluation import evaluation_section
 from detect.report.headline import contents, headline, threshold_text
@@ -217,6 +217,9 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                              _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed])))
     evaluation = read_eval_record(root)
     if evaluation is not None:
+        failing = where_it_fails(root, segments, evaluation.threshold)
+        if failing:
+            sections.append(("where-it-fails", "Where it fails", failing))
         sections.append(("evaluation", "Against Waymo's labels, pooled",
                          evaluation_section(evaluation, root, heading=False)))
     images = sum(safe.count(m.section("counts").get("images_processed")) or 0 for _, m in segments)
@@ -233,6 +236,15 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
            contents([(anchor, title) for anchor, title, _ in sections])]
     body = [f"<h2 id='{anchor}'>{safe.text(title)}</h2>{html}" for anchor, title, html in sections]
     return _write(root / INDEX_FILE, f"detect: {counted(len(segments), 'segment')}", top + body, script=SORT_SCRIPT)
+
+
+def where_it_fails(root: Path, segments: Sequence[tuple[Path, Manifest]], threshold: float | None) -> str:
+    """The index's view of what went wrong across the run: the worst moments of every segment."""
+    notes: list[str] = []
+    worst = worst_moments.section(root, segments, threshold, real_folder(root / ASSETS), notes)
+    parts = [f"<h3 id='worst-moments'>The worst moments</h3>{worst}" if worst else "",
+             *(f"<p class='muted'>{safe.text(note)}</p>" for note in notes)]
+    return "".join(parts)
 
 
 def _run_line(run: RunRecord, runs: int) -> str:
