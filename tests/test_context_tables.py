@@ -71,3 +71,19 @@ def test_a_run_over_a_folder_with_a_hostile_component_is_refused_in_one_line_bef
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "stats" in err and f"{REAL_SEGMENT}.parquet" in err and "[StatsComponent].location" in err
     assert not (out / REAL_SEGMENT / "detections.parquet").exists()
+
+
+def test_context_columns_of_another_type_read_as_unknown_not_as_a_broken_table(real_v2_run, tmp_path):
+    """An edited table whose ranges are text still gives its labels; the ranges read as unknown."""
+    import pyarrow as pa
+
+    from detect.sinks.ground_truth import read_ground_truth_table
+
+    table = pq.read_table(real_v2_run / "ground_truth.parquet")
+    index = table.schema.get_field_index("range_m")
+    table = table.set_column(index, "range_m", pa.array(["far"] * table.num_rows))
+    pq.write_table(table, tmp_path / "ground_truth.parquet")
+    read = read_ground_truth_table(tmp_path / "ground_truth.parquet", RowBudget(5))
+    assert sum(len(v) for v in read.labels.values()) == 66 and read.dropped == 0
+    assert all(len(r) and all(r != r) for r in read.ranges.values())  # NaN: unknown
+    assert set(read.conditions.values()) == {("Day", "location_sf", "sunny")}

@@ -74,9 +74,17 @@ def with_context(table: pa.Table, columns: Mapping[str, pa.Array]) -> pa.Table:
 
 
 def with_absent(table: pa.Table) -> pa.Table:
-    """A table read back, with the context columns it lacks (written before them) as nulls."""
+    """A table read back, with the context columns it lacks (written before them) as nulls, and
+    those that do not hold their type (an edited table: ranges as text) as nulls too: optional
+    columns never make a table unreadable."""
     for field in FIELDS:
-        if field.name not in table.column_names:
+        if field.name in table.column_names:
+            try:
+                column = table.column(field.name).cast(field.type)
+            except (pa.ArrowException, ValueError):
+                column = pa.nulls(table.num_rows, field.type)
+            table = table.set_column(table.schema.get_field_index(field.name), field, column)
+        else:
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table
 
