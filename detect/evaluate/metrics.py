@@ -73,7 +73,7 @@ class Evaluation:
     tracking: dict[int, TrackingScores] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the scores leave out, one line each (a sequence too large to score)
     # dimension (range, time_of_day, location, weather) -> its slices, or "not available"
-    slices: dict[str, list[Slice] | str] = dataclasses.field(default_factory=dict)
+    slices: dict[str, list[Slice[TypeMetrics]] | str] = dataclasses.field(default_factory=dict)
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
@@ -148,7 +148,7 @@ def _has_ranges(segment: SegmentResults) -> bool:
 
 
 def _slices(pools: SlicePools | None, types: list[int], threshold: float,
-            protocol: Protocol) -> dict[str, list[Slice] | str]:
+            protocol: Protocol) -> dict[str, list[Slice[TypeMetrics]] | str]:
     if pools is None:
         return {}
     return pools.result(lambda pool, area: _per_type(pool, None, types, threshold, protocol, area))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 from faster_coco_eval import COCO, COCOeval_faster
@@ -29,7 +29,9 @@ from detect.core.records import LEVEL_1, LEVEL_2
 from detect.evaluate.pooled import AREA_RANGES, Pool
 
 if TYPE_CHECKING:
-    from detect.evaluate.metrics import TypeMetrics
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")  # a slice's per-type record (metrics.TypeMetrics)
 
 CONDITIONS = ("time_of_day", "location", "weather")
 DIMENSIONS = ("range", *CONDITIONS)
@@ -46,7 +48,6 @@ RANGE_AREAS: list[list[float]] = [[-FAR, FAR], *([lo, FAR if hi is None else flo
 if len(RANGE_AREAS) != AREA_RANGES:
     raise ImportError("the range bands must fill the pool's area ranges")
 
-Rows = Callable[[Pool, int], "list[TypeMetrics]"]  # a pool's rows per type, then ALL, of one area range
 
 
 def band_name(lo: float, hi: float | None) -> str:
@@ -63,12 +64,12 @@ def use_ranges(run: COCOeval_faster, dt: COCO) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class Slice:
+class Slice(Generic[T]):
     """One slice of one dimension: its name, its bounds (range bands), and per level the same
     per-type records as the top level."""
 
     name: str
-    levels: dict[str, list[TypeMetrics]]
+    levels: dict[str, list[T]]
     lo: float | None = None
     hi: float | None = None
 
@@ -106,9 +107,10 @@ class SlicePools:
         self.ranged = True
         self.ranges[level].add(run, gt, dt, cameras, threshold)
 
-    def result(self, rows: Rows) -> dict[str, list[Slice] | str]:
-        """Each dimension's slices (`rows` makes a pool's records), or "not available"."""
-        out: dict[str, list[Slice] | str] = {}
+    def result(self, rows: Callable[[Pool, int], list[T]]) -> dict[str, list[Slice[T]] | str]:
+        """Each dimension's slices (`rows` makes the records, per type then ALL, of a pool's area
+        range), or "not available"."""
+        out: dict[str, list[Slice[T]] | str] = {}
         if self.ranged:
             out["range"] = [Slice(band_name(lo, hi), {f"LEVEL_{level}": rows(pool, band)
                                                       for level, pool in self.ranges.items()}, lo, hi)
@@ -121,5 +123,5 @@ class SlicePools:
         return out
 
 
-def slices_json(slices: Mapping[str, list[Slice] | str]) -> dict[str, object]:
+def slices_json(slices: Mapping[str, list[Slice[T]] | str]) -> dict[str, object]:
     return {name: value if isinstance(value, str) else [s.to_json() for s in value] for name, value in slices.items()}
