@@ -11,6 +11,7 @@ from detect.core.errors import InputError, UsageError
 from detect.core.records import Detections, FrameKey
 from detect.render.draw import draw_detections
 from detect.sinks.animations import (
+    AnimationFrame,
     AnimationSet,
     downscale_to_width,
     prepare_animation_frame,
@@ -158,3 +159,21 @@ def test_prepare_accepts_arrays():
     frame = prepare_animation_frame(array, FrameKey(SEGMENT, 0, CameraName.FRONT), WIDTH)
     assert frame.image.size == (48, 32) and frame.tile.size == (48, 32)  # the mosaic tile is the GIF frame
     assert (frame.gif.width, frame.gif.height) == (48, 32)
+
+
+def test_an_animation_frame_sent_to_another_process_keeps_its_pictures():
+    import pickle
+
+    from detect.sinks.animations import packed, unpacked
+
+    rng = np.random.default_rng(5)
+    tile = Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8))
+    tile.info["comment"] = b'{"legend": []}'
+    frame = AnimationFrame(FrameKey("seg", 1, CameraName.FRONT), Image.fromarray(rng.integers(0, 256, (8, 12, 3),
+                           dtype=np.uint8)), None, tile, (("hit", "found"),), 2)
+    back = pickle.loads(pickle.dumps(frame))
+    assert back.key == frame.key and back.legend == frame.legend and back.chips_left_out == 2
+    assert back.image.mode == "RGB" and np.array_equal(np.asarray(back.image), np.asarray(frame.image))
+    assert np.array_equal(np.asarray(back.tile), np.asarray(tile)) and back.tile.info == tile.info
+    palette = tile.quantize(8)
+    assert unpacked(pickle.loads(pickle.dumps(packed(palette)))).getpalette() == palette.getpalette()

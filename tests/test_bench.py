@@ -119,3 +119,45 @@ def test_the_input_size_row_says_the_ratio_against_the_target():
                                                         "ms/image, at the 512x512 letterbox 100 ms/image: 1.48x "
                                                         "(target <= 2.6: met)")
     assert size_lines(missed)[1].endswith("2.70x (target <= 2.6: MISSED)")
+
+
+def test_the_gpu_box_ceiling_is_its_cores_over_the_cpu_an_image_of_everything_but_the_model():
+    from detect.tools.bench_predict import DEFAULT_OUTPUTS, SteadyRun, gpu_box_ceiling, steady_lines
+
+    assert gpu_box_ceiling(45.0) == pytest.approx(355.6, abs=0.1)
+    assert gpu_box_ceiling(26.0, cores=16) == pytest.approx(615.4, abs=0.1)
+    rows = [SteadyRun("no GIF, 2 render processes (default)", 1.9, 20.0, 90.0),
+            SteadyRun(f"{DEFAULT_OUTPUTS}, 2 render processes", 1.85, 32.0, 60.0)]
+    lines = steady_lines(rows, 200)
+    ceiling = [line for line in lines if "16-core box" in line]
+    assert len(ceiling) == 1  # from the run with every default output only
+    assert "a 16-core box: 500 images/s at most (16 x 1000 / 32.0 CPU ms" in ceiling[0]
+    assert "(target <= 26: MISSED)" in ceiling[0] and "(target >= 1.8: met)" in ceiling[0]
+
+
+def test_a_stage_called_inside_another_counts_only_as_itself(monkeypatch):
+    from detect.tools import bench_stages
+
+    now = [0.0]
+    monkeypatch.setattr(bench_stages.time, "thread_time", lambda: now[0])
+    clock = bench_stages.StageClock()
+
+    def inner() -> None:
+        now[0] += 2.0
+
+    timed_inner = clock.wrap("chips", inner)
+
+    def outer() -> int:
+        now[0] += 3.0
+        timed_inner()
+        return 7
+
+    def items():
+        now[0] += 1.0
+        yield 1
+        now[0] += 0.5
+        yield 2
+
+    assert clock.wrap("draw", outer)() == 7
+    assert list(clock.wrap("decode", items)()) == [1, 2]
+    assert clock.seconds == {"chips": 2.0, "draw": 3.0, "decode": 1.5}

@@ -197,8 +197,12 @@ def test_a_detections_tile_has_the_boxes_class_color_and_the_watermark_and_no_le
 def test_a_tile_keeps_its_legend_and_left_out_count_in_the_file_and_a_bad_legend_is_no_tile(tmp_path):
     key = FrameKey(SEGMENT, 1, CameraName.FRONT)
     tile = MosaicTile(Image.new("RGB", (64, 43), (9, 9, 9)), (("hit", "hit"), (None, "note")), 2)
+    assert write_tile(tmp_path / "unread", key, tile, read_back=False) is None  # no mosaic now: only kept
     kept = write_tile(tmp_path, key, tile)
+    assert kept is not None
     assert kept.legend == tile.legend and kept.chips_left_out == 2 and kept.image.size == (64, 43)
+    assert tile_path(tmp_path / "unread", CameraName.FRONT, 1).read_bytes() == tile_path(tmp_path, CameraName.FRONT,
+                                                                                        1).read_bytes()
     again = read_tile(tile_path(tmp_path, CameraName.FRONT, 1))
     assert again == kept and again.image.tobytes() == kept.image.tobytes()
     path = tile_path(tmp_path, CameraName.FRONT, 1)

@@ -103,7 +103,8 @@ def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, s
         return Rendered(result, None)
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
-    animation, seconds = render_pixels(decoded.full, key, detections, segment_dir, job, labels, tracks)
+    frame = decoded.full if decoded.full.flags.writeable else decoded.full.copy()  # drawn on in place
+    animation, seconds = render_pixels(frame, key, detections, segment_dir, job, labels, tracks)
     for stage, value in seconds.items():
         timings.add(stage, value)
     return Rendered(result, animation)
@@ -137,7 +138,9 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     seconds["draw"] = t1 - t0
     if settings.write_frames:
         write_frame(segment_dir, key, annotated, settings.frame_format)
-        tile = write_tile(segment_dir, key, tile)  # the mosaic is built from the tile as kept
+        # the mosaic is built from the tile as kept (as `detect gif` builds it); without animations
+        # the tile is only kept for it
+        tile = write_tile(segment_dir, key, tile, read_back=settings.animations) or tile
         t2 = time.thread_time()
         seconds["frame_write"] = t2 - t1
         t1 = t2

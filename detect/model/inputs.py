@@ -44,7 +44,8 @@ InputSize = tuple[int, int] | FitSize | None
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DecodedImage:
-    """One camera image decoded: the full frame for drawing (if wanted) and the model's input."""
+    """One camera image decoded: the full frame for drawing (if wanted) and the model's input, both
+    read-only views of the decoder's buffers (copy before drawing on them)."""
 
     index: int
     width: int
@@ -183,19 +184,26 @@ def decode_stream(
     # (the autotuner's background loop), once per segment.
     options.autotune.enabled = False
     dataset = dataset.with_options(options)
-    share = input_size is None and keep_full  # one copy out of TensorFlow, not two (~10 ms a 1920x1280 frame)
+    share = input_size is None and keep_full  # the full frame is the model's input too
     for index, width, height, full, model_input in dataset:
-        full_array = full.numpy() if keep_full else None
+        full_array = _view(full) if keep_full else None
         yield DecodedImage(
             index=int(index),
             width=int(width),
             height=int(height),
             full=full_array,
-            model_input=full_array if share and full_array is not None else model_input.numpy(),
+            model_input=full_array if share and full_array is not None else _view(model_input),
         )
     with lock:
         if producer_error:
             raise producer_error[0]
+
+
+def _view(tensor: Any) -> np.ndarray:
+    """A read-only array over the tensor's own buffer (it stays alive with the array): no copy out
+    of TensorFlow, where `.numpy()` copies (a 1920x1280 frame: 7 MB, 1-2 ms of the main thread, which
+    the render processes' shared-memory slot copies again anyway). Who draws on it copies it first."""
+    return np.asarray(memoryview(tensor))
 
 
 def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:

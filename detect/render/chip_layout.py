@@ -148,8 +148,9 @@ def lay_out_chips(boxes: Sequence[tuple[int, int, int, int] | None], texts: Sequ
     ok &= _overlap_paired(rects, b + np.array([0, 0, 1, 1], np.int32)[:, None, None]) <= (
         OWN_BOX_SHARE * own_area[row])[:, None]
     ok &= _touches(rects, b) | _LEADER[None, :] & _above_or_below(rects, b)
-    for reserved_rect in reserved:
-        ok &= _overlap_paired(rects, np.array(reserved_rect, np.int32)[:, None, None]) == 0
+    if len(reserved):  # every reserved rectangle at once (a legend, each trail's): (4, options, spots, rects)
+        ok &= ~np.any(_overlap_paired(rects[..., None], np.array(reserved, np.int32).reshape(-1, 4).T[:, None, None]),
+                      axis=-1)
     options_of: dict[int, list[int]] = {}
     for j, k in enumerate(rows):
         options_of.setdefault(k, []).append(j)

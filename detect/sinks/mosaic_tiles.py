@@ -65,10 +65,14 @@ def decode_tile(image: Image.Image) -> MosaicTile:
     return MosaicTile(image if image.mode == "RGB" else image.convert("RGB"), legend, left_out)
 
 
-def write_tile(segment_dir: str | os.PathLike[str], key: FrameKey, tile: MosaicTile) -> MosaicTile:
-    """Encode and atomically write one image's mosaic tile; returns the tile as kept (decoded)."""
+def write_tile(segment_dir: str | os.PathLike[str], key: FrameKey, tile: MosaicTile, *,
+               read_back: bool = True) -> MosaicTile | None:
+    """Encode and atomically write one image's mosaic tile; returns the tile as kept (decoded), for
+    a mosaic composed now; None with `read_back=False` (no mosaic now: the decode is skipped)."""
     data = encode_tile(tile, key)
     atomic_write_bytes(tile_path(segment_dir, key.camera_name, key.frame_timestamp_micros), data)
+    if not read_back:
+        return None
     with Image.open(io.BytesIO(data)) as image:
         image.load()
         return decode_tile(image)

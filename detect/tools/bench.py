@@ -33,6 +33,7 @@ from detect.model.detector import DEFAULT_BATCH_SIZE, Detector
 from detect.model.inputs import parse_input_size
 from detect.tools.bench_memory import memory
 from detect.tools.bench_predict import (
+    DEFAULT_OUTPUTS,
     SteadyRun,
     main_process_ms,
     predict,
@@ -75,11 +76,14 @@ def steady_segments(args: argparse.Namespace) -> tuple[Path, Path]:
 
 
 def steady_runs(args: argparse.Namespace, short: Path, long: Path) -> list[SteadyRun]:
-    """The stub model (near free) and PNG frames: the outputs are the whole work, as on a GPU box."""
+    """The stub model (near free) and PNG frames: the outputs are the whole work, as on a GPU box;
+    the last run, with every default output, gives the GPU box's ceiling (`gpu_box_ceiling`)."""
     out = args.out / "steady"
-    return [steady_state(label, short, long, STEADY_IMAGES, stub_model(args), out, ["--no-gif", *flags], args.repeats)
-            for label, flags in (("2 render threads (--render threads)", ["--render", "threads", "--workers", "2"]),
-                                 ("2 render processes (default)", ["--workers", "2"]))]
+    return [steady_state(label, short, long, STEADY_IMAGES, stub_model(args), out, flags, args.repeats)
+            for label, flags in (("no GIF, 2 render threads (--render threads)", ["--no-gif", "--render", "threads",
+                                                                               "--workers", "2"]),
+                                 ("no GIF, 2 render processes (default)", ["--no-gif", "--workers", "2"]),
+                                 (f"{DEFAULT_OUTPUTS}, 2 render processes", ["--workers", "2"]))]
 
 
 def ensure_model(models: Path) -> Path:

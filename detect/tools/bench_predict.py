@@ -14,6 +14,7 @@ from pathlib import Path
 
 from detect.model.inputs import decode_stream
 from detect.tools.bench_scaling import DECODE, StageScaling
+from detect.tools.bench_targets import verdict
 from detect.waymo.readers import iter_frames
 
 # ---- the steady part of a whole `detect segment` run ----------------------------------------------
@@ -50,11 +51,32 @@ def steady_state(label: str, short: Path, long: Path, images: int, model: Path, 
     return SteadyRun(label, statistics.median(c / w for w, c in runs), 1000 * cpu / images, images / wall)
 
 
+GPU_BOX_CORES = 16
+# CPU ms an image of everything but the model (stub model, PNG frames, default outputs); at 26 a
+# 16-core box draws ~615 images/s, above the 500 a GPU the ceiling should leave room for.
+STUB_CPU_MS_TARGET = 26.0
+
+
+def gpu_box_ceiling(cpu_ms_per_image: float, cores: int = GPU_BOX_CORES) -> float:
+    """Images/s a box of `cores` cores can draw at most when the model costs the CPU nothing (a GPU):
+    its cores over the measured CPU an image of everything else, as if every stage scaled."""
+    return 1000 * cores / cpu_ms_per_image
+
+
 def steady_lines(rows: list[SteadyRun], images: int) -> list[str]:
-    lines = ["", f"steady part of `detect segment`, stub model, PNG frames, no GIF ({images} images, start-up differenced out)",
-             f"  {'run':<44} {'cores busy':>10} {'CPU ms/image':>13} {'images/s':>9}"]
-    lines += [f"  {r.label:<44} {r.cores_busy:10.2f} {r.cpu_ms_per_image:13.1f} {r.images_per_s:9.1f}" for r in rows]
+    lines = ["", f"steady part of `detect segment`, stub model, PNG frames ({images} images, start-up differenced out)",
+             f"  {'run':<50} {'cores busy':>10} {'CPU ms/image':>13} {'images/s':>9}"]
+    lines += [f"  {r.label:<50} {r.cores_busy:10.2f} {r.cpu_ms_per_image:13.1f} {r.images_per_s:9.1f}" for r in rows]
+    for r in rows:
+        if r.label.startswith(DEFAULT_OUTPUTS):
+            lines.append(f"  a {GPU_BOX_CORES}-core box: {gpu_box_ceiling(r.cpu_ms_per_image):.0f} images/s at most "
+                         f"({GPU_BOX_CORES} x 1000 / {r.cpu_ms_per_image:.1f} CPU ms an image of everything but the model, "
+                         f"default outputs) {verdict(r.cpu_ms_per_image, STUB_CPU_MS_TARGET, above=False)} "
+                         f"{verdict(r.cores_busy, 1.8)}")
     return lines
+
+
+DEFAULT_OUTPUTS = "default outputs"
 
 
 # ---- what a 16-core box with one GPU should do ------------------------------------------------------
