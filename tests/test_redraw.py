@@ -18,7 +18,7 @@ def segment(source, model, out, *flags) -> int:
     return main(["segment", str(source), "--model", str(model), "--out", str(out), "--quiet", "--mp4", *flags])
 
 
-PLOTS = ("pr_curves.png", "thresholds.png")  # the evaluation's
+PLOTS = ("pr_curves.png", "thresholds.png", "range_bands.png")  # the evaluation's
 
 
 def outputs(seg, plots: bool = False) -> dict[str, bytes]:
