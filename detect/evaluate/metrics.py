@@ -25,6 +25,7 @@ from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL, Protocol
 from detect.core.names import printable
 from detect.core.records import LEVEL_1, LEVEL_2, WaymoType
 from detect.evaluate import coco
+from detect.evaluate.failures import Failures
 from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.results import SegmentResults
@@ -74,6 +75,9 @@ class Evaluation:
     notes: tuple[str, ...] = ()  # what the scores leave out, one line each (a sequence too large to score)
     # dimension (range, time_of_day, location, weather) -> its slices, or "not available"
     slices: dict[str, list[Slice[TypeMetrics]] | str] = dataclasses.field(default_factory=dict)
+    # level -> type (and "mean") -> TIDE's error kinds as dAP50 (`detect.evaluate.error_kinds`)
+    error_kinds: dict[str, dict[str, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    confusion: dict[str, object] = dataclasses.field(default_factory=dict)  # `Confusion.to_json` (LEVEL_2)
 
 
 def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int], threshold: float,
@@ -89,6 +93,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
     slices = SlicePools(types)
     tracks = TrackingPool(protocol)
+    failures = Failures.empty(types, threshold)
     names: list[str] = []
     notes: list[str] = []
     images = dropped = 0
@@ -127,6 +132,9 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
                 notes.append(f"{printable(segment.name, 64)}: {sequence.keys[0].camera_name.name} "
                              f"{WaymoType(sequence.waymo_type).name}: {err}; its tracking scores are left out")
         tracks.merge(own_tracks)
+        own_failures = Failures.empty(types, threshold)
+        own_failures.add_segment(segment, class_map)
+        failures.merge(own_failures)
         if on_tracks is not None and sequences:
             on_tracks(sequences)
         if on_matches is not None:
@@ -134,10 +142,11 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         if on_segment is not None:
             on_segment(segment, dataclasses.replace(
                 _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
-                tracking=_labeled(own_tracks), slices=_slices(own_slices, types, threshold, protocol)))
+                tracking=_labeled(own_tracks), slices=_slices(own_slices, types, threshold, protocol),
+                error_kinds=own_failures.error_kinds(), confusion=own_failures.confusion.to_json()))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
-                               tracking=_labeled(tracks), notes=tuple(notes),
-                               slices=_slices(slices, types, threshold, protocol))
+                               tracking=_labeled(tracks), notes=tuple(notes), error_kinds=failures.error_kinds(),
+                               confusion=failures.confusion.to_json(), slices=_slices(slices, types, threshold, protocol))
 
 
 def _has_ranges(segment: SegmentResults) -> bool:

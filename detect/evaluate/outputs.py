@@ -65,11 +65,16 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
         **({"tracking_level_2": {WaymoType(t).name: s.to_json() for t, s in evaluation.tracking.items()}}
            if evaluation.tracking else {}),
         **({"slices": slices_json(evaluation.slices), "slices_rule": SLICES_RULE} if evaluation.slices else {}),
+        "error_kinds": evaluation.error_kinds,
+        "confusion": evaluation.confusion,
         "note": ("AP50: AP at IoU 0.5 (COCO); ap_waymo: AP at IoU 0.7 for VEHICLE and 0.5 for the others (Waymo's 2D "
                  "protocol); AP: mean over IoU 0.5:0.95; AR100: recall at 100 detections per image; ALL: mean over the "
                  "types; precision/recall/F1 at the drawing threshold and the protocol's IoU; LEVEL_1 ignores LEVEL_2 "
                  "labels (COCO iscrowd), LEVEL_2 counts every label; thresholds: P/R/F1 for every drawing threshold, "
-                 "its F1-best one, histograms of the scores of hits and false alarms (LEVEL_2)"),
+                 "its F1-best one, histograms of the scores of hits and false alarms (LEVEL_2); error_kinds: TIDE's "
+                 "six kinds of error, each the AP50 (0..1) a type gains when that kind alone is fixed, and their mean "
+                 "over the types with labels; confusion: at the drawing threshold and IoU 0.5, rows the labels' types "
+                 "(background: the false alarms), columns the detections' types (background: the labels missed)"),
     }
 
 
@@ -154,6 +159,44 @@ def table_lines(evaluation: Evaluation) -> list[str]:
     lines.append(f"AP50 per camera (LEVEL_2, ALL): {cameras}")
     lines.extend(best_threshold_lines(evaluation))
     lines.extend(tracking_lines(evaluation))
+    lines.extend(error_kind_lines(evaluation))
+    lines.extend(confusion_lines(evaluation))
+    return lines
+
+
+KIND_HEADINGS = {"classification": "class", "localisation": "loc", "both": "both", "duplicate": "dupe",
+                 "background": "bkgd", "missed": "missed"}
+
+
+def error_kind_lines(evaluation: Evaluation, level: str = "LEVEL_2") -> list[str]:
+    """TIDE's error kinds per type with labels and their mean: the AP50 each kind costs."""
+    kinds = evaluation.error_kinds.get(level) or {}
+    if not kinds:
+        return []
+    lines = [f"AP50 each kind of error costs (TIDE, {level}: what fixing it alone gains)",
+             f"{'type':<11}" + "".join(f"{h:>7}" for h in KIND_HEADINGS.values())]
+    for name, values in kinds.items():
+        lines.append(f"{name:<11}" + "".join(f"{values[k]:>7.3f}" for k in KIND_HEADINGS))
+    return lines
+
+
+def confusion_lines(evaluation: Evaluation) -> list[str]:
+    """The confusion matrix (rows labels, columns detections), then what each model class became."""
+    confusion = evaluation.confusion
+    names, matrix = confusion.get("names"), confusion.get("matrix")
+    if not isinstance(names, list) or not isinstance(matrix, list):
+        return []
+    text = threshold_text(evaluation)
+    lines = [f"confusion at threshold {text(evaluation.threshold)} and IoU 0.5 (LEVEL_2): rows labels, columns detections;",
+             "its background row holds the false alarms, its background column the labels missed",
+             f"{'':<11}" + "".join(f"{n[:10]:>11}" for n in names)]
+    lines += [f"{name:<11}" + "".join(f"{v:>11}" for v in row) for name, row in zip(names, matrix, strict=True)
+              if sum(row) or name == names[-1]]  # a type without labels has an empty row: left out
+    classes = confusion.get("classes")
+    if isinstance(classes, list) and classes:
+        lines.append("model classes at the threshold: the type each became, and what its boxes were on")
+        lines += [f"  {c['name']} -> {c['type']}: {c['detections']} (" + ", ".join(f"{on} {n}" for on, n in c["on"].items())
+                  + ")" for c in classes]
     return lines
 
 

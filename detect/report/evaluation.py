@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from detect.report import gallery, safe
+from detect.report import filters, gallery, safe
+from detect.report.failures import failures_section
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.sinks.eval_record import EvalRecord
@@ -50,6 +51,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_tracking(report.section("tracking_level_2")))
     parts.append(_by_size_and_camera(level_2, report.section("cameras_level_2")))
     parts.append(_slices(report.section("slices"), directory))
+    parts.append(failures_section(report))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
@@ -157,6 +159,7 @@ def _thresholds(report: EvalRecord, directory: Path) -> str:
 def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: Path, assets: Path,
                sources: SourceImages, notes: list[str] | None = None) -> str:
     out = []
+    items: list[filters.Item] = []
     drawn = 0  # close-ups cut from the drawn frames
     for name, kinds in chosen.items():
         for kind, examples in kinds.items():
@@ -170,9 +173,12 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
                 picture = (Markup("<p class='muted'>(no picture)</p>") if not crop
                            else Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if frame
                            else img(crop, caption))
-                figures.append(f"<figure>{picture}<figcaption>{caption}</figcaption></figure>")
+                item = filter_item(example)
+                items.append(item)
+                figures.append(f"<figure{item.attributes()}>{picture}<figcaption>{caption}</figcaption></figure>")
             heading = "highest-scoring false alarms" if kind == gallery.FALSE_ALARM else "largest missed labels"
-            out.append(f"<h3>{safe.text(name)}: {heading}</h3><div class='grid crops'>{''.join(figures)}</div>")
+            out.append(f"<section class='gallery-group'><h3>{safe.text(name)}: {heading}</h3>"
+                       f"<div class='grid crops'>{''.join(figures)}</div></section>")
     if not out:
         return ""
     fallback = (f"{sources.problem}: {drawn} close-up(s) cut from the drawn frames instead" if sources.problem and drawn
@@ -180,7 +186,13 @@ def _galleries(chosen: dict[str, dict[str, list[gallery.Example]]], directory: P
     if fallback and notes is not None and fallback not in notes:
         notes.append(fallback)
     return (f"<p class='muted'>{CROPS}</p>" + (f"<p><strong>{safe.text(fallback)}.</strong></p>" if fallback else "")
-            + "".join(out))
+            + filters.form(items) + "".join(out))
+
+
+def filter_item(example: gallery.Example) -> filters.Item:
+    """What a gallery example shows, for the page's filters."""
+    state = "false-alarm" if example.kind == gallery.FALSE_ALARM else "missed"
+    return filters.Item(state, example.type_name, example.camera, example.object_key, example.score, example.range_m)
 
 
 def linked(path: str, alt: str) -> str:

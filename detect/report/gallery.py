@@ -57,6 +57,7 @@ NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner
 # Boxes of one camera less than this far apart in time and overlapping this much are one object (where
 # no track or label id says so: a stationary false alarm, or a track that lost its id for a frame).
 SAME_OBJECT_SECONDS, SAME_OBJECT_IOU = 1.0, 0.3
+RANGE = "range_m"  # a box's distance from the car, metres (optional: NaN where the table has none)
 CAMERA_NAMES = frozenset(c.name for c in CameraName)
 CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
 COLUMNS = (SEGMENT, TIMESTAMP, CAMERA, "kind", "type_name", "score", "iou", "matched", OBJECT_ID, "xmin", "ymin", "xmax",
@@ -88,6 +89,8 @@ class Example:
     what: str  # the model's class for a false alarm, the object id for a missed label
     segment: str = ""
     partner: Partner | None = None
+    object_key: str = ""  # the object it is (a label's id, a detection's track), unique in a gallery
+    range_m: float | None = None  # metres from the car, when the matches table holds a range
 
     @property
     def key(self) -> FrameKey | None:
@@ -147,7 +150,7 @@ LEFT_OUT = "the error counts and galleries are left out of the page"
 
 def _matches(path: Path, budget: RowBudget) -> pd.DataFrame:
     """matches.parquet's boxes with its columns in the types the page reads (numbers: float, NaN for none)."""
-    table = read_table(path, COLUMNS, budget, "matches table")
+    table = read_table(path, [*COLUMNS, RANGE], budget, "matches table")
     absent = missing(table, COLUMNS)
     if absent:
         raise InputError(f"{path}: not a matches table (no {', '.join(absent)} column)")
@@ -158,11 +161,12 @@ def _matches(path: Path, budget: RowBudget) -> pd.DataFrame:
         frame["matched"] = pc.fill_null(table.column("matched").cast(pa.bool_()), False).take(rows).to_pandas()
         for column in (TIMESTAMP, CAMERA, "score", "iou", "xmin", "ymin", "xmax", "ymax", "class_id"):
             frame[column] = numbers(table, column)[rows.to_numpy()]
+        frame[RANGE] = numbers(table, RANGE)[rows.to_numpy()] if RANGE in table.column_names else np.nan
     except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a readable matches table ({first_line(err)})") from None
     frame[TIMESTAMP] = frame[TIMESTAMP].astype("int64")
     frame[CAMERA] = frame[CAMERA].astype("int64")
-    return frame[list(COLUMNS)]
+    return frame[[*COLUMNS, RANGE]]
 
 
 def outcomes(matches: pd.DataFrame, threshold: float) -> dict[str, Outcome]:
@@ -198,8 +202,10 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
         area = (missed["xmax"] - missed["xmin"]) * (missed["ymax"] - missed["ymin"])
         missed = distinct(missed.assign(area=area).sort_values("area", ascending=False, kind="stable"), per_type,
                           label_id)
-        chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold))
-                               for e in (_example(kind, r) for r in found.to_dict("records"))]
+        identities = {FALSE_ALARM: track_ids.of if track_ids is not None else None, MISSED: label_id}
+        chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold),
+                                                   object_key=_object_key(kind, r, identities[kind]))
+                               for e, r in ((_example(kind, r), r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
 
@@ -214,6 +220,15 @@ def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, ob
         if memory.add(row):
             taken.append(index)
     return rows.loc[taken]
+
+
+def _object_key(kind: str, row: Mapping[str, object], identity: Callable[[Mapping[str, object]], object] | None) -> str:
+    """The object a row shows, as text: its label id or track (`identity`), else its own box in its
+    image (a detection no track names is an object of its own)."""
+    found = identity(row) if identity is not None else None
+    if found is not None:
+        return "/".join(str(part) for part in (kind, *(found if isinstance(found, tuple) else (found,))))
+    return "/".join(str(row.get(c)) for c in (SEGMENT, CAMERA, TIMESTAMP, "xmin", "ymin", "xmax", "ymax")) + f"/{kind}"
 
 
 class ObjectMemory:
@@ -376,7 +391,8 @@ def _example(kind: str, row: Mapping[str, object]) -> Example:
                    CameraName(camera).name if camera in CAMERA_NUMBERS else str(camera),
                    int(_number(row[TIMESTAMP]) or 0), (x0, y0, x1, y1),
                    score if score is not None and _present(score) else None,
-                   iou if iou is not None and _present(iou) else None, what, str(row.get(SEGMENT) or ""))
+                   iou if iou is not None and _present(iou) else None, what, str(row.get(SEGMENT) or ""),
+                   range_m=_number(row.get(RANGE)) if _present(row.get(RANGE)) else None)
 
 
 def _partner(example: Example, matches: pd.DataFrame, threshold: float) -> Partner | None:

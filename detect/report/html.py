@@ -44,12 +44,15 @@ def count_cell(value: Any) -> Any:
     return "-" if checked is None else checked
 
 
-def write_page(path: Path, title: str, sections: list[str], style: str, script: str = "") -> Path:
+def write_page(path: Path, title: str, sections: list[str], style: str, script: str = "",
+               script_files: Sequence[str] = ()) -> Path:
     """A whole static page, written atomically (never through a symlink): its own style and script
-    only, allowed by hash in its Content-Security-Policy."""
-    policy = safe.content_security_policy(script, style)
+    only, allowed by hash in its Content-Security-Policy, and `script_files` (paths relative to the
+    page, in the results folder: `script-src 'self'`)."""
+    policy = safe.content_security_policy(script, style, bool(script_files))
+    files = "".join(f"<script src='{safe.href(name)}'></script>" for name in script_files)
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\"><meta name='viewport' "
             f"content='width=device-width, initial-scale=1'><title>{safe.text(title)}</title><style>{style}</style></head>"
-            f"<body>{''.join(sections)}{f'<script>{script}</script>' if script else ''}</body></html>\n")
+            f"<body>{''.join(sections)}{f'<script>{script}</script>' if script else ''}{files}</body></html>\n")
     return atomic_write_bytes(real_file(path), page.encode())

@@ -15,7 +15,7 @@ from typing import Any
 from detect.core.names import counted
 from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
-from detect.report import charts, gallery, pictures, safe, worst_moments
+from detect.report import charts, filters, gallery, pictures, safe, worst_moments
 from detect.report.data import SegmentData, drawn_count
 from detect.report.evaluation import evaluation_section
 from detect.report.headline import contents, headline, threshold_text
@@ -51,6 +51,7 @@ h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: r
   .headline th { white-space: normal; } table.sortable td:first-child { word-break: break-all; min-width: 8em; } }
 .grid.cameras { grid-template-columns: repeat(auto-fill, minmax(min(520px, 100%), 1fr)); }
 h2[id] { scroll-margin-top: 8px; } .wide figure { margin: 0; } img { height: auto; }
+form.filters { font-size: 14px; margin: 10px 0; } form.filters label { margin-right: 10px; white-space: nowrap; }
 """
 
 SORT_SCRIPT = """
@@ -312,4 +313,7 @@ def _if_file(directory: Path, name: str) -> str:
 
 
 def _write(path: Path, title: str, sections: list[str], script: str = "") -> Path:
-    return write_page(path, title, sections, STYLE, script)
+    """The page, with the galleries' filter script beside its pictures when it has a gallery to filter."""
+    files = ([f"{ASSETS}/{filters.write_script(real_folder(path.parent / ASSETS)).name}"]
+             if any(filters.FORM in section for section in sections) else [])
+    return write_page(path, title, sections, STYLE, script, files)

@@ -63,9 +63,11 @@ def href(relative: str) -> str:
     return text("./" + quote(relative.lstrip("/"), safe="/"))
 
 
-def content_security_policy(script: str, style: str) -> str:
-    """The page's `<meta>` policy: its own inline style and script (by hash), files beside it, nothing else."""
-    scripts = f"'{_hash(script)}'" if script else "'none'"
+def content_security_policy(script: str, style: str, script_files: bool = False) -> str:
+    """The page's `<meta>` policy: its own inline style and script (by hash), with `script_files`
+    its scripts in the results folder (`'self'`), files beside it, nothing else."""
+    allowed = [*([f"'{_hash(script)}'"] if script else []), *(["'self'"] if script_files else [])]
+    scripts = " ".join(allowed) or "'none'"
     return ("default-src 'none'; img-src 'self' file: data:; media-src 'self' file:; "
             f"style-src '{_hash(style)}'; script-src {scripts}; base-uri 'none'; form-action 'none'")
 

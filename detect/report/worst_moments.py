@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.report import gallery, safe
+from detect.report import filters, gallery, safe
 from detect.report.html import Markup, img
 from detect.sinks.layout import IMAGES_FILE
 from detect.sinks.results_folder import Manifest
@@ -160,8 +160,8 @@ def section(root: Path, segments: Sequence[tuple[Path, Manifest]], threshold: fl
         page = (directory / "report.html").relative_to(root).as_posix() if (directory / "report.html").is_file() else None
         for (n, moment), (_, crop, frame) in zip(mine, cut, strict=True):
             figures[n] = _figure(n, moment, crop, frame, page)
-    return (f"<p class='muted'>{SCORE_RULE}</p>"
-            f"<div class='grid crops worst'>{''.join(figures[n] for n in sorted(figures))}</div>")
+    return (f"<p class='muted'>{SCORE_RULE}</p>" + filters.form([_item(n, m) for n, m in enumerate(moments)])
+            + f"<div class='grid crops worst'>{''.join(figures[n] for n in sorted(figures))}</div>")
 
 
 def _object_name(n: int, identity: object) -> str:
@@ -171,7 +171,6 @@ def _object_name(n: int, identity: object) -> str:
 
 def _figure(n: int, moment: Moment, crop: str | None, frame: str | None, page: str | None) -> str:
     example = moment.example
-    camera = CameraName(moment.camera).name if moment.camera in {int(c) for c in CameraName} else str(moment.camera)
     what = (f"{moment.errors} error{'s' if moment.errors != 1 else ''} ({moment.misses} missed, "
             f"{moment.false_alarms} false alarm{'s' if moment.false_alarms != 1 else ''}, of {moment.labels} labels)")
     caption = safe.text(f"#{n + 1}: {what}; {example.caption()}")
@@ -179,8 +178,12 @@ def _figure(n: int, moment: Moment, crop: str | None, frame: str | None, page: s
                else Markup(f"<a href='{safe.href(frame)}'>{img(crop, caption)}</a>") if frame else img(crop, caption))
     segment = (f"<br><a href='{safe.href(page)}'>{safe.text(moment.segment)}</a>" if page
                else f"<br>{safe.text(moment.segment)}")
+    return f"<figure{_item(n, moment).attributes()}>{picture}<figcaption>{caption}{segment}</figcaption></figure>"
+
+
+def _item(n: int, moment: Moment) -> filters.Item:
+    """What a moment shows, for the page's filters."""
+    example = moment.example
+    camera = CameraName(moment.camera).name if moment.camera in {int(c) for c in CameraName} else str(moment.camera)
     state = "missed" if example.kind == gallery.MISSED else "false-alarm"
-    attributes = (f"data-state='{state}' data-type='{safe.text(example.type_name)}' data-range='unknown' "
-                  f"data-camera='{safe.text(camera)}' data-object-id='{safe.text(_object_name(n, moment.track))}' "
-                  f"data-score='{'' if example.score is None else f'{example.score:.3f}'}'")
-    return f"<figure {attributes}>{picture}<figcaption>{caption}{segment}</figcaption></figure>"
+    return filters.Item(state, example.type_name, camera, _object_name(n, moment.track), example.score, example.range_m)

@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     screenshot(default / "report.html", out / "report_eval.png", 1000, "#evaluation", height=1000)
     screenshot(default / "report.html", out / "report_errors.png", 1000, "h3:has-text('VEHICLE: highest-scoring')",
                height=1000)
+    screenshot(default / "report.html", out / "report_failures.png", 1000, "h3:has-text('Where the AP goes')",
+               height=760)
     screenshot(work / "compare" / "compare.html", out / "compare_disagree.png", 1000,
                "h2:has-text('Where they disagree most')", height=800)
     print(f"media: pictures in {out}; runs in {work}")
