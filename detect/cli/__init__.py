@@ -17,7 +17,7 @@ from typing import TextIO
 
 from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from detect.core.cache_dirs import user_cache_dir
-from detect.core.signals import Terminated, sigterm_as_interrupt
+from detect.core.signals import Terminated, interrupts_as_exceptions
 
 
 def keep_dependency_state_in_our_cache() -> None:
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     """The `detect` command. Its modules load here, inside the guard: a Ctrl-C or SIGTERM while
     Python is still importing them ends with one line, not a traceback."""
     keep_dependency_state_in_our_cache()
-    with sigterm_as_interrupt():
+    with interrupts_as_exceptions():
         try:
             from detect.cli.app import main as run
         except KeyboardInterrupt as stop:

@@ -11,7 +11,7 @@ from detect.cli.console import Printable, error_line
 from detect.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from detect.cli.parser import build_parser
 from detect.core.errors import DetectError
-from detect.core.signals import Terminated, sigterm_as_interrupt
+from detect.core.signals import Terminated, interrupts_as_exceptions, raise_if_interrupted
 from detect.core.tf_env import set_verbose
 from detect.engine.tuning import keep_freed_memory
 
@@ -28,8 +28,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     set_verbose(bool(args.debug))  # per call: one --debug run must not make later calls in this process loud
     keep_freed_memory()
     try:
-        with sigterm_as_interrupt():
-            return int(args.handler(args, out, err))
+        with interrupts_as_exceptions():
+            code = int(args.handler(args, out, err))
+            raise_if_interrupted()  # a Ctrl-C some library swallowed still ends the command as interrupted
+            return code
     except DetectError as error:
         if args.debug:
             raise

@@ -37,6 +37,7 @@ from typing import Any
 
 from detect.core.errors import DetectError, UsageError, error_text
 from detect.core.records import WaymoType
+from detect.core.signals import raise_if_interrupted
 from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import MODEL_ENV, load_model
@@ -209,6 +210,7 @@ class _Job:
                         segment.job_started = job_started
                     with _quiet_data_context(self.spec.debug, self.progress_bars):
                         for row in _stream(self.ray, busy, self.spec, self.facts, self.engine):
+                            raise_if_interrupted()  # a stop Ray's or TensorFlow's code swallowed in this thread
                             segment = segments[row["source"]]
                             if _take(segment, row):
                                 segment.submitted = True

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from detect.core.errors import UsageError, error_text
-from detect.core.signals import keep_sigterm_handler
+from detect.core.signals import keep_signal_handlers
 from detect.engine.spec import RunSpec
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'waymo-detect[ray]'"
@@ -50,7 +50,7 @@ def start_ray(ray: Any, spec: RunSpec) -> bool:
     # Without --debug, Ray's own warnings (token authentication on a local cluster) are not the
     # user's business: they went to stderr even with --quiet. Errors still surface as exceptions.
     quiet: dict[str, object] = {"logging_level": logging.DEBUG if spec.debug else logging.ERROR, "log_to_driver": spec.debug}
-    with keep_sigterm_handler():
+    with keep_signal_handlers():
         _init(ray, spec, quiet)
     return True
 

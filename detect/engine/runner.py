@@ -18,7 +18,7 @@ from typing import Protocol
 from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import DetectError, OutputError, UsageError, error_text
 from detect.core.names import segment_dir_name
-from detect.core.signals import Terminated
+from detect.core.signals import Terminated, raise_if_interrupted
 from detect.engine.events import SILENT, Reporter
 from detect.engine.lifecycle import finished_manifest, reopen_refusal
 from detect.engine.loading import LoadedModel, expected_facts, load_model, loading_line, model_kind, watermark
@@ -192,6 +192,7 @@ class LocalEngine:
         for line in model.notices:
             reporter.message(line)
         for number, source in enumerate(todo, 1):
+            raise_if_interrupted()  # a Ctrl-C a library swallowed (while the model loaded...) stops the run here
             started = time.perf_counter()
             try:
                 report = process_segment(source, spec.out, model.detector, spec.settings, model_facts=model.facts,
@@ -205,6 +206,7 @@ class LocalEngine:
                 if note:
                     reporter.message(note)
             record(outcome_of(source.uri, report))
+        raise_if_interrupted()
         return model.facts
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from detect.core.errors import ModelError, UsageError
 from detect.core.records import Detections
+from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow
 from detect.model import contract, formats, runtimes
 from detect.model.coco_classes import parse_classes
@@ -190,7 +191,8 @@ class Detector:
         results: list[Detections] = []
         for start in range(0, count, self.batch_size):
             chunk = images[start : start + self.batch_size]
-            outs = self.runtime.run(chunk)
+            with deferred_interrupts():  # TensorFlow can swallow a Ctrl-C (`detect.core.signals`)
+                outs = self.runtime.run(chunk)
             boxes, scores, classes, nums = (outs[key] for key in contract.REQUIRED_OUTPUTS)
             for i in range(len(chunk)):
                 w, h = sizes[start + i]

@@ -12,6 +12,7 @@ import numpy as np
 
 from detect.core import json_fields as jf
 from detect.core.errors import RecordError, UsageError
+from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.images import DEFAULT_MAX_PIXELS, MAX_SIDE, MIN_SIDE, check_size
 
@@ -130,8 +131,21 @@ def decode_stream(
 ) -> Iterator[DecodedImage]:
     """Decode `(index, jpeg)` items in parallel, in order. Undecodable images, and images whose
     header size `check_size` refuses, are dropped (the caller sees the gap in `index` and asks
-    `decode_error` why); the run goes on.
+    `decode_error` why); the run goes on. The calling thread's work in TensorFlow (building the
+    pipeline, each `next`) defers Ctrl-C to its end: TensorFlow can swallow it (`detect.core.signals`).
     """
+    images = _decoded_images(items, input_size=input_size, keep_full=keep_full, parallel=parallel,
+                             prefetch=prefetch, max_pixels=max_pixels)
+    while True:
+        with deferred_interrupts():
+            image = next(images, None)
+        if image is None:
+            return
+        yield image
+
+
+def _decoded_images(items: Iterable[tuple[int, bytes]], *, input_size: InputSize, keep_full: bool, parallel: int,
+                    prefetch: int, max_pixels: int) -> Iterator[DecodedImage]:
     tf = import_tensorflow()
     producer_error: list[BaseException] = []
     lock = threading.Lock()
@@ -209,9 +223,14 @@ def _view(tensor: Any) -> np.ndarray:
 def decode_error(jpeg: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
     """Why `decode_stream` dropped this image, as one line (for the manifest); never decodes an
     image whose header size is refused."""
-    tf = import_tensorflow()
     if not jpeg:
         return "empty image bytes"
+    with deferred_interrupts():
+        return _decode_error(jpeg, max_pixels)
+
+
+def _decode_error(jpeg: bytes, max_pixels: int) -> str:
+    tf = import_tensorflow()
     try:
         height, width = (int(v) for v in tf.io.extract_jpeg_shape(jpeg).numpy()[:2])
     except (tf.errors.OpError, ValueError) as err:
@@ -256,7 +275,8 @@ def resize_images(images: np.ndarray, size: tuple[int, int] | FitSize) -> np.nda
     frame would."""
     tf = import_tensorflow()
     width, height = size.for_image(images.shape[2], images.shape[1]) if isinstance(size, FitSize) else size
-    return _resized(tf, tf.convert_to_tensor(images), tf.constant([height, width])).numpy()
+    with deferred_interrupts():
+        return _resized(tf, tf.convert_to_tensor(images), tf.constant([height, width])).numpy()
 
 
 def _resized(tf: Any, images: Any, target: Any) -> Any:

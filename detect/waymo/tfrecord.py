@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 from detect.core.cameras import CameraName
 from detect.core.errors import DependencyError, InputError, UnsupportedURIError
 from detect.core.records import CameraFrame, Labels, valid_label_rows
+from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow, tf_error_text
 from detect.waymo.context.segment import SegmentContext
 from detect.waymo.context.v1 import V1ContextBuilder
@@ -208,7 +209,8 @@ def _frames(source: SegmentSource) -> Iterator[tuple[int, Any]]:
     record_number = 0
     while True:
         try:
-            record = next(iterator)
+            with deferred_interrupts():  # TensorFlow can swallow a Ctrl-C (`detect.core.signals`)
+                record = next(iterator)
         except StopIteration:
             return
         except tf.errors.DataLossError as err:
