@@ -27,7 +27,7 @@ from helpers.models import (
     load_models_script,
     tfjs_saved_model,
 )
-from helpers.paths import IN_CI, REAL_SEGMENT, SHARED_FRAME, TINY_V2
+from helpers.paths import IN_CI, REAL_SEGMENT, SHARED_FRAME, SHARED_V2_FOLDER, TINY_V2
 from helpers.xdist_units import LONG_FILES, ONE_UNIT_FILES, UnitScheduling
 
 # The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
@@ -101,6 +101,18 @@ def real_frame_path() -> Path:
                         pytrace=False)
         pytest.skip(f"real Waymo fixture not found at {SHARED_FRAME} (it lives in ../shared, outside the repo)")
     return SHARED_FRAME
+
+
+@pytest.fixture(scope="session")
+def real_v2_folder(real_frame_path: Path) -> Path:
+    """The real frame as a v2 folder written by Waymo's own extractors (camera_image, camera_box,
+    stats, camera_calibration, lidar_box, projected_lidar_box, ...): read it, never write in it."""
+    camera_image = SHARED_V2_FOLDER / "camera_image" / f"{REAL_SEGMENT}.parquet"
+    if not camera_image.exists():
+        if IN_CI:
+            pytest.fail(f"CI=true but the real v2 fixture is missing: {camera_image}", pytrace=False)
+        pytest.skip(f"real v2 fixture not found at {SHARED_V2_FOLDER}")
+    return SHARED_V2_FOLDER
 
 
 @pytest.fixture(scope="session")

@@ -301,7 +301,7 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     table_path = tmp_path / "out" / "seg_a" / "detections.parquet"
 
-    def full(path, results, track=None):
+    def full(path, results, track=None, context=None):
         raise OSError(28, "No space left on device", str(table_path))
 
     monkeypatch.setattr(detect.engine.lifecycle, "write_table", full)

@@ -131,7 +131,7 @@ def test_an_edited_ground_truth_table_drops_bad_rows(tmp_path):
     rows = {SEGMENT: [SEG] * 4, TIMESTAMP: [TS] * 4, CAMERA: [1, 1, 9, 1], OBJECT_ID: ["a", "b", "c", "d"],
             "type": [1, 2, 1, 100], "difficulty": [1, 2, 1, 1], "xmin": [0.0, float("nan"), 0.0, 0.0],
             "ymin": [0.0] * 4, "xmax": [10.0] * 4, "ymax": [10.0] * 4}
-    pq.write_table(pa.table(rows, schema=SCHEMA), tmp_path / GROUND_TRUTH_FILE)
+    pq.write_table(pa.table(rows, schema=pa.schema([SCHEMA.field(name) for name in rows])), tmp_path / GROUND_TRUTH_FILE)
     labels, dropped = read_ground_truth(tmp_path / GROUND_TRUTH_FILE)
     assert dropped == 3 and [lab.object_ids for lab in labels.values()] == [("a",)]
 
@@ -202,12 +202,13 @@ def test_any_results_files_give_numbers_or_one_line(tmp_path_factory, detections
     seg.mkdir()
     rows = {name: [] for name in TABLE.names}
     for ts, camera, class_id, score, *box in detections:
-        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box, None], strict=True):
+        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box, *[None] * 5, None],
+                               strict=True):
             rows[name].append(value)
     pq.write_table(pa.table(rows, schema=TABLE), seg / "detections.parquet")
     truth = {name: [] for name in TRUTH.names}
     for camera, kind, difficulty, *box in labels:
-        for name, value in zip(TRUTH.names, [SEG, TS, camera, "o", kind, difficulty, *box], strict=True):
+        for name, value in zip(TRUTH.names, [SEG, TS, camera, "o", kind, difficulty, *box, *[None] * 5], strict=True):
             truth[name].append(value)
     pq.write_table(pa.table(truth, schema=TRUTH), seg / GROUND_TRUTH_FILE)
     (seg / "manifest.json").write_text(json.dumps({"segment_context_name": SEG} | manifest))

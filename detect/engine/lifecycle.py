@@ -46,6 +46,8 @@ from detect.sinks.table import DETECTIONS_FILE, label_counts, write_table
 from detect.sinks.tracks import live_tracking_notes, track_table, tracking_record
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
+from detect.waymo.context.read import read_context
+from detect.waymo.context.segment import SegmentContext
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.source_check import take_fingerprint
 from detect.waymo.sources import recorded_path
@@ -178,9 +180,11 @@ class SegmentLifecycle:
 
     def __init__(self, keys: SegmentKeys, job: SegmentJob, model_facts: ModelFacts,
                  prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
-                 clock: Clock, started: float, labels: SegmentLabels | None = None) -> None:
+                 clock: Clock, started: float, labels: SegmentLabels | None = None,
+                 context: SegmentContext | None = None) -> None:
         self.keys = keys
         self.labels = labels
+        self.context = context  # the boxes' ranges and the images' conditions in the tables
         self.job = job
         self.settings = job.settings
         self.model_facts = model_facts
@@ -216,11 +220,12 @@ class SegmentLifecycle:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
+        context = read_context(keys)  # a component that is not Waymo's is refused before anything is written
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
         prepared = prepare_segment_dir(out_root, segment, settings, job.resume_key(ResumeModel.of(model_facts), segment))
         try:
-            lifecycle = cls(keys, job, model_facts, prepared, planned, duplicates, clock, started, labels)
+            lifecycle = cls(keys, job, model_facts, prepared, planned, duplicates, clock, started, labels, context)
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
@@ -284,9 +289,11 @@ class SegmentLifecycle:
                         segment_context_name=self.name)
             timings.add("animation_rebuild", clock() - t)
             t = clock()
-            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values(), self._track)
+            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values(), self._track, self.context)
             if self.labels is not None:
-                write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
+                sizes = {key: (result.width, result.height) for key, result in self.results.items()}
+                write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results, self.context,
+                                   sizes)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
             threshold = settings.style.threshold

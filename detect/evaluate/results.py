@@ -14,8 +14,9 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
+from detect.sinks import box_context
 from detect.sinks.fingerprint import Sources, segment_sources
-from detect.sinks.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.sinks.ground_truth import GROUND_TRUTH_FILE, GroundTruthTable, read_ground_truth_table
 from detect.sinks.results_folder import Manifest, finished_frames, processed_images, read_manifest
 from detect.sinks.results_tables import (
     COORDINATES,
@@ -45,6 +46,7 @@ class DetectionRows:
     scores: np.ndarray
     xyxy: np.ndarray
     track_ids: np.ndarray | None = None  # int64, -1 where none; None: a table written before tracking
+    range_m: np.ndarray | None = None  # float32 metres, NaN where not known; None: a table written before ranges
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -69,6 +71,10 @@ class SegmentResults:
     labels_mismatch: str | None = None
     # what reading left out, one line each (rows of detections.parquet that name another segment)
     notes: tuple[str, ...] = ()
+    # each label's range from the car (float32 metres, NaN where not known), in its image's label order
+    label_ranges: Mapping[FrameKey, np.ndarray] = dataclasses.field(default_factory=dict)
+    # each image's time of day, location and weather (None where not recorded), from either table
+    conditions: Mapping[FrameKey, tuple[str | None, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def threshold(self) -> float:
@@ -106,12 +112,13 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     manifest = read_manifest(directory)
     name = manifest.segment_context_name
     budget = segment_budget(directory, name)
-    table, read_notes = _read_detections(directory / DETECTIONS_FILE, budget)
+    table, read_notes, detection_conditions = _read_detections(directory / DETECTIONS_FILE, budget)
     detections, foreign = _own_rows(table, name)
     notes = (*read_notes, *([f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than "
                              f"{printable(name, 64)}; left out"] if foreign else []))
-    written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE, budget)
-                        if (directory / GROUND_TRUTH_FILE).is_file() else ({}, 0))
+    truth = (read_ground_truth_table(directory / GROUND_TRUTH_FILE, budget)
+             if (directory / GROUND_TRUTH_FILE).is_file() else GroundTruthTable({}, 0, {}, {}))
+    written, dropped, label_ranges = truth.labels, truth.dropped, truth.ranges
     processed = processed_images(directory, name, detections.keys, written)
     mismatch = None
     if gt is not None:
@@ -119,6 +126,7 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         labels: Mapping[FrameKey, Labels] = chosen.by_key
         dropped = chosen.dropped
         mismatch = _labels_mismatch(gt, chosen, name, processed)
+        label_ranges = {}  # the labels --gt names have no range
         if mismatch is not None:
             labels = {}
     else:
@@ -126,8 +134,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         dropped += manifest.labels_dropped
     sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
              if check_size(r.width, r.height, MAX_SIDE**2) is None}
+    conditions = {**truth.conditions, **detection_conditions}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
-                          notes)
+                          notes, label_ranges, conditions)
 
 
 def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
@@ -138,8 +147,9 @@ def _own_rows(rows: DetectionRows, segment: str) -> tuple[DetectionRows, int]:
         return rows, 0
     keep = np.flatnonzero(own)
     tracks = None if rows.track_ids is None else rows.track_ids[keep]
+    ranges = None if rows.range_m is None else rows.range_m[keep]
     return (DetectionRows([rows.keys[i] for i in keep], rows.class_ids[keep], rows.scores[keep], rows.xyxy[keep],
-                          tracks), len(rows) - len(keep))
+                          tracks, ranges), len(rows) - len(keep))
 
 
 def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
@@ -169,10 +179,11 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
     return f"{results}: no labels for {names} ({why}); name a camera_box file or folder with --gt PATH"
 
 
-def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list[str]]:
+def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list[str], dict[FrameKey, tuple[str | None, ...]]]:
     """The table's boxes (`detection_rows`: an edited table's other rows are left out, never fatal),
-    and what reading it left out, one line each (rows that are not boxes, track ids it cannot use)."""
-    table = read_table(path, [*DETECTION_COLUMNS, "track_id"], budget, "detections table")
+    what reading it left out, one line each (rows that are not boxes, track ids it cannot use), and
+    its images' conditions."""
+    table = read_table(path, [*DETECTION_COLUMNS, "track_id", *box_context.NAMES], budget, "detections table")
     absent = missing(table, DETECTION_COLUMNS)
     if absent:
         raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
@@ -188,8 +199,26 @@ def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionRows, list
     xyxy = np.stack([numbers[c][rows].astype(np.float32) for c in COORDINATES], axis=1).reshape(-1, 4)
     tracks = read_track_ids(table, ok, path)
     notes = [note for note in (not_boxes(path, ok), tracks.note) if note is not None]
+    ranges, conditions = _context(table, keys, rows)
     return (DetectionRows(keys, numbers["class_id"][rows].astype(np.int32), numbers["score"][rows].astype(np.float32),
-                          xyxy, None if tracks.ids is None else tracks.ids[rows]), notes)
+                          xyxy, None if tracks.ids is None else tracks.ids[rows], ranges), notes, conditions)
+
+
+def _context(table: pa.Table, keys: list[FrameKey], rows: np.ndarray) -> tuple[np.ndarray | None,
+                                                                                dict[FrameKey, tuple[str | None, ...]]]:
+    """The kept rows' ranges (None: no range column) and their images' conditions; a context column
+    of another type (an edited table) reads as none."""
+    ranges = None
+    if box_context.RANGE in table.column_names:
+        try:
+            ranges = box_context.ranges_of(values(table, box_context.RANGE)[rows])
+        except (pa.ArrowException, ValueError):
+            ranges = None
+    data = {name: table.column(name).to_pylist() for name in box_context.CONDITIONS if name in table.column_names}
+    firsts: dict[FrameKey, list[int]] = {}
+    for position, key in enumerate(keys):
+        firsts.setdefault(key, [int(rows[position])])
+    return ranges, box_context.conditions_of(data, firsts)
 
 
 def _keys(segments: list[object], timestamps: np.ndarray, cameras: np.ndarray, rows: np.ndarray) -> list[FrameKey]:
