@@ -51,7 +51,8 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
     assert t.schema.field("key.frame_timestamp_micros").type == pa.int64()
     assert t.schema.field("score").type == pa.float32()
     assert t.column_names == ["key.segment_context_name", "key.frame_timestamp_micros", "key.camera_name",
-                              "class_id", "label", "score", "xmin", "ymin", "xmax", "ymax", "track_id"]
+                              "class_id", "label", "score", "xmin", "ymin", "xmax", "ymax",
+                              "range_m", "range_source", "time_of_day", "location", "weather", "track_id"]
     assert t.schema.field("track_id").type == pa.int64() and t.column("track_id").null_count == t.num_rows  # one frame
     rows = t.to_pylist()
     front_car = [r for r in rows if r["key.camera_name"] == 1 and r["label"] == "car"]

@@ -208,11 +208,13 @@ class SegmentLifecycle:
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, job: SegmentJob, model_facts: ModelFacts, *,
              claims: dict[str, str] | None = None, clock: Clock = time.perf_counter,
-             labels: SegmentLabels | None = None) -> SegmentLifecycle | SegmentReport:
+             labels: SegmentLabels | None = None,
+             context: SegmentContext | None = None) -> SegmentLifecycle | SegmentReport:
         """Ready to record frames, or the report of a segment an earlier run already completed.
 
         `labels` (Waymo's, when the input has them) are drawn with `--gt` and always written to
-        `ground_truth.parquet` at the end, so the results alone are enough to evaluate.
+        `ground_truth.parquet` at the end, so the results alone are enough to evaluate; `context`
+        (the boxes' ranges and the images' conditions) is read from the source unless given.
         """
         started = clock()
         settings = job.settings
@@ -220,7 +222,8 @@ class SegmentLifecycle:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
-        context = read_context(keys)  # a component that is not Waymo's is refused before anything is written
+        if context is None:  # (the Ray engine reads it where it reads the keys)
+            context = read_context(keys)  # a component that is not Waymo's is refused before anything is written
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
         prepared = prepare_segment_dir(out_root, segment, settings, job.resume_key(ResumeModel.of(model_facts), segment))
