@@ -90,7 +90,7 @@ def headline(report: EvalRecord | None, outcomes: Mapping[str, Outcome] | None, 
 
 def threshold_text(value: object) -> str:
     """A threshold as the command line takes it ("0.3", not "0.30"); "-" when it is not a number."""
-    return "-" if safe.number(value) == "-" else f"{float(value):g}"  # type: ignore[arg-type]
+    return f"{value:g}" if isinstance(value, (int, float)) and safe.number(value) != "-" else "-"
 
 
 def tracking_line(scores: Mapping[str, object]) -> str:

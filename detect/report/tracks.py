@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -190,9 +191,10 @@ def _switches(rows: pd.DataFrame, limit: int) -> list[Switch]:
     return out
 
 
-def _example(row: dict[str, object]) -> gallery.Example:
-    camera = int(row[CAMERA])  # type: ignore[call-overload]
-    x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))  # type: ignore[arg-type]
+def _example(row: dict[str, Any]) -> gallery.Example:
+    """A tracking.parquet row (numbers where numbers go, as its reader made them) as an example."""
+    camera = int(row[CAMERA])
+    x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))
     return gallery.Example("id switch", str(row["type_name"]), CameraName(camera).name if camera in CAMERA_NUMBERS
-                           else str(camera), int(row[TIMESTAMP]), (x0, y0, x1, y1), None, None,  # type: ignore[call-overload]
+                           else str(camera), int(row[TIMESTAMP]), (x0, y0, x1, y1), None, None,
                            str(row[OBJECT_ID] or ""), segment=str(row[SEGMENT]))

@@ -238,7 +238,8 @@ def scores(sequences: list[SequenceData], tracks: list[Tracks]) -> dict:
     from detect.core.matching import WAYMO_PROTOCOL
     from detect.track import FrameTracks, score_tracks
 
-    out, pooled = {}, {}  # type: ignore[var-annotated]
+    out: dict[Any, Any] = {}
+    pooled: dict[Any, Any] = {}
     for seq, tr in zip(sequences, tracks):
         for t in seq.types.tolist():
             frames = [FrameTracks(tuple(seq.gt_id[g].tolist()), seq.gt_xyxy[g], tr.track_id[k], tr.xyxy[k])
