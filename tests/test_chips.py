@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import examples
-from conftest_models import tfjs_saved_model
 from helpers.crowds import driving_scene, street_crowd
+from helpers.examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -40,7 +39,6 @@ from detect.results.animations import prepare_animation_frame
 from detect.results.gif import GifWriter
 from detect.tools.chip_cover import chip_cover, frames
 
-ROOT = Path(__file__).resolve().parents[1]
 SIZE = 12
 RULES = ErrorRules(default_class_map(), tuple(int(t) for t in (WaymoType.VEHICLE, WaymoType.PEDESTRIAN, WaymoType.CYCLIST)),
                    COCO_PROTOCOL)
@@ -226,16 +224,14 @@ def test_the_measuring_tool_counts_a_chips_area_not_the_box_lines_around_it():
 
 @pytest.mark.slow
 def test_on_the_real_frame_the_frames_chips_cover_at_most_a_fiftieth_and_never_hide_each_other(
-        real_frame_path, real_camera_frames, tmp_path):
+        real_frame_path, real_camera_frames, coco_model, tmp_path):
     """The COCO CenterNet's boxes at its threshold on each camera of the real frame, judged against
     Waymo's labels and drawn as a run draws its frames."""
     from detect.model.detector import Detector
-    from detect.model.tfjs import centernet
     from detect.waymo.camera_labels import read_labels
     from detect.waymo.readers import read_keys
 
-    model = tfjs_saved_model(centernet.HEAD, ROOT / "models" / "centernet_mobilenetv3_coco", tmp_path)
-    detector = Detector(model, threshold=0.3, nms_iou=0.7)
+    detector = Detector(coco_model, threshold=0.3, nms_iou=0.7)
     labels = read_labels(read_keys(str(real_frame_path)))
     assert labels is not None
     for frame in real_camera_frames:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEGMENT
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.cli.console import WIDTH, relative, say, wrap
@@ -81,7 +81,7 @@ def test_the_commands_over_results_say_what_they_do(tiny_v2_path, stub_dynamic_d
     assert run("report", tmp_path / segment)[2][0] == f"detect: writing the report pages of {segment}"
     code, out, err = run("eval", tmp_path / segment)
     assert err[0] == f"detect: evaluating {segment} against Waymo's labels"
-    assert out[-3:] == ["wrote eval.json, pr_curves.png, thresholds.png, matches.parquet,",
+    assert out[-3:] == ["wrote eval.json, pr_curves.png, thresholds.png, matches.parquet, images.parquet,",
                         f"  tracking.parquet in {segment}", f"report: {segment}/report.html"]  # the page written again
     assert err[1] == f"detect: writing the report pages of {segment}"
 

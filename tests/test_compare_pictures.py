@@ -7,9 +7,9 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+from helpers.comparisons import BOX, ELSEWHERE, FRAMES, compare, folder
+from helpers.results_folders import PERSON, dets, key, labels, segment_folder
 from PIL import Image
-from test_compare import BOX, ELSEWHERE, FRAMES, compare, folder
-from test_eval import PERSON, dets, key, labels, results_dir
 
 from detect.compare.close_ups import CloseUp, write_close_ups
 from detect.compare.comparison import SideFacts
@@ -53,8 +53,8 @@ def marks_of(tmp_path: Path, with_labels: bool) -> list[Disagreement]:
     if with_labels:
         a_dir, b_dir = folder(tmp_path, "a", [True, True]), folder(tmp_path, "b", [False, True])
     else:
-        a_dir = results_dir(tmp_path / "a", {key(0): (labels(), dets((BOX, 0.9, PERSON)))}, knows=[PERSON]).parent
-        b_dir = results_dir(tmp_path / "b", {key(0): (labels(), dets((ELSEWHERE, 0.9, PERSON)))}, knows=[PERSON]).parent
+        a_dir = segment_folder(tmp_path / "a", {key(0): (labels(), dets((BOX, 0.9, PERSON)))}, knows=[PERSON]).parent
+        b_dir = segment_folder(tmp_path / "b", {key(0): (labels(), dets((ELSEWHERE, 0.9, PERSON)))}, knows=[PERSON]).parent
     a, b = load_side("A", a_dir, class_map, None), load_side("B", b_dir, class_map, None)
     pairing = pair(a, b)
     return collect(a, b, pairing.common, dict(pairing.labels) if pairing.labels else None, class_map).disagreement

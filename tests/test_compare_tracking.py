@@ -4,50 +4,16 @@ them, with the paired block bootstrap that AP uses."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import numpy as np
-import pyarrow.parquet as pq
 import pytest
-from test_eval import PERSON, SEGMENT, T0, dets, key, labels, results_dir
+from helpers.comparisons import LEFT, PED, TRACKED_FRAMES, compare, tracked_folder
+from helpers.results_folders import PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main
 from detect.compare.comparison import Change, TrackingComparison
 from detect.compare.terminal import tracking_lines
-from detect.core.cameras import CameraName
-from detect.core.records import FrameKey
-from detect.results.table import with_track_ids
 
-PED = 2
-LEFT, RIGHT = (100, 100, 200, 300), (600, 100, 700, 300)
-FRAMES, APART = 12, 100_000  # 1.2 s at 10 Hz: one block
 LONG, SECOND = 20, 1_000_000  # 20 frames a second apart: 10 blocks of 2 s, enough for a verdict
-
-
-def frame_key(i: int, apart: int = APART) -> FrameKey:
-    return FrameKey(SEGMENT, T0 + i * apart, CameraName.FRONT)
-
-
-def tracked_folder(tmp_path: Path, name: str, swap_every: int | None, frames: int = FRAMES, apart: int = APART) -> Path:
-    """Two pedestrians (labels obj0 left, obj1 right) boxed in every frame; the tracker keeps ids 1
-    (left) and 2 (right), or swaps them every `swap_every` frames."""
-    images = {frame_key(i, apart): (labels((LEFT, PED, 1), (RIGHT, PED, 1)),
-                                    dets((LEFT, 0.9, PERSON), (RIGHT, 0.8, PERSON)))
-              for i in range(frames)}
-    segment = results_dir(tmp_path / name, images, knows=[PERSON])
-    path = segment / "detections.parquet"
-    table = pq.read_table(path)
-    frame = (np.asarray(table.column("key.frame_timestamp_micros")) - T0) // apart
-    left = np.asarray(table.column("xmin")) < 300
-    swapped = (frame // swap_every) % 2 == 1 if swap_every else np.zeros(len(frame), bool)
-    ids = np.where(left ^ swapped, 1, 2)
-    pq.write_table(with_track_ids(table, ids), path)
-    return segment.parent
-
-
-def compare(a: Path, b: Path, out: Path, *extra: str) -> dict:
-    assert main(["compare", str(a), str(b), "--out", str(out), "--quiet", *extra]) == 0
-    return json.loads((out / "compare.json").read_text())
 
 
 def test_a_side_that_swaps_ids_scores_lower_outside_the_noise_and_as_eval_scores_it(tmp_path):
@@ -79,8 +45,8 @@ def test_identical_tracks_differ_by_nothing_in_every_resample(tmp_path):
 
 def test_an_untracked_side_is_a_note_and_no_tracking_rows(tmp_path, capsys):
     a = tracked_folder(tmp_path, "a", None)
-    images = {key(i): (labels((LEFT, PED, 1)), dets((LEFT, 0.9, PERSON))) for i in range(FRAMES)}
-    b = results_dir(tmp_path / "b", images, knows=[PERSON]).parent
+    images = {key(i): (labels((LEFT, PED, 1)), dets((LEFT, 0.9, PERSON))) for i in range(TRACKED_FRAMES)}
+    b = segment_folder(tmp_path / "b", images, knows=[PERSON]).parent
     report = compare(a, b, tmp_path / "out")
     assert "tracking" not in report
     assert ("detect: note: B has no track ids (one timestamp, --no-track, or a run from before tracking: "

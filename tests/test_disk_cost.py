@@ -71,7 +71,7 @@ def test_the_bytes_of_each_output_kind_for_a_known_input():
         "tables": 1000 * BYTES_PER_IMAGE["tables"]}
     assert output_bytes(10, frames=None, gif=True, mp4=True, gif_width=1280, mosaic=False) == {
         "GIFs": 40 * BYTES_PER_IMAGE["gif"], "MP4s": 40 * BYTES_PER_IMAGE["mp4"], "tables": 10 * BYTES_PER_IMAGE["tables"]}
-    assert 2.5e9 < sum(output_bytes(1000, frames="png", gif=True, mp4=False).values()) < 3.5e9  # issue 35: ~2.6 GB
+    assert 2.5e9 < sum(output_bytes(1000, frames="png", gif=True, mp4=False).values()) < 3.5e9  # ~2.6 GB
     assert [human_bytes(n) for n in (999, 12_345, 3_097_920, 47_387_310, 2.6e12)] == [
         "999 B", "12 kB", "3.1 MB", "47 MB", "2.6 TB"]
 

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from cli_text import without_status
+from helpers.cli import without_status
 from helpers.results_folders import CAR, PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main

@@ -7,20 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, ROOT, SHARED
-from conftest_models import tfjs_saved_model
+from helpers.paths import IN_CI, SHARED
 from helpers.tide_reference import tidecv_error_kinds
 
 from detect.cli import main
-from detect.model.tfjs import centernet
 
 pytestmark = pytest.mark.slow
 MOT17_CLIP = SHARED / "fixtures" / "mot17mini_v2" / "camera_image" / "mot17_05_frcnn.parquet"
-
-
-@pytest.fixture(scope="module")
-def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet.HEAD, ROOT / "models" / "centernet_mobilenetv3_coco", tmp_path_factory.mktemp("c"))
 
 
 def assert_equal_to_tidecv(out: Path, work: Path) -> dict:

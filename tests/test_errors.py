@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
+from helpers.matches import matches_frame
+from helpers.paths import REAL_SEGMENT
+from helpers.results_folders import CAR, PERSON, dets, evaluation, key, labels, row, segment_folder
 from PIL import Image
-from test_coco_model import coco_model  # noqa: F401  (the fixture)
-from test_eval import CAR, PERSON, dets, evaluation, key, labels, results_dir, row
 
 from detect.cli import main
 from detect.core.errors import UsageError
@@ -30,7 +30,7 @@ from detect.render.draw import DrawStyle
 from detect.render.verdicts import COLORS, draw_errors, judge, paint_error_legend
 from detect.report import gallery
 from detect.results.ground_truth import read_ground_truth
-from detect.waymo.schema import CAMERA, OBJECT_ID, SEGMENT, TIMESTAMP
+from detect.waymo.schema import CAMERA, OBJECT_ID, TIMESTAMP
 
 VEHICLE, PEDESTRIAN, SIGN, CYCLIST = (int(t) for t in (WaymoType.VEHICLE, WaymoType.PEDESTRIAN, WaymoType.SIGN,
                                                        WaymoType.CYCLIST))
@@ -115,11 +115,6 @@ def test_the_suggested_threshold_keeps_exactly_the_chosen_boxes():
     assert suggest(0.30000001192092896, 0.29) == "0.30"
 
 
-def matches_frame(rows: list[dict]) -> pd.DataFrame:
-    base = {SEGMENT: "s", TIMESTAMP: 1, CAMERA: 1, "iou": None, OBJECT_ID: None, "class_id": None}
-    return pd.DataFrame([base | r for r in rows])
-
-
 def test_the_galleries_pick_the_highest_false_alarms_and_the_largest_misses():
     def box(side: float) -> dict:
         return {"xmin": 0.0, "ymin": 0.0, "xmax": side, "ymax": side}
@@ -166,7 +161,7 @@ def test_each_gallery_slot_shows_another_object_at_its_worst_frame():
 
 def test_the_waymo_protocol_end_to_end_on_crafted_boxes(tmp_path):
     """A car box at IoU 0.6 with a vehicle label: a hit under COCO, a false alarm and a miss under Waymo's."""
-    directory = results_dir(tmp_path, {key(): (labels(((0, 0, 100, 100), VEHICLE, 1)), dets(((0, 0, 100, 60), 0.9, CAR)))})
+    directory = segment_folder(tmp_path, {key(): (labels(((0, 0, 100, 100), VEHICLE, 1)), dets(((0, 0, 100, 60), 0.9, CAR)))})
     coco = row(evaluation(directory), "LEVEL_2", "VEHICLE")
     assert (coco["true_positives"], coco["false_positives"], coco["ap50"], coco["ap_waymo"]) == (1, 0, 1.0, 0.0)
     waymo_report = evaluation(directory, "--protocol", "waymo")
@@ -178,7 +173,7 @@ def test_the_waymo_protocol_end_to_end_on_crafted_boxes(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def one_step(coco_model, real_frame_path, tmp_path_factory) -> tuple[Path, str]:  # noqa: F811
+def one_step(coco_model, real_frame_path, tmp_path_factory) -> tuple[Path, str]:
     """`detect segment` on the real frame with the COCO model, as a user runs it: nothing more asked."""
     out = tmp_path_factory.mktemp("one_step")
     printed = io.StringIO()

@@ -4,85 +4,47 @@ tiny synthetic results, and against the library run directly on the exported COC
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT
+from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT
+from helpers.results_folders import (
+    BOX_A,
+    BOX_B,
+    CAR,
+    ELSEWHERE,
+    PERSON,
+    SEGMENT,
+    T0,
+    dets,
+    evaluation,
+    key,
+    labels,
+    row,
+    segment_folder,
+)
 from PIL import Image
 
 from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
-from detect.core.records import LEVEL_1, LEVEL_2, Detections, FrameKey, FrameResult, Labels, WaymoType
+from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, Labels, WaymoType
 from detect.evaluate.coco import image_id
 from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
 from detect.render.label_boxes import TYPE_COLORS, draw_labels
 from detect.render.verdicts import COLORS as ERROR_COLORS
 from detect.render.verdicts import LEGEND_FILL
-from detect.results import journal
-from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
-from detect.results.table import DETECTIONS_FILE, write_table
-
-SEGMENT = "seg_eval"
-T0 = 1_000_000
-PERSON, CAR, BICYCLE = 1, 3, 2
-
-
-def key(i: int = 0, camera: CameraName = CameraName.FRONT) -> FrameKey:
-    return FrameKey(SEGMENT, T0 + i * 100_000, camera)
-
-
-def labels(*rows: tuple[tuple[float, float, float, float], int, int]) -> Labels:
-    """(xyxy, Waymo type, difficulty) rows."""
-    return Labels(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows], [r[2] for r in rows],
-                  tuple(f"obj{i}" for i in range(len(rows))))
-
-
-def dets(*rows: tuple[tuple[float, float, float, float], float, int]) -> Detections:
-    """(xyxy, score, COCO class) rows, best first."""
-    rows = tuple(sorted(rows, key=lambda r: -r[1]))
-    return Detections(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows],
-                      [r[2] for r in rows], tuple(str(r[2]) for r in rows))
-
-
-def results_dir(tmp_path: Path, images: dict[FrameKey, tuple[Labels, Detections]], threshold: float = 0.5,
-                knows: list[int] | None = None, name: str = SEGMENT) -> Path:
-    """A segment's results as `detect segment` writes them (table, labels, journal, manifest)."""
-    directory = tmp_path / name
-    directory.mkdir(parents=True)
-    results = [FrameResult(k, 1920, 1280, d) for k, (_, d) in images.items()]
-    write_table(directory / DETECTIONS_FILE, results)
-    write_ground_truth(directory / GROUND_TRUTH_FILE, {k: lab for k, (lab, _) in images.items()}, images)
-    with journal.Journal(directory) as log:
-        for result in results:
-            log.append(result)
-    manifest = {"segment_context_name": name, "settings": {"draw": {"threshold": threshold}},
-                "model": {"knows_classes": knows if knows is not None else "COCO label map"}}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-    return directory
-
-
-def evaluation(directory: Path, *extra: str) -> dict:
-    assert main(["eval", str(directory), "--quiet", *extra]) == 0
-    return json.loads((directory / "eval.json").read_text())
-
-
-def row(report: dict, level: str, name: str) -> dict:
-    return next(r for r in report["levels"][level] if r["name"] == name)
-
-
-BOX_A, BOX_B, ELSEWHERE = (100, 100, 300, 500), (600, 100, 800, 500), (1200, 600, 1300, 800)
+from detect.results.ground_truth import GROUND_TRUTH_FILE
 
 
 def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
     # Two pedestrians; detections: 0.9 on A (hit), 0.8 elsewhere (false positive), 0.7 on B (hit).
     # PR points: (R 0.5, P 1), (0.5, 0.5), (1, 0.667). COCO's 101-point interpolated AP:
     # recall 0..0.50 (51 points) at precision 1, 0.51..1.00 (50 points) at 2/3.
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
                                                dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, PERSON), (BOX_B, 0.7, PERSON)))},
                             threshold=0.75)
     report = evaluation(directory)
@@ -103,7 +65,7 @@ def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
 def test_the_printed_table_names_the_types_without_labels_instead_of_rows_of_dashes(tmp_path, capsys):
     """Types the data has no label of (here all but PEDESTRIAN) are named in one line, as on the
     page; the header says what "dets" are; the thresholds are written with one precision."""
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1), (BOX_B, 2, 1)),
                                                dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, PERSON), (BOX_B, 0.7, PERSON)))},
                             threshold=0.75)
     assert main(["eval", str(directory)]) == 0
@@ -138,7 +100,7 @@ def test_the_thresholds_of_one_evaluation_are_written_with_the_decimals_the_most
 def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path):
     """A stop sign where the data has no SIGN labels (Waymo's 2D labels have none) is not scored:
     no precision, no false alarm, and ALL's counts are the labelled types' alone."""
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, 13)))},
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.8, 13)))},
                             threshold=0.5)
     report = evaluation(directory)
     sign, everything = row(report, "LEVEL_2", "SIGN"), row(report, "LEVEL_2", "ALL")
@@ -147,7 +109,7 @@ def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path
 
 
 def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, LEVEL_1), (BOX_B, 2, LEVEL_2)),
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, LEVEL_1), (BOX_B, 2, LEVEL_2)),
                                                dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON)))})
     report = evaluation(directory)
     level1, level2 = row(report, "LEVEL_1", "PEDESTRIAN"), row(report, "LEVEL_2", "PEDESTRIAN")
@@ -158,7 +120,7 @@ def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
 
 def test_the_class_map_decides_what_counts_and_can_be_replaced(tmp_path):
     cyclist = (BOX_A, WaymoType.CYCLIST, 1)
-    directory = results_dir(tmp_path, {key(): (labels(cyclist), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels(cyclist), dets((BOX_A, 0.9, PERSON)))})
     assert row(evaluation(directory), "LEVEL_2", "CYCLIST")["true_positives"] == 0  # person -> PEDESTRIAN
     mapping = tmp_path / "map.json"
     mapping.write_text(json.dumps({"person": "CYCLIST", "2": 4}))
@@ -191,7 +153,7 @@ def test_a_bad_class_map_is_one_line(content, message, tmp_path):
 
 
 def test_results_without_labels_are_one_line_and_exit_2(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
-    directory = results_dir(tmp_path, {key(): (Labels.empty(), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (Labels.empty(), dets((BOX_A, 0.9, PERSON)))})
     (directory / GROUND_TRUTH_FILE).unlink()
     assert main(["eval", str(directory)]) == 2
     assert without_status(capsys.readouterr().err) == (
@@ -202,9 +164,9 @@ def test_results_without_labels_are_one_line_and_exit_2(tiny_v2_path, stub_dynam
 def test_a_run_pools_the_matches_of_its_segments(tmp_path):
     # Each segment alone: one hit and one miss. Pooled, 0.9 hit > 0.8 miss > 0.7 hit > 0.6 miss.
     run = tmp_path / "run"
-    results_dir(run, {FrameKey("a", T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
+    segment_folder(run, {FrameKey("a", T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
                                                             dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.6, PERSON)))}, name="a")
-    results_dir(run, {FrameKey("b", T0, CameraName.FRONT): (labels((BOX_B, 2, 1)),
+    segment_folder(run, {FrameKey("b", T0, CameraName.FRONT): (labels((BOX_B, 2, 1)),
                                                             dets((BOX_B, 0.7, PERSON), (ELSEWHERE, 0.8, PERSON)))}, name="b")
     report = evaluation(run)
     assert report["segments"] == ["a", "b"] and report["images"] == 2
@@ -214,7 +176,7 @@ def test_a_run_pools_the_matches_of_its_segments(tmp_path):
 
 
 def test_export_coco_writes_stable_ids_the_library_reads(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (BOX_B, 0.3, CAR)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON), (BOX_B, 0.3, CAR)))})
     assert main(["export", "coco", str(directory), "--out", str(tmp_path / "coco")]) == 0
     instances = json.loads((tmp_path / "coco" / "instances.json").read_text())
     detections = json.loads((tmp_path / "coco" / "detections.json").read_text())

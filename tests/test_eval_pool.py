@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_eval import BOX_A, PERSON, T0, dets, labels, results_dir
+from helpers.results_folders import BOX_A, PERSON, T0, dets, labels, segment_folder
 
 from detect.cli import main
 from detect.core.cameras import CameraName
@@ -16,7 +16,7 @@ from detect.core.records import FrameKey
 
 def segment(parent: Path, name: str = "seg", model: dict | None = None, settings: dict | None = None) -> Path:
     """A segment's results under `parent` (one image, one hit) with these manifest facts."""
-    directory = results_dir(parent, {FrameKey(name, T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
+    directory = segment_folder(parent, {FrameKey(name, T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
                                                                              dets((BOX_A, 0.9, PERSON)))}, name=name)
     manifest = json.loads((directory / "manifest.json").read_text())
     manifest["model"] |= {"sha256": "a" * 64, "nms_iou": 0.7, "score_floor": 0.05} | (model or {})

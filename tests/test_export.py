@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT, TINY_SEGMENT
-from test_eval import BOX_A, BOX_B, ELSEWHERE, PERSON, dets, key, labels, results_dir
+from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
+from helpers.results_folders import BOX_A, BOX_B, ELSEWHERE, PERSON, dets, key, labels, segment_folder
 
 from detect.cli import main
 from detect.core.records import WaymoType
@@ -33,7 +33,7 @@ def export(results: Path, out: Path, *extra: str) -> tuple[dict, list, str]:
 
 
 def test_images_carry_their_size_their_source_frame_and_the_input_file(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
     manifest = json.loads((directory / "manifest.json").read_text())
     (directory / "manifest.json").write_text(json.dumps({**manifest, "input": {"path": "in/seg_eval.parquet"}}))
     instances, _, err = export(directory, tmp_path / "coco")
@@ -46,7 +46,7 @@ def test_images_carry_their_size_their_source_frame_and_the_input_file(tmp_path)
 
 def test_instances_hold_every_labeled_type_and_detections_only_the_models(tmp_path):
     """A person model: its detections are PEDESTRIAN only, the labels keep their vehicles and cyclists."""
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1), (BOX_B, VEHICLE, 2), (ELSEWHERE, CYCLIST, 1)),
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1), (BOX_B, VEHICLE, 2), (ELSEWHERE, CYCLIST, 1)),
                                                dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON)))}, knows=[PERSON])
     instances, detections, _ = export(directory, tmp_path / "coco")
     assert [c["name"] for c in instances["categories"]] == ["VEHICLE", "PEDESTRIAN", "CYCLIST"]
@@ -57,7 +57,7 @@ def test_instances_hold_every_labeled_type_and_detections_only_the_models(tmp_pa
 
 def test_export_says_what_it_wrote_in_counts(tmp_path, monkeypatch):
     """One line: each file with what it holds (and, with --images, the JPEGs copied); none with --quiet."""
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1), (BOX_B, VEHICLE, 2)),
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1), (BOX_B, VEHICLE, 2)),
                                                dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON), (ELSEWHERE, 0.1, 13)))})
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
@@ -76,7 +76,7 @@ def test_export_says_what_it_wrote_in_counts(tmp_path, monkeypatch):
 
 
 def test_results_without_their_journal_still_export_and_say_so(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
     shutil.rmtree(directory / ".detect")
     instances, _, err = export(directory, tmp_path / "coco")
     assert "width" not in instances["images"][0] and instances["images"][0]["file_name"] == "images/seg_eval/FRONT/1000000.jpg"
@@ -121,7 +121,7 @@ def gt_for(source: str, segment: Path, tmp_path: Path) -> list[str]:
     if source == "real_frame_path":
         return []
     import pyarrow.parquet as pq
-    from test_hardening_labels import camera_box
+    from helpers.label_tables import camera_box
 
     from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
@@ -131,7 +131,7 @@ def gt_for(source: str, segment: Path, tmp_path: Path) -> list[str]:
 
 
 def test_images_from_a_missing_input_is_a_note_and_the_json_is_still_written(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, PEDESTRIAN, 1)), dets((BOX_A, 0.9, PERSON)))})
     manifest = json.loads((directory / "manifest.json").read_text())
     missing = tmp_path / "gone.tfrecord"
     (directory / "manifest.json").write_text(json.dumps({**manifest, "input": {"path": str(missing)}}))

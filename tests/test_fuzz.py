@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, examples
+from helpers.examples import examples
+from helpers.paths import REAL_SEGMENT
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -50,7 +51,7 @@ LIBJPEG_MAX_SIDE = 65500
 
 
 def fuzz(share: float) -> settings:
-    """Hypothesis settings for these tests: `share` of the profile's examples (tests/conftest.py: the
+    """Hypothesis settings for these tests: `share` of the profile's examples (tests/helpers/examples.py: the
     ci profile's 300 for a share of 1), no deadline (TensorFlow's first call takes seconds)."""
     return settings(max_examples=examples(share), deadline=None, suppress_health_check=SUPPRESSED)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REAL_SEGMENT
+from helpers.matches import matches_frame
+from helpers.paths import REAL_SEGMENT
 from PIL import Image
-from test_errors import matches_frame
 
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey

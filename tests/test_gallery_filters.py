@@ -4,21 +4,19 @@ the page's policy) work from file:// with no server; without JavaScript every it
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import chromium, needs_chromium
 from helpers.results_folders import CAR, PERSON, SEGMENT, dets, key, labels, segment_folder, with_frames
 
 from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.report.filters import SCRIPT, range_band
 
-CHROMIUM = Path("/usr/bin/chromium")
 VEHICLE, PEDESTRIAN = 1, 2
 FIGURE = re.compile(r"<figure data-state='([^']*)' data-type='([^']*)' data-range='([^']*)' data-camera='([^']*)'"
                     r"(?: data-score='([^']*)')? data-object-id='([^']*)'>")
@@ -85,18 +83,6 @@ def test_the_run_page_worst_moments_have_the_same_filters_and_script(run):
     assert ids and len(set(ids)) == len(ids)
 
 
-@contextlib.contextmanager
-def chromium() -> Iterator[Any]:
-    """Headless Chromium (Debian's), closed after."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def shown(tab: Any) -> list[tuple[str, str]]:
     """The state and object of each gallery item the page shows."""
     return [tuple(item) for item in tab.eval_on_selector_all(
@@ -104,7 +90,7 @@ def shown(tab: Any) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow  # starts Chromium
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_on_the_run_page_choosing_missed_shows_only_missed_moments_each_object_once(run):
     with chromium() as browser:
         tab = browser.new_page()
@@ -117,7 +103,7 @@ def test_on_the_run_page_choosing_missed_shows_only_missed_moments_each_object_o
 
 
 @pytest.mark.slow  # starts Chromium
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_choosing_missed_shows_only_missed_items_each_object_once_and_without_javascript_all_show(page):
     with chromium() as browser:
         tab = browser.new_page()

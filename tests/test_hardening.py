@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
+from helpers.cli import without_status
+from helpers.frames import frames, jpeg
 from PIL import Image
 
 from detect.cli import main
@@ -29,12 +30,6 @@ T0 = 1_000_000
 pytestmark = pytest.mark.usefixtures("load_each_model_once")
 
 
-def jpeg(width: int = 96, height: int = 64, color: tuple[int, int, int] = (200, 80, 40)) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (width, height), color).save(out, "JPEG")
-    return out.getvalue()
-
-
 def bomb(width: int = 13000, height: int = 13000) -> bytes:
     """A small valid JPEG whose header (SOF0) claims `width` x `height`."""
     data = bytearray(jpeg(16, 16))
@@ -42,15 +37,6 @@ def bomb(width: int = 13000, height: int = 13000) -> bytes:
     data[sof + 5:sof + 7] = height.to_bytes(2, "big")
     data[sof + 7:sof + 9] = width.to_bytes(2, "big")
     return bytes(data)
-
-
-def frames(name: str, *images: bytes, camera: int = 1) -> list[CameraFrame]:
-    """One image per frame (10 Hz) of `camera`, plus a FRONT_LEFT image so the mosaic is built."""
-    out = []
-    for i, image in enumerate(images):
-        out.append(CameraFrame(name, T0 + i * 100_000, camera, image))
-        out.append(CameraFrame(name, T0 + i * 100_000, 2, jpeg()))
-    return out
 
 
 def segment(args: list[str], model: Path, err: io.StringIO | None = None, out: io.StringIO | None = None,
@@ -315,7 +301,7 @@ def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, 
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     table_path = tmp_path / "out" / "seg_a" / "detections.parquet"
 
-    def full(path, results, track=None):
+    def full(path, results, track=None, context=None):
         raise OSError(28, "No space left on device", str(table_path))
 
     monkeypatch.setattr(detect.engine.lifecycle, "write_table", full)

@@ -1,5 +1,5 @@
-"""Issue 31, items 5 and 7 end to end: crafted results folders and runs through the CLI. Each ends
-with correct output or a one-line note naming what was left out, never "unexpected", never a hang."""
+"""Crafted results folders and runs through the CLI, end to end. Each ends with correct output or a
+one-line note naming what was left out, never "unexpected", never a hang."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT
+from helpers.cli import run_cli
+from helpers.paths import TINY_SEGMENT
 from PIL import Image
 
-from detect.cli import main
 from detect.cli.exit_codes import EXIT_FRAMES_FAILED
 from detect.results.table import DETECTIONS_FILE
 from detect.waymo.schema import SEGMENT
@@ -25,12 +24,6 @@ from detect.waymo.schema import SEGMENT
 # Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
 # writes or refuses, not about loading.
 pytestmark = pytest.mark.usefixtures("load_each_model_once")
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue(), without_status(err.getvalue())
 
 
 def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Hostile labels (hardening round 2, items 1, 2 and 5): camera_box files with no rows for the
+"""Hostile labels: camera_box files with no rows for the
 segment, wrong column types, NaN / negative / out-of-enum rows, null difficulties; results files
 that are broken for one segment of many. Each ends in correct output or one line, nothing lost."""
 
@@ -8,14 +8,15 @@ import io
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT, examples
+from helpers.cli import without_status
+from helpers.examples import examples
+from helpers.label_tables import SEG, TS, camera_box
+from helpers.paths import TINY_SEGMENT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,23 +39,6 @@ from detect.waymo.schema import (
 # Each stub model is loaded once for the file's runs (tests/conftest.py): these tests are about what a run
 # writes or refuses, not about loading.
 pytestmark = pytest.mark.usefixtures("load_each_model_once")
-
-SEG = "seg_a"
-TS = 1_553_735_853_462_203
-
-
-def camera_box(path: Path, rows: list[dict], types: dict[str, pa.DataType] | None = None) -> Path:
-    """A camera_box file from dict rows (missing keys: a valid default), column types overridable."""
-    defaults = {SEGMENT: SEG, TIMESTAMP: TS, CAMERA: 1, OBJECT_ID: "o", BOX_CENTER_X: 100.0, BOX_CENTER_Y: 100.0,
-                BOX_SIZE_X: 20.0, BOX_SIZE_Y: 10.0, BOX_TYPE: 1, DIFFICULTY: 1}
-    kinds = {SEGMENT: pa.string(), TIMESTAMP: pa.int64(), CAMERA: pa.int8(), OBJECT_ID: pa.string(),
-             BOX_CENTER_X: pa.float64(), BOX_CENTER_Y: pa.float64(), BOX_SIZE_X: pa.float64(), BOX_SIZE_Y: pa.float64(),
-             BOX_TYPE: pa.int16(), DIFFICULTY: pa.int8()} | (types or {})
-    table = pa.table({c: pa.array([r.get(c, d) for r in rows], kinds[c]) for c, d in defaults.items()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
-    return path
-
 
 @pytest.mark.parametrize("rows", [[], [{SEGMENT: "another_segment"}]])
 def test_a_camera_box_without_rows_for_the_segment_means_no_labels(rows, tmp_path):
@@ -147,7 +131,7 @@ def test_an_edited_ground_truth_table_drops_bad_rows(tmp_path):
     rows = {SEGMENT: [SEG] * 4, TIMESTAMP: [TS] * 4, CAMERA: [1, 1, 9, 1], OBJECT_ID: ["a", "b", "c", "d"],
             "type": [1, 2, 1, 100], "difficulty": [1, 2, 1, 1], "xmin": [0.0, float("nan"), 0.0, 0.0],
             "ymin": [0.0] * 4, "xmax": [10.0] * 4, "ymax": [10.0] * 4}
-    pq.write_table(pa.table(rows, schema=SCHEMA), tmp_path / GROUND_TRUTH_FILE)
+    pq.write_table(pa.table(rows, schema=pa.schema([SCHEMA.field(name) for name in rows])), tmp_path / GROUND_TRUTH_FILE)
     labels, dropped = read_ground_truth(tmp_path / GROUND_TRUTH_FILE)
     assert dropped == 3 and [lab.object_ids for lab in labels.values()] == [("a",)]
 
@@ -218,12 +202,13 @@ def test_any_results_files_give_numbers_or_one_line(tmp_path_factory, detections
     seg.mkdir()
     rows = {name: [] for name in TABLE.names}
     for ts, camera, class_id, score, *box in detections:
-        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box, None], strict=True):
+        for name, value in zip(TABLE.names, [SEG, ts, camera, class_id, "x", score, *box, *[None] * 5, None],
+                               strict=True):
             rows[name].append(value)
     pq.write_table(pa.table(rows, schema=TABLE), seg / "detections.parquet")
     truth = {name: [] for name in TRUTH.names}
     for camera, kind, difficulty, *box in labels:
-        for name, value in zip(TRUTH.names, [SEG, TS, camera, "o", kind, difficulty, *box], strict=True):
+        for name, value in zip(TRUTH.names, [SEG, TS, camera, "o", kind, difficulty, *box, *[None] * 5], strict=True):
             truth[name].append(value)
     pq.write_table(pa.table(truth, schema=TRUTH), seg / GROUND_TRUTH_FILE)
     (seg / "manifest.json").write_text(json.dumps({"segment_context_name": SEG} | manifest))

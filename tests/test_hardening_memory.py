@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, examples
 from helpers.cli import run
+from helpers.examples import examples
 from helpers.memory import detect, peak_rss
+from helpers.paths import ROOT
 from helpers.results_folders import PEDESTRIAN, PERSON, dets, key, labels, segment_folder, walking_pedestrian
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Hostile model files and settings (issue 31): every one ends with correct output or one line
+"""Hostile model files and settings: every one ends with correct output or one line
 naming the file and what is wrong with it; nothing hangs, nothing outside the model is read."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_models import load_models_script
+from helpers.models import load_models_script
 
 from detect.cli import main
 from detect.core.boxes import class_aware_nms
@@ -84,7 +84,7 @@ def test_tile_64_overlap_089_on_480x320_merges_in_memory_linear_in_its_boxes():
     assert 0 < len(merged[0]) < 2318 * 5
     assert peak < 64 * 1024 * 1024
 
-# --- deep nesting (item 7): a 100,000-deep JSON array in any model file is one line ---------------
+# --- deep nesting: a 100,000-deep JSON array in any model file is one line ---------------
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -113,7 +113,7 @@ def test_a_deeply_nested_model_json_is_one_line_in_detect_model(tmp_path, capsys
     assert capsys.readouterr().err == f"detect: error: model {path} is nested too deeply to be read\n"
 
 
-# --- TF.js weights (item 8): shapes checked in Python ints, one rule for weight paths -------------
+# --- TF.js weights: shapes checked in Python ints, one rule for weight paths -------------
 
 def tfjs_model(folder: Path, *, shape: object = (2, 2), paths: object = ("w.bin",), data: bytes = b"\0" * 16) -> Path:
     """A crafted TF.js graph model with CenterNet's node names and one float32 constant `w`."""
@@ -186,7 +186,7 @@ def test_checksums_read_only_regular_files(stub_dynamic_dir, tmp_path):
     assert formats.checksum(model) == before  # not a file of the model, and never opened (it would block)
 
 
-# --- sidecars and the converter script (item 13) -----------------------------------------------
+# --- sidecars and the converter script ----------------------------------------------------------
 
 @pytest.mark.parametrize(("size", "problem"), [
     ("0", "expected N, WxH or fit:WxH of 32-4096 pixels a side"),

@@ -1,7 +1,7 @@
-"""Results folders as hostile input to `detect report` (hardening round 2, items 3, 4, 5 and 12):
-values that carry HTML, links that carry schemes, symlinks planted in the folder, broken files,
-the run files of a sharded run. Every page escapes and type-checks what it shows, links only to
-relative paths, runs no script but its own, and writes nothing through a link."""
+"""Results folders as hostile input to `detect report`: values that carry HTML, links that carry
+schemes, symlinks planted in the folder, broken files, the run files of a sharded run. Every page
+escapes and type-checks what it shows, links only to relative paths, runs no script but its own,
+and writes nothing through a link."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT, examples
+from helpers.browser import chromium, needs_chromium
+from helpers.cli import without_status
+from helpers.examples import examples
+from helpers.paths import TINY_SEGMENT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +23,6 @@ from detect.cli import main
 from detect.report.build import build_reports
 from detect.report.pages import SORT_SCRIPT
 
-CHROMIUM = Path("/usr/bin/chromium")
 SEGMENT_FILES = ("manifest.json", "detections.parquet")
 
 
@@ -209,9 +210,8 @@ def test_any_results_files_give_safe_pages_or_a_note(segment_results, tmp_path_f
 
 
 @pytest.mark.slow  # starts Chromium
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_the_policy_lets_the_page_own_script_run_and_nothing_else(segment_results, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
     run = tmp_path / "run"
     for name in ("seg_a", "seg_b"):
         edit_manifest(copy_segment(segment_results, run / name), segment_context_name=name)
@@ -219,16 +219,12 @@ def test_the_policy_lets_the_page_own_script_run_and_nothing_else(segment_result
     html = page_path.read_text()
     # A script the data could have smuggled in, were escaping ever to fail: the policy must stop it.
     page_path.write_text(html.replace("</body>", "<script>document.title = 'injected'</script></body>"))
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.goto(page_path.as_uri())
-            assert page.title() != "injected"
-            names = "cells => cells.map(c => c.textContent)"
-            first = page.locator("table.sortable th").first
-            assert page.eval_on_selector_all("table.sortable tbody tr td:first-child", names) == ["seg_a", "seg_b"]
-            first.click()  # the page's own script sorts: descending first
-            assert page.eval_on_selector_all("table.sortable tbody tr td:first-child", names) == ["seg_b", "seg_a"]
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(page_path.as_uri())
+        assert page.title() != "injected"
+        names = "cells => cells.map(c => c.textContent)"
+        first = page.locator("table.sortable th").first
+        assert page.eval_on_selector_all("table.sortable tbody tr td:first-child", names) == ["seg_a", "seg_b"]
+        first.click()  # the page's own script sorts: descending first
+        assert page.eval_on_selector_all("table.sortable tbody tr td:first-child", names) == ["seg_b", "seg_a"]

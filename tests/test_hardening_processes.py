@@ -1,6 +1,6 @@
-"""Writers, locks and what is printed (hardening round 2, items 6, 7, 10, 11, 14 and 15): `detect
-gif` during a run, two runs on one OUT, a lock that could not be made, escape sequences from files,
-messages that said the wrong thing, Ctrl-C while the command starts."""
+"""Writers, locks and what is printed: `detect gif` during a run, two runs on one OUT, a lock that could
+not be made, escape sequences from files, messages that said the wrong thing, Ctrl-C while the
+command starts."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT
-from test_hardening import frames, jpeg
+from helpers.cli import without_status
+from helpers.frames import frames, jpeg
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import OutputError

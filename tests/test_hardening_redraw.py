@@ -16,26 +16,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT, TINY_V2_DIR, examples
+from helpers.cli import run_cli
+from helpers.examples import examples
+from helpers.paths import TINY_SEGMENT, TINY_V2_DIR
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from detect.cli import main
 from detect.core.errors import RecordError
 from detect.engine.spec import SettingsRecord
 from detect.model.classmap import ClassMap
 
 CLASS_MAP = {"car": "VEHICLE", "truck": "VEHICLE", "person": "PEDESTRIAN"}  # no CYCLIST
 MAP_FILE = "waymo_map.json"
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue(), without_status(err.getvalue())
 
 
 def redraw(seg: Path, *flags: str) -> tuple[int, str, str]:

@@ -1,4 +1,5 @@
-"""Hostile results folders and timelines (issue 31 items 5-7): correct output or a one-line note."""
+"""Hostile results folders and timelines (damaged journals, tables and manifests; frames out of order):
+correct output or a one-line note."""
 
 import os
 import struct

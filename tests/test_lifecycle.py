@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_SEGMENT
+from helpers.paths import TINY_SEGMENT
 
 from detect.core.cameras import CameraName
 from detect.core.errors import OutputError, UsageError

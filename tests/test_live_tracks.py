@@ -4,7 +4,7 @@ the model saw the cameras in; a camera read out of time order is held back and t
 from __future__ import annotations
 
 import numpy as np
-from test_table_tracks import PARAMS, moving_boxes
+from helpers.tracks import PARAMS, moving_boxes
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT
+from helpers.paths import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 

@@ -7,8 +7,8 @@ import io
 
 import numpy as np
 import pytest
-from conftest import examples
 from faster_coco_eval import COCO, COCOeval_faster
+from helpers.examples import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pycocotools.coco import COCO as PyCOCO

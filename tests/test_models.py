@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_models import load_models_script
+from helpers.models import load_models_script
 
 tf = pytest.importorskip("tensorflow")
 from detect.model.detector import Detector  # noqa: E402

@@ -45,7 +45,8 @@ def as_detections(labels: Labels) -> Detections:
     return Detections(labels.xyxy + 6, np.linspace(0.95, 0.35, n), np.full(n, 3), ("car",) * n)
 
 
-def real_images(real_frame_path, real_camera_frames):
+def labelled_images(real_frame_path, real_camera_frames):
+    """Each camera image of the real frame (decoded by Pillow) with its key and its labels."""
     labels = read_labels(read_keys(str(real_frame_path)))
     assert labels is not None
     for frame in real_camera_frames:
@@ -56,7 +57,7 @@ def real_images(real_frame_path, real_camera_frames):
 def test_on_the_real_frame_the_tiles_chips_are_readable_as_shown_and_never_hide_each_other(
         real_frame_path, real_camera_frames):
     left_out = total = 0
-    for _key, image, labels in real_images(real_frame_path, real_camera_frames):
+    for _key, image, labels in labelled_images(real_frame_path, real_camera_frames):
         assert len(labels) >= 3
         tile, scale = shrink(image, 640)
         assert tile.shape[1] == 640 and scale == (1 / 3, 1 / 3)
@@ -86,7 +87,7 @@ def errors_job(**settings) -> SegmentJob:
 def render_real(real_frame_path, real_camera_frames, tmp_path, **settings):
     job = errors_job(**settings)
     frames = {}
-    for key, image, labels in real_images(real_frame_path, real_camera_frames):
+    for key, image, labels in labelled_images(real_frame_path, real_camera_frames):
         frame = image.copy()
         animation, _ = render_pixels(frame, key, as_detections(labels), tmp_path, job, labels)
         frames[key] = (image, frame, labels, animation)

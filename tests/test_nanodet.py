@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT
-from conftest_models import load_models_script, tfjs_saved_model
+from helpers.coco_eval import PLAIN_MAP
+from helpers.models import load_models_script, tfjs_saved_model
+from helpers.paths import REAL_SEGMENT, ROOT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
@@ -24,11 +25,8 @@ from detect.model.defaults import ModelDefaults
 from detect.model.tfjs import head_for, nanodet
 from detect.model.tfjs.graph_def import as_function, read_graph_model
 from detect.model.tfjs.heads import letterbox
-from detect.waymo.readers import iter_frames
 
 REPO_MODEL = ROOT / "models" / "nanodet_coco"
-# Waymo's types from the COCO classes, without pairing riders with their bicycles (every label counted).
-PLAIN_MAP = {"car": "VEHICLE", "truck": "VEHICLE", "bus": "VEHICLE", "motorcycle": "VEHICLE", "person": "PEDESTRIAN"}
 
 
 @pytest.fixture(scope="session")
@@ -46,8 +44,8 @@ def nanodet_files(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def nanodet_model(nanodet_files, tmp_path_factory) -> Path:
-    return tfjs_saved_model(nanodet.HEAD, REPO_MODEL, tmp_path_factory.mktemp("nanodet"))
+def nanodet_model(nanodet_files) -> Path:
+    return tfjs_saved_model(nanodet.HEAD, REPO_MODEL)
 
 
 @pytest.fixture(scope="session")
@@ -58,12 +56,6 @@ def nanodet_run(nanodet_model, real_frame_path, tmp_path_factory) -> Path:
     assert main(["segment", str(real_frame_path), "--model", str(nanodet_model), "--out", str(out), "--quiet",
                  "--no-gif", "--no-png", "--class-map", str(out.parent / "plain_map.json")]) == 0
     return out
-
-
-@pytest.fixture(scope="session")
-def real_images(real_frame_path) -> dict[str, np.ndarray]:
-    tf = import_tensorflow()
-    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(real_frame_path))}
 
 
 def test_normalize_feeds_bgr_minus_the_mean_over_the_std_as_nchw():

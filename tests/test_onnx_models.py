@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
 from helpers.onnx_graphs import boxes_labels_scores_model, ultralytics_head, ultralytics_model
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.model.detector import Detector

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_text import without_status
+from helpers.cli import without_status
 from helpers.onnx_graphs import boxes_labels_scores_model, single_output_model, ultralytics_head, ultralytics_model
 
 from detect.cli import main

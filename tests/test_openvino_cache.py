@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.tiny_models import build_conv_nms_model, matched
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_runtimes import build_conv_nms_model, matched
 
 from detect.cli import main
 from detect.model.detector import Detector

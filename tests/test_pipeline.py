@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, ROOT, TINY_SEGMENT, lower_priority
+from helpers.outputs import output_bytes, table
+from helpers.paths import REAL_SEGMENT, ROOT, TINY_SEGMENT
+from helpers.processes import lower_priority
 
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord
@@ -28,10 +29,6 @@ def run(*args, model):
     """`detect segment ARGS --model MODEL --quiet` without evaluation and report: these tests are about the
     pipeline's own files (the follow-ups have their tests, and cost most of a stub-model run)."""
     return main(["segment", *map(str, args), "--model", str(model), "--quiet", "--no-eval", "--no-report"])
-
-
-def table(segment_dir):
-    return pq.read_table(segment_dir / "detections.parquet")
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
@@ -54,7 +51,8 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
     assert t.schema.field("key.frame_timestamp_micros").type == pa.int64()
     assert t.schema.field("score").type == pa.float32()
     assert t.column_names == ["key.segment_context_name", "key.frame_timestamp_micros", "key.camera_name",
-                              "class_id", "label", "score", "xmin", "ymin", "xmax", "ymax", "track_id"]
+                              "class_id", "label", "score", "xmin", "ymin", "xmax", "ymax",
+                              "range_m", "range_source", "time_of_day", "location", "weather", "track_id"]
     assert t.schema.field("track_id").type == pa.int64() and t.column("track_id").null_count == t.num_rows  # one frame
     rows = t.to_pylist()
     front_car = [r for r in rows if r["key.camera_name"] == 1 and r["label"] == "car"]
@@ -80,7 +78,11 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
 def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "v1", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
     assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
-    assert table(tmp_path / "v1" / REAL_SEGMENT).equals(table(tmp_path / "v2" / REAL_SEGMENT))
+    context = ["range_m", "range_source", "time_of_day", "location", "weather"]
+    v1, v2 = table(tmp_path / "v1" / REAL_SEGMENT), table(tmp_path / "v2" / REAL_SEGMENT)
+    assert v1.drop_columns(context).equals(v2.drop_columns(context))
+    # the rewrite is a camera_image file alone; the v1 frame holds its calibrations and stats
+    assert v2.column("range_m").null_count == v2.num_rows and v1.column("range_m").null_count < v1.num_rows
     assert sorted(p.name for p in (tmp_path / "v2" / REAL_SEGMENT).iterdir()) == [
         ".detect", "detections.parquet", "manifest.json"]
 
@@ -210,14 +212,6 @@ def test_missing_default_model_says_how_to_get_it(tiny_v2_path, tmp_path, monkey
     )
 
 
-def _outputs(seg):
-    files = {}
-    for path in sorted(seg.rglob("*")):
-        if path.is_file() and ".detect" not in path.parts and path.name != "manifest.json":
-            files[str(path.relative_to(seg))] = path.read_bytes()
-    return files
-
-
 def _children(pid: int) -> set[int]:
     """Processes whose parent is `pid` (Linux /proc; empty elsewhere)."""
     found = set()
@@ -266,7 +260,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(real_camera_frames, s
     manifest = json.loads((out / "killed" / "manifest.json").read_text())
     assert manifest["counts"]["images_resumed"] >= 12
     assert manifest["counts"]["images_resumed"] + manifest["counts"]["images_processed"] == 40
-    clean, resumed = _outputs(tmp_path / "clean" / "killed"), _outputs(out / "killed")
+    clean, resumed = output_bytes(tmp_path / "clean" / "killed"), output_bytes(out / "killed")
     assert clean.keys() == resumed.keys()
     assert [k for k in clean if clean[k] != resumed[k]] == []
     assert table(out / "killed").num_rows == table(tmp_path / "clean" / "killed").num_rows

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT, TINY_SEGMENT
+from helpers.cli import without_status
 from helpers.onnx_graphs import ultralytics_head, ultralytics_model
-from test_pipeline import _outputs
-from test_signals import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
+from helpers.outputs import output_bytes
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
+from helpers.processes import MESSAGES, SEGMENT, ours, run_clean, start, write_segment
 
 from detect.cli import main
 
@@ -217,13 +217,10 @@ def test_ray_keeps_hostile_names_under_out_and_reports_duplicates_like_local(ray
         assert manifests[0]["counts"] == manifests[1]["counts"]
 
 
-def test_ray_and_local_give_the_same_detections_with_the_real_person_model(ray_local, real_frame_path, tmp_path):
+def test_ray_and_local_give_the_same_detections_with_the_real_person_model(ray_local, real_frame_path, person_pb,
+                                                                          tmp_path):
     """The real frozen graph from PyPI, straight from its .pb, on both engines."""
-    convert = pytest.importorskip("conftest_models").load_models_script("convert_frozen")
-    try:
-        pb, _ = convert.packaged_graph(convert.PERSON_PACKAGE)
-    except convert.ConvertError as err:
-        pytest.skip(f"the person model is not installed ({err})")
+    pb = person_pb
     tables = {}
     for engine in ("local", "ray"):
         out = tmp_path / engine
@@ -293,8 +290,9 @@ def test_tiles_give_the_same_boxes_and_pictures_with_ray(ray_local, tiny_v2_path
 
 @pytest.mark.signals
 def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(real_camera_frames, stub_dynamic_dir, tmp_path):
-    """Here, not in test_signals.py: this module's tests run one after another in one worker, so no
-    other Ray starts beside this one's (two on a 2-core machine took minutes)."""
+    """Beside the Ray tests, not in test_signals.py: pytest-xdist runs it as a unit of its own
+    (helpers.xdist_units.OWN_UNIT_TESTS) while the other worker runs this file's in-process Ray,
+    which it does not use; the run and its resume start their own cluster, as a user's do."""
     segment = write_segment(real_camera_frames, tmp_path)
     clean_run = run_clean(segment, stub_dynamic_dir, tmp_path / "clean")
     out = tmp_path / "out"
@@ -317,5 +315,5 @@ def test_sigterm_stops_a_ray_run_with_one_line_and_resume_finishes_it(real_camer
     assert (resume.returncode, *printed) == (0, "", "")
     # Ray draws its frames before the table is tracked: after `detect redraw` they show the ids too
     assert main(["redraw", str(out / SEGMENT), "--quiet", "--no-eval", "--no-report"]) == 0
-    clean, resumed = _outputs(clean_run / SEGMENT), _outputs(out / SEGMENT)
+    clean, resumed = output_bytes(clean_run / SEGMENT), output_bytes(out / SEGMENT)
     assert clean.keys() == resumed.keys() and [k for k in clean if clean[k] != resumed[k]] == []

@@ -6,7 +6,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.cli.console import relative

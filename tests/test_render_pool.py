@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_SEGMENT
+from helpers.outputs import output_bytes
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import OutputError, UsageError
@@ -46,12 +47,6 @@ class BoxDetector:
 def run(tiny_v2_path: Path, out: Path, **settings):
     return process_segment(resolve_one(str(tiny_v2_path)), out, BoxDetector(), SegmentSettings(**settings),
                            model_facts=FACTS)
-
-
-def output_bytes(directory: Path) -> dict[str, bytes]:
-    """Every frame, animation and the table, by relative path (bookkeeping and manifest aside)."""
-    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*"))
-            if p.is_file() and ".detect" not in p.parts and p.name not in ("manifest.json",)}
 
 
 @pytest.mark.parametrize("frame_format", ["png", "jpg"])

@@ -3,40 +3,21 @@ real browser renders (video plays, plots load)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import time
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import REAL_SEGMENT, TINY_SEGMENT
+from helpers.browser import chromium, needs_chromium, phone_page
+from helpers.cli import without_status
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.report.pages import index_page
 from detect.results.results_folder import Manifest
-
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-@contextlib.contextmanager
-def phone_page() -> Iterator[tuple[Any, list[str]]]:
-    """A Chromium page 390 px wide, and the console errors it logs."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            errors: list[str] = []
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            yield page, errors
-        finally:
-            browser.close()
 
 
 class Page(HTMLParser):
@@ -194,40 +175,34 @@ def test_report_of_a_missing_directory_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_a_real_browser_plays_the_video_and_loads_the_plots(run_dir):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            page.goto((run_dir / TINY_SEGMENT / "report.html").as_uri())
-            # Three frames: the mosaic's MP4 plays by itself (so its controls hide), looped and muted like the GIF.
-            played = page.evaluate("""() => new Promise((resolve) => {
-                const video = document.querySelector("video");
-                const check = () => { if (!video.paused && video.currentTime > 0) resolve(video.duration); };
-                video.addEventListener("timeupdate", check);
-                video.addEventListener("error", () => resolve(-1));
-                setTimeout(() => resolve(-2), 10000);
-                check();
-            })""")
-            assert played > 0
-            for html in (run_dir / TINY_SEGMENT / "report.html", run_dir / REAL_SEGMENT / "report.html"):
-                page.goto(html.as_uri())
-                sizes = page.evaluate("""async () => {
-                    const images = Array.from(document.images);
-                    images.forEach((img) => { img.loading = "eager"; });
-                    await Promise.all(images.map((img) => img.decode().catch(() => null)));
-                    return images.map((img) => [img.getAttribute("src"), img.naturalWidth]);
-                }""")
-                assert sizes and all(width > 0 for _, width in sizes), sizes
-            # One frame: stills only, nothing with player controls over a picture.
-            assert page.evaluate("document.querySelectorAll('video').length") == 0
-            assert "./FRONT.gif" in [src for src, _ in sizes]  # each camera once; the mosaic would repeat them
-        finally:
-            browser.close()
+    with chromium("--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run") as browser:
+        page = browser.new_page()
+        page.goto((run_dir / TINY_SEGMENT / "report.html").as_uri())
+        # Three frames: the mosaic's MP4 plays by itself (so its controls hide), looped and muted like the GIF.
+        played = page.evaluate("""() => new Promise((resolve) => {
+            const video = document.querySelector("video");
+            const check = () => { if (!video.paused && video.currentTime > 0) resolve(video.duration); };
+            video.addEventListener("timeupdate", check);
+            video.addEventListener("error", () => resolve(-1));
+            setTimeout(() => resolve(-2), 10000);
+            check();
+        })""")
+        assert played > 0
+        for html in (run_dir / TINY_SEGMENT / "report.html", run_dir / REAL_SEGMENT / "report.html"):
+            page.goto(html.as_uri())
+            sizes = page.evaluate("""async () => {
+                const images = Array.from(document.images);
+                images.forEach((img) => { img.loading = "eager"; });
+                await Promise.all(images.map((img) => img.decode().catch(() => null)));
+                return images.map((img) => [img.getAttribute("src"), img.naturalWidth]);
+            }""")
+            assert sizes and all(width > 0 for _, width in sizes), sizes
+        # One frame: stills only, nothing with player controls over a picture.
+        assert page.evaluate("document.querySelectorAll('video').length") == 0
+        assert "./FRONT.gif" in [src for src, _ in sizes]  # each camera once; the mosaic would repeat them
 
 
 def test_the_index_escapes_what_manifests_hold(tmp_path):
@@ -242,7 +217,7 @@ def test_the_index_escapes_what_manifests_hold(tmp_path):
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_the_pages_fit_a_phone_without_sideways_scrolling(run_dir):
     with phone_page() as (page, errors):
         for html in (run_dir / REAL_SEGMENT / "report.html", run_dir / TINY_SEGMENT / "report.html", run_dir / "index.html"):
@@ -315,24 +290,19 @@ def test_the_headline_comes_first_and_the_counts_agree_between_pages(run_dir):
 
 
 @pytest.mark.slow  # a full pipeline (`make test-fast` leaves it out)
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed: apt-get install chromium")
+@needs_chromium
 def test_at_1280_px_the_verdict_and_the_segments_are_in_the_first_900_px(run_dir):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto((run_dir / REAL_SEGMENT / "report.html").as_uri())
-            # The bottom of the verdict table (every type's AP50) and of the segments table, in page pixels.
-            bottom = "(selector) => document.querySelector(selector).getBoundingClientRect().bottom + window.scrollY"
-            assert page.locator("table.verdict td").count() >= 7  # at least one type with labels
-            assert page.evaluate(bottom, "table.verdict") <= 900
-            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-            page.goto((run_dir / "index.html").as_uri())
-            assert page.evaluate(bottom, "#segments + p + table") <= 900
-            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-            # The segments table is not wider than the page: AP50 is on screen without scrolling it.
-            assert page.evaluate("(() => { const t = document.querySelector('#segments + p + table'); "
-                                 "return t.scrollWidth <= t.clientWidth; })()")
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto((run_dir / REAL_SEGMENT / "report.html").as_uri())
+        # The bottom of the verdict table (every type's AP50) and of the segments table, in page pixels.
+        bottom = "(selector) => document.querySelector(selector).getBoundingClientRect().bottom + window.scrollY"
+        assert page.locator("table.verdict td").count() >= 7  # at least one type with labels
+        assert page.evaluate(bottom, "table.verdict") <= 900
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.goto((run_dir / "index.html").as_uri())
+        assert page.evaluate(bottom, "#segments + p + table") <= 900
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        # The segments table is not wider than the page: AP50 is on screen without scrolling it.
+        assert page.evaluate("(() => { const t = document.querySelector('#segments + p + table'); "
+                             "return t.scrollWidth <= t.clientWidth; })()")

@@ -6,28 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.comparisons import TRACKED_FRAMES, tracked_folder
+from helpers.results_folders import PERSON, dets, key, labels, segment_folder, with_frames
 from PIL import Image
-from test_compare_tracking import FRAMES, tracked_folder
-from test_eval import key, results_dir
 
 from detect.cli import main
-from detect.core.cameras import CameraName
 from detect.report.track_plot import lifespans_figure
 from detect.report.tracks_section import read_switches, read_tracks, tracks_section
-from detect.results.frames import frame_path
-
-
-def with_frames(segment) -> None:
-    """A grey 1920x1280 JPEG per image, as a run with frames writes them."""
-    for i in range(FRAMES):
-        path = frame_path(segment, CameraName.FRONT, key(i).frame_timestamp_micros, "jpg")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.new("RGB", (1920, 1280), (120, 120, 120)).save(path)
 
 
 def test_a_tracked_and_evaluated_segment_shows_its_lifespans_and_its_switches(tmp_path):
     segment = tracked_folder(tmp_path, "b", 4) / "seg_eval"  # ids swap at frames 4 and 8
-    with_frames(segment)
+    with_frames(segment, [key(i) for i in range(TRACKED_FRAMES)])
     assert main(["eval", str(segment), "--quiet"]) == 0
     switches = read_switches(segment, "seg_eval")
     assert [(s.previous_id, s.track_id, s.after.what, s.after.timestamp - s.before.timestamp) for s in switches] == [
@@ -44,10 +34,8 @@ def test_a_tracked_and_evaluated_segment_shows_its_lifespans_and_its_switches(tm
 
 
 def test_an_untracked_segment_has_no_tracking_section(tmp_path):
-    from test_eval import PERSON, dets, labels
-
     images = {key(i): (labels(((100, 100, 200, 300), 2, 1)), dets(((100, 100, 200, 300), 0.9, PERSON))) for i in range(3)}
-    segment = results_dir(tmp_path / "a", images, knows=[PERSON])
+    segment = segment_folder(tmp_path / "a", images, knows=[PERSON])
     assert read_tracks(segment) is None and read_switches(segment, "seg_eval") == []
     assert tracks_section(segment, "seg_eval", key(0).frame_timestamp_micros, tmp_path / "assets") == ""
     assert main(["report", str(segment)]) == 0

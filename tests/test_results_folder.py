@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from conftest import TINY_SEGMENT
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import InputError, OutputError

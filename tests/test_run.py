@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REAL_SEGMENT, TINY_SEGMENT
+from helpers.paths import REAL_SEGMENT, TINY_SEGMENT
 
 from detect.cli import main
 from detect.tools.synthetic import repeat_frames, write_camera_image_parquet, write_frames_tfrecord

@@ -5,35 +5,20 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
-import numpy as np
 import pytest
-from cli_text import without_status
-from test_eval import BOX_A, PERSON, dets, labels, results_dir
+from helpers.cli import without_status
+from helpers.results_folders import NESTED, TOP, segment_with_frame
 
 from detect.cli import main
-from detect.core.cameras import CameraName
 from detect.core.errors import InputError
-from detect.core.records import FrameKey
 from detect.evaluate.segment_results import find_segments
-from detect.results.frames import write_frame
 from detect.results.run_folder import find_segment_folders
-
-TOP, NESTED = "1000000000000000001_000_000_000_000", "1000000000000000002_000_000_000_000"
-
-
-def segment(parent: Path, name: str) -> Path:
-    """A segment's results (table, labels, journal, manifest) and one annotated frame."""
-    key = FrameKey(name, 1_000_000, CameraName.FRONT)
-    directory = results_dir(parent, {key: (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))}, name=name)
-    write_frame(directory, key, np.full((64, 96, 3), 80, np.uint8))
-    return directory
 
 
 def test_eval_report_and_gif_find_segments_nested_two_levels_deep(tmp_path):
     run = tmp_path / "run"
-    top, nested = segment(run, TOP), segment(run / "training" / "shard_1", NESTED)
+    top, nested = segment_with_frame(run, TOP), segment_with_frame(run / "training" / "shard_1", NESTED)
     assert main(["eval", str(run), "--quiet"]) == 0
     assert json.loads((run / "eval.json").read_text())["segments"] == [TOP, NESTED]
     assert (nested / "eval.json").is_file()  # each segment's own numbers, the nested one too
@@ -48,8 +33,8 @@ def test_eval_report_and_gif_find_segments_nested_two_levels_deep(tmp_path):
 
 def test_symlinked_segments_are_left_out_with_a_note_by_every_command(tmp_path):
     run = tmp_path / "run"
-    segment(run, TOP)
-    elsewhere = segment(tmp_path / "elsewhere", NESTED)
+    segment_with_frame(run, TOP)
+    elsewhere = segment_with_frame(tmp_path / "elsewhere", NESTED)
     (run / "deeper").mkdir()
     (run / "deeper" / "linked").symlink_to(elsewhere)
     note = f"detect: note: {run / 'deeper' / 'linked'}: a symlink, not followed; left out"
@@ -63,7 +48,7 @@ def test_symlinked_segments_are_left_out_with_a_note_by_every_command(tmp_path):
 
 def test_the_search_is_bounded_and_says_where_it_stopped(tmp_path):
     run = tmp_path / "run"
-    deep = segment(run / "a" / "b" / "c" / "d", TOP)  # 5 levels down
+    deep = segment_with_frame(run / "a" / "b" / "c" / "d", TOP)  # 5 levels down
     with pytest.raises(InputError) as err:
         find_segments(run)
     assert str(err.value) == (f"{run}: no segment results here (no folder with a manifest.json up to 4 levels down; "

@@ -16,14 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL_SEGMENT, ROOT
-from conftest_models import tfjs_saved_model
-from test_real_model import person_pb, person_saved_model  # noqa: F401  (the fixtures)
+from helpers.paths import REAL_SEGMENT, ROOT, SHARED_FRAME, TINY_V2_DIR
+from helpers.tiny_models import build_conv_nms_model, matched
 
 from detect.cli import main
-from detect.core.boxes import box_iou
 from detect.core.errors import DependencyError, ModelError, UsageError
-from detect.core.records import Detections
 from detect.core.tf_env import import_tensorflow
 from detect.model import formats
 from detect.model.detector import Detector
@@ -32,46 +29,9 @@ from detect.model.runtimes.cache import ModelCache
 from detect.model.runtimes.freeze import freeze
 from detect.model.runtimes.parts import cached, tensorflow_parts
 from detect.model.runtimes.split import CONTROL_FLOW_OPS, POSTPROCESS_OPS, SplitError, find_split, network_graph
-from detect.model.tfjs import centernet
-from detect.waymo.readers import iter_frames
 
 pytest.importorskip("openvino", reason="OpenVINO is not installed: pip install openvino==2026.4.1")
 
-COCO_REPO_MODEL = ROOT / "models" / "centernet_mobilenetv3_coco"
-
-
-def build_conv_nms_model(out: Path, seed: int = 0) -> Path:
-    """A tiny TF2 SavedModel shaped like the Keras detection exports: variables, resize inside,
-    a convolution, box decode, `CombinedNonMaxSuppression`; our four outputs."""
-    tf = import_tensorflow()
-
-    class Tiny(tf.Module):
-        def __init__(self) -> None:
-            rng = np.random.default_rng(seed)
-            self.kernel = tf.Variable(rng.normal(0, 0.05, (3, 3, 3, 8)).astype(np.float32))
-            self.head = tf.Variable(rng.normal(0, 0.05, (1, 1, 8, 4 + 3)).astype(np.float32))
-
-        @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.uint8, name="input_tensor")])
-        def serve(self, input_tensor):
-            images = tf.image.resize(tf.cast(input_tensor, tf.float32), [32, 32]) / 127.5 - 1.0
-            features = tf.nn.relu(tf.nn.conv2d(images, self.kernel, 2, "SAME"))
-            raw = tf.nn.conv2d(features, self.head, 1, "SAME")  # [B, 16, 16, 7]
-            batch = tf.shape(raw)[0]
-            raw = tf.reshape(raw, [batch, 256, 7])
-            grid = tf.stack(tf.meshgrid(tf.range(16.0), tf.range(16.0), indexing="ij"), -1)
-            centre = (tf.reshape(grid, [1, 256, 2]) + 0.5) / 16.0 + 0.05 * tf.tanh(raw[..., :2])
-            half = 0.05 + 0.1 * tf.sigmoid(raw[..., 2:4])
-            boxes = tf.concat([centre - half, centre + half], -1)[:, :, None, :]
-            scores = tf.sigmoid(raw[..., 4:])
-            nms = tf.image.combined_non_max_suppression(boxes, scores, 20, 20, 0.5, 0.05, clip_boxes=True)
-            return {"detection_boxes": nms.nmsed_boxes, "detection_scores": nms.nmsed_scores,
-                    "detection_classes": nms.nmsed_classes + 1.0,
-                    "num_detections": tf.cast(nms.valid_detections, tf.float32)}
-
-    module = Tiny()
-    tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve})
-    (out / formats.SIDECAR).write_text(json.dumps({"kind": "real", "description": "tiny conv + NMS (test)"}))
-    return out
 
 
 def build_no_network_model(out: Path) -> Path:
@@ -98,17 +58,6 @@ def tiny_model(tmp_path_factory) -> Path:
     return build_conv_nms_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
-@pytest.fixture(scope="module")
-def coco_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(centernet.HEAD, COCO_REPO_MODEL, tmp_path_factory.mktemp("coco"))
-
-
-@pytest.fixture(scope="module")
-def real_images(real_frame_path) -> dict[str, np.ndarray]:
-    tf = import_tensorflow()
-    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(real_frame_path))}
-
-
 def split_of(path: Path):
     frozen = freeze(formats.load(formats.locate(path)))
     outputs = [frozen.outputs[k] for k in ("detection_boxes", "detection_scores", "detection_classes", "num_detections")]
@@ -130,7 +79,7 @@ def test_the_cut_finds_the_nms_of_a_keras_style_savedmodel(tiny_model):
     assert split.handoff == ()  # the NMS reads only the network's boxes and scores
 
 
-def test_the_cut_of_a_tf1_frozen_graph_keeps_its_loops_in_tensorflow(person_pb, person_saved_model):  # noqa: F811
+def test_the_cut_of_a_tf1_frozen_graph_keeps_its_loops_in_tensorflow(person_pb, person_saved_model):
     for path in (person_pb, person_saved_model):  # the .pb itself, and wrapped in a TF2 function call
         frozen, split = split_of(path)
         assert {"NonMaxSuppressionV3", "TopKV2", "Enter", "Exit"} <= set(split.postprocess_ops), path
@@ -171,19 +120,8 @@ def test_a_model_without_a_convolution_has_no_network_to_take(tmp_path):
         split_of(build_no_network_model(tmp_path / "flat"))
 
 
-def matched(a: Detections, b: Detections) -> float:
-    """The worst IoU over a's boxes >= 0.3 with the best same-class box of b within 0.02 of its score."""
-    keep = a.scores >= 0.3
-    worst = 1.0
-    iou = box_iou(a.xyxy[keep], b.xyxy) if len(b.scores) else np.zeros((int(keep.sum()), 0))
-    for row, (cls, score) in enumerate(zip(a.class_ids[keep], a.scores[keep], strict=True)):
-        same = (b.class_ids == cls) & (np.abs(b.scores - score) <= 0.02)
-        worst = min(worst, float(iou[row][same].max()) if same.any() else 0.0)
-    return worst
-
-
 @pytest.mark.parametrize("which", ["person", "coco"])
-def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, person_pb, coco_model,  # noqa: F811
+def test_openvino_and_tensorflow_find_the_same_boxes_on_the_real_frame(which, person_pb, coco_model,
                                                                        real_images):
     path = person_pb if which == "person" else coco_model
     by_shape: dict[tuple[int, ...], list[str]] = {}
@@ -252,8 +190,7 @@ def test_a_model_openvino_cannot_take_falls_back_with_one_line(tmp_path, capsys)
     assert str(refused.value) == (f"model {model} cannot run on OpenVINO: no convolution between the input and the "
                                   "outputs: not a convolutional detector (--runtime tensorflow runs it)")
     out = tmp_path / "out"
-    frame = ROOT.parent / "shared" / "fixtures" / "waymo_v1_one_frame.tfrecord"
-    source = str(frame) if frame.exists() else str(ROOT / "tests" / "fixtures" / "tiny_v2")
+    source = str(SHARED_FRAME) if SHARED_FRAME.exists() else str(TINY_V2_DIR)
     assert main(["segment", source, "--model", str(model), "--out", str(out), "--runtime", "openvino", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"detect: error: {refused.value}"]
@@ -319,7 +256,7 @@ def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_pa
 
 
 def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2_path, tmp_path, capsys):
-    from conftest import TINY_SEGMENT
+    from helpers.paths import TINY_SEGMENT
 
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(tiny_model), "--out", str(out), "--runtime", "openvino",

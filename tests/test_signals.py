@@ -1,4 +1,4 @@
-"""Signals (hardening round 2, items 8 and 9): SIGTERM is handled like Ctrl-C at any moment of a
+"""Signals: SIGTERM is handled like Ctrl-C at any moment of a
 local or a Ray run (frame in hand finished or rolled back, pools closed, shared memory unlinked,
 run.json recording the stop, one line, resumable to the same outputs); a process group killed
 outright leaves shared memory that the next run removes; a Ctrl-C whose exception a library
@@ -18,37 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import ROOT, TINY_SEGMENT, lower_priority
-from test_pipeline import _outputs, table
+from helpers.cli import run_cli
+from helpers.outputs import output_bytes, table
+from helpers.paths import TINY_SEGMENT
+from helpers.processes import IMAGES, MESSAGES, SEGMENT, ours, run_clean, start, write_segment
 
 from detect.cli import main
 from detect.engine import shm
-from detect.tools.synthetic import repeat_frames, write_frames_tfrecord
-
-SEGMENT = "stopped"
-IMAGES = 100  # 20 frames of 5 cameras
-MESSAGES = {
-    signal.SIGTERM: (143, "detect: terminated (SIGTERM); what finished is kept: rerun with --resume to continue where "
-                          "it stopped"),
-    signal.SIGINT: (130, "detect: interrupted; rerun with --resume to continue where it stopped"),
-}
-
-
-def write_segment(real_camera_frames, folder: Path) -> Path:
-    # 100 images: the last moment a test signals at (40) still leaves three fifths of the run, so the
-    # signal lands mid-run even on a loaded machine where the test process waits for a core while
-    # the run goes on (a signal that arrives after the run is complete is a no-op). The run is also
-    # started at a lower priority (`_child_setup`), so the test process gets a core first.
-    frames = repeat_frames(real_camera_frames, IMAGES // 5, segment_context_name=SEGMENT)
-    return write_frames_tfrecord(folder / f"{SEGMENT}.tfrecord", frames)
-
-
-def run_clean(segment: Path, model: Path, out: Path) -> Path:
-    """The segment run uninterrupted, to compare a stopped and resumed run with."""
-    assert main(["run", str(segment), "--model", str(model), "--quiet", "--no-eval", "--no-report",
-                 "--batch-size", "2", "--out", str(out)]) == 0
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -59,27 +35,6 @@ def segment(real_camera_frames, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def clean_run(segment, stub_dynamic_dir, tmp_path_factory) -> Path:
     return run_clean(segment, stub_dynamic_dir, tmp_path_factory.mktemp("clean"))
-
-
-def ours(pid: int) -> list[str]:
-    """Shared-memory names of process `pid` still in /dev/shm."""
-    if not shm.SHM_DIR.is_dir():
-        return []
-    return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith((f"detect-{pid}-", f"sem.detect-{pid}-")))
-
-
-def _child_setup() -> None:
-    # A shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
-    # ignored: the command under test gets the default, as in a terminal.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    lower_priority()
-
-
-def start(args: list[str], **popen) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    popen.setdefault("stdout", subprocess.DEVNULL)
-    return subprocess.Popen([sys.executable, "-m", "detect.cli", *args], env=env,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_child_setup, **popen)
 
 
 def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int) -> None:
@@ -135,7 +90,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     assert ours(proc.pid) == []  # slots and semaphores unlinked on the way out
     assert main([*args, "--resume"]) == 0
     assert json.loads((out / "run.json").read_text())["stopped_by"] is None
-    clean, resumed = _outputs(clean_run / SEGMENT), _outputs(out / SEGMENT)
+    clean, resumed = output_bytes(clean_run / SEGMENT), output_bytes(out / SEGMENT)
     assert clean.keys() == resumed.keys() and [k for k in clean if clean[k] != resumed[k]] == []
     assert table(out / SEGMENT).num_rows == table(clean_run / SEGMENT).num_rows
 
@@ -189,10 +144,9 @@ def ctrl_c_raises():
 
 
 def run_in_process(out: Path, source: Path, model: Path) -> tuple[int, str]:
-    err = io.StringIO()
-    code = main(["run", str(source), "--model", str(model), "--quiet", "--no-eval", "--no-report", "--batch-size", "2",
-                 "--render", "threads", "--out", str(out)], stdout=io.StringIO(), stderr=err)
-    return code, without_status(err.getvalue())
+    code, _, err = run_cli(["run", source, "--model", model, "--quiet", "--no-eval", "--no-report", "--batch-size", "2",
+                            "--render", "threads", "--out", out])
+    return code, err
 
 
 def test_a_ctrl_c_while_tensorflow_reads_the_shapes_of_the_next_image_stops_the_run(

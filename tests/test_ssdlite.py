@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REAL_SEGMENT, ROOT
-from conftest_models import load_models_script, tfjs_saved_model
+from helpers.models import load_models_script
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.tf_env import import_tensorflow
@@ -21,9 +21,6 @@ from detect.model import formats
 from detect.model.coco_classes import COCO80_IDS
 from detect.model.tfjs import head_for, ssdlite
 from detect.model.tfjs.graph_def import as_function, bytes_as_base64, read_graph_model
-from detect.waymo.readers import iter_frames
-
-REPO_MODEL = ROOT / "models" / "ssdlite_mobilenet_v2_coco"
 
 
 @pytest.fixture(scope="session")
@@ -40,23 +37,12 @@ def ssd_files(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ssd_model(tmp_path_factory) -> Path:
-    return tfjs_saved_model(ssdlite.HEAD, REPO_MODEL, tmp_path_factory.mktemp("ssd"))
-
-
-@pytest.fixture(scope="session")
 def ssd_run(ssd_model, real_frame_path, tmp_path_factory) -> Path:
     """`detect segment` on the real frame with the model's own defaults, then `detect eval`."""
     out = tmp_path_factory.mktemp("ssd_run")
     assert main(["segment", str(real_frame_path), "--model", str(ssd_model), "--out", str(out), "--quiet",
                  "--no-gif", "--no-png"]) == 0
     return out
-
-
-@pytest.fixture(scope="session")
-def real_images(real_frame_path) -> dict[str, np.ndarray]:
-    tf = import_tensorflow()
-    return {f.camera_name.name: tf.io.decode_jpeg(f.jpeg, channels=3).numpy() for f in iter_frames(str(real_frame_path))}
 
 
 def test_older_converters_byte_lists_read_as_base64():

@@ -10,9 +10,20 @@ import os
 import shutil
 from pathlib import Path
 
-from cli_text import without_status
-from test_eval import BOX_A, BOX_B, PERSON, SEGMENT, dets, key, labels, results_dir
-from test_run_folder import NESTED, TOP, segment
+from helpers.cli import without_status
+from helpers.results_folders import (
+    BOX_A,
+    BOX_B,
+    NESTED,
+    PERSON,
+    SEGMENT,
+    TOP,
+    dets,
+    key,
+    labels,
+    segment_folder,
+    segment_with_frame,
+)
 
 from detect.cli import main
 from detect.core.cameras import CameraName
@@ -73,7 +84,7 @@ def report(results: Path) -> str:
 
 
 def test_a_rerun_makes_the_segment_eval_stale_until_eval_runs_again(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
     assert main(["eval", str(directory), "--quiet"]) == 0
     recorded = json.loads((directory / "eval.json").read_text())["computed_from"]
     assert list(recorded) == ["."] and recorded["."]["detections.parquet"]["sha256"] == hashlib.sha256(
@@ -91,7 +102,7 @@ def test_a_rerun_makes_the_segment_eval_stale_until_eval_runs_again(tmp_path):
 
 
 def test_a_copied_results_folder_is_not_stale(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
     assert main(["eval", str(directory), "--quiet"]) == 0
     copy = shutil.copytree(directory, tmp_path / "copy", copy_function=shutil.copy)  # new mtimes
     assert os.stat(copy / DETECTIONS_FILE).st_mtime_ns != os.stat(directory / DETECTIONS_FILE).st_mtime_ns
@@ -100,8 +111,8 @@ def test_a_copied_results_folder_is_not_stale(tmp_path):
 
 def test_a_run_names_the_rerun_segment_and_its_index_says_the_pooled_numbers_are_stale(tmp_path):
     run = tmp_path / "run"
-    segment(run, TOP)
-    rerun_dir = segment(run / "training", NESTED)
+    segment_with_frame(run, TOP)
+    rerun_dir = segment_with_frame(run / "training", NESTED)
     assert main(["eval", str(run), "--quiet"]) == 0
     assert report(run) == ""
     rerun_key = FrameKey(NESTED, 1_000_000, CameraName.FRONT)
@@ -116,7 +127,7 @@ def test_a_run_names_the_rerun_segment_and_its_index_says_the_pooled_numbers_are
 
 
 def test_an_eval_json_from_before_fingerprints_shows_no_notice(tmp_path):
-    directory = results_dir(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
+    directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
     assert main(["eval", str(directory), "--quiet"]) == 0
     evaluation = json.loads((directory / "eval.json").read_text())
     del evaluation["computed_from"]

@@ -4,26 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.tracks import PARAMS, moving_boxes
 
 from detect.model.classmap import default_class_map
-from detect.track import SegmentTracker, TrackerParams, group_keys
+from detect.track import SegmentTracker, group_keys
 from detect.track.table_tracks import track_ids
-
-PARAMS = TrackerParams.for_threshold(0.3)
-CAR, TRUCK, PERSON, BENCH = 3, 8, 1, 15
-
-
-def moving_boxes(frames: int = 12):
-    """Two cars crossing camera 1 (one called a truck on frame 5), a person on camera 2, a faint box."""
-    rows = []
-    for f in range(frames):
-        ts = 1_000_000 + f * 100_000
-        rows.append((ts, 1, CAR, 0.9, (100 + 12 * f, 300, 220 + 12 * f, 380)))
-        rows.append((ts, 1, TRUCK if f == 5 else CAR, 0.8, (900 - 12 * f, 310, 1020 - 12 * f, 400)))
-        rows.append((ts, 2, PERSON, 0.7, (400, 200 + 5 * f, 450, 320 + 5 * f)))
-        rows.append((ts, 2, BENCH, 0.1, (10, 10, 40, 40)))  # below the low score: never tracked
-    ts, cam, cls, score, box = zip(*rows, strict=True)
-    return np.array(ts), np.array(cam), np.array(cls), np.array(score), np.array(box, float)
 
 
 def test_each_object_keeps_one_id_unique_in_the_segment_and_faint_boxes_get_none():

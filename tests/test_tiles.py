@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import REAL_SEGMENT
-from test_coco_model import PLAIN_MAP, coco_model, pycocotools_by_hand  # noqa: F401  (coco_model: the fixture)
+from helpers.coco_eval import PLAIN_MAP, pycocotools_by_hand
+from helpers.paths import REAL_SEGMENT
 
 from detect.cli import main
 from detect.core.errors import UsageError
@@ -28,7 +28,7 @@ def boxes(*rows: tuple[tuple[float, float, float, float], float, int]) -> Detect
 
 def test_the_layout_covers_the_image_with_the_overlap_asked_and_the_last_tile_flush():
     layout = tile_layout(1920, 1280, SPEC)
-    assert len(layout) == 15 and len(tile_layout(1920, 886, SPEC)) == 10  # as the issue's hand run had them
+    assert len(layout) == 15 and len(tile_layout(1920, 886, SPEC)) == 10  # 5 x 3 and 5 x 2 tiles of 512 px
     xs = sorted({t[0] for t in layout})
     assert xs == [0, 352, 704, 1056, 1408] and sorted({t[1] for t in layout}) == [0, 384, 768]
     assert all(t[2] - t[0] == 512 and t[3] - t[1] == 512 for t in layout)
@@ -118,7 +118,7 @@ def test_tiled_equals_untiled_on_images_smaller_than_a_tile(tiny_v2_path, stub_d
 
 
 @pytest.fixture(scope="module")
-def tiled_run(coco_model, real_frame_path, tmp_path_factory) -> Path:  # noqa: F811
+def tiled_run(coco_model, real_frame_path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiled")
     for name, extra in (("plain", []), ("tiled", ["--tile", "512"])):
         assert main(["segment", str(real_frame_path), "--model", str(coco_model), "--out", str(out / name), "--quiet",
@@ -138,7 +138,7 @@ def test_tiles_find_the_far_cars_on_the_real_frame(tiled_run):
     levels = {name: {r["name"]: r for r in json.loads((tiled_run / name / REAL_SEGMENT / "eval.json").read_text())
                      ["levels"]["LEVEL_2"]} for name in ("plain", "tiled")}
     tiled, plain = levels["tiled"], levels["plain"]
-    assert tiled["VEHICLE"]["ap50"] >= 0.45 and tiled["PEDESTRIAN"]["ap50"] >= 0.50  # issue 33
+    assert tiled["VEHICLE"]["ap50"] >= 0.45 and tiled["PEDESTRIAN"]["ap50"] >= 0.50
     assert tiled["VEHICLE"]["ap50_by_size"]["small"] > plain["VEHICLE"]["ap50_by_size"]["small"]
     assert tiled["VEHICLE"]["ap50"] > plain["VEHICLE"]["ap50"] + 0.1
     for name, stats in pycocotools_by_hand(tiled_run / "tiled" / REAL_SEGMENT).items():

@@ -7,11 +7,11 @@ import io
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers.paths import ROOT, SHARED
 
 from detect.core.matching import COCO_PROTOCOL, WAYMO_PROTOCOL
 from detect.core.records import WaymoType
@@ -31,13 +31,10 @@ from detect.track import (
 )
 from detect.track.scoring import trackeval_metrics
 
-ROOT = Path(__file__).resolve().parents[1]
-# ../shared beside a checkout, ../../shared beside a worktree of one (/work/wt/<name>)
-FIXTURES = next((p / "shared" / "fixtures" for p in ROOT.parents[:2] if (p / "shared" / "fixtures").is_dir()),
-                ROOT.parent / "shared" / "fixtures")
+FIXTURES = SHARED / "fixtures"
 MOT17 = FIXTURES / "mot17mini_v2" / "camera_box"
 REAL_FRAME = FIXTURES / "waymo_v1_one_frame.tfrecord"
-TUD = {  # TrackEval on motmetrics' TUD files, as published in the issue
+TUD = {  # TrackEval on motmetrics' TUD files, as published with TrackEval's scores
     "TUD-Campus": {"IDF1": 0.557659, "MOTA": 0.526462, "IDSW": 7, "HOTA": 0.391397},
     "TUD-Stadtmitte": {"IDF1": 0.644619, "MOTA": 0.564014, "IDSW": 7, "HOTA": 0.397849},
 }

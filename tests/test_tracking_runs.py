@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT
+from helpers.cli import without_status
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.cli.console import relative, wrap

@@ -73,7 +73,8 @@ def test_points_outside_the_image_are_clipped_and_single_points_draw_nothing():
 
 
 def test_a_tracked_boxs_chip_starts_with_its_id():
-    from detect.render.draw import DrawStyle, chip_text
+    from detect.render.chip_text import chip_text
+    from detect.render.draw import DrawStyle
 
     style = DrawStyle()
     assert chip_text("car", 3, 0.834, style, track_id=17) == "#17 car 0.83"

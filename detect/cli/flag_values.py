@@ -99,3 +99,16 @@ def frame_format(text: str) -> str:
     """`--frame-format`: png or jpg, in any case; jpeg is jpg (the files are named .jpg)."""
     lowered = text.lower()
     return "jpg" if lowered == "jpeg" else lowered
+
+
+SLICE_DIMENSIONS = ("range", "time_of_day", "location", "weather")  # eval.json's `slices`
+
+
+def slice_dimensions(text: str) -> tuple[str, ...]:
+    """`--by range,time_of_day`: some of the slice dimensions, comma-separated, each once."""
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",")))
+    unknown = [n for n in names if n not in SLICE_DIMENSIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected some of {','.join(SLICE_DIMENSIONS)} (comma-separated), "
+                                         f"got {text!r}")
+    return names

@@ -14,7 +14,7 @@ from detect.core.matching import COCO_PROTOCOL, PROTOCOLS
 from detect.core.names import counted
 from detect.evaluate.commands import EvalResult, export_coco, run_eval
 from detect.evaluate.export import Exported
-from detect.evaluate.outputs import table_lines
+from detect.evaluate.outputs import slice_lines, table_lines
 from detect.model.classmap import load_class_map
 from detect.report.build import build_reports
 from detect.results.eval_record import read_eval_record
@@ -33,7 +33,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         note(line, err)
     if not args.quiet:
         say(result.headline(), out)
-        for line in table_lines(result.evaluation):
+        for line in [*table_lines(result.evaluation), *slice_lines(result.evaluation, args.by)]:
             say(line, out)
         say(wrote(result.written), out)
         for line in pages.lines:

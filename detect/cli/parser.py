@@ -26,6 +26,7 @@ from detect.cli.flag_values import (
     non_negative_int,
     positive_float,
     positive_int,
+    slice_dimensions,
     unit_float,
 )
 from detect.core.matching import PROTOCOLS
@@ -144,6 +145,9 @@ def build_parser() -> Parser:
     )
     evaluate.add_argument("results", metavar="RESULTS", type=Path, help="a segment's or a run's output directory")
     _eval_options(evaluate)
+    evaluate.add_argument("--by", type=slice_dimensions, default=(), metavar="DIMENSIONS",
+                          help="also print the slices by these, comma-separated: range (0-30, 30-50, 50+ m), "
+                               "time_of_day, location, weather (eval.json holds them all)")
     evaluate.set_defaults(handler=_handler("detect.cli.over_results", "cmd_eval"))
 
     export = commands.add_parser("export", help="labels and detections for other tools",

@@ -46,6 +46,8 @@ from detect.results.table import DETECTIONS_FILE, label_counts, write_table
 from detect.results.track_ids import live_tracking_notes, track_table, tracking_record
 from detect.track.live import LiveTracks
 from detect.waymo.camera_labels import SegmentLabels
+from detect.waymo.context.read import read_context
+from detect.waymo.context.segment import SegmentContext
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.source_check import take_fingerprint
 from detect.waymo.sources import recorded_path
@@ -178,9 +180,11 @@ class SegmentLifecycle:
 
     def __init__(self, keys: SegmentKeys, job: SegmentJob, model_facts: ModelFacts,
                  prepared: PreparedDir, planned: list[FrameKey], duplicates: list[FrameFailure],
-                 clock: Clock, started: float, labels: SegmentLabels | None = None) -> None:
+                 clock: Clock, started: float, labels: SegmentLabels | None = None,
+                 context: SegmentContext | None = None) -> None:
         self.keys = keys
         self.labels = labels
+        self.context = context  # the boxes' ranges and the images' conditions in the tables
         self.job = job
         self.settings = job.settings
         self.model_facts = model_facts
@@ -204,11 +208,13 @@ class SegmentLifecycle:
     @classmethod
     def open(cls, keys: SegmentKeys, out_root: Path, job: SegmentJob, model_facts: ModelFacts, *,
              claims: dict[str, str] | None = None, clock: Clock = time.perf_counter,
-             labels: SegmentLabels | None = None) -> SegmentLifecycle | SegmentReport:
+             labels: SegmentLabels | None = None,
+             context: SegmentContext | None = None) -> SegmentLifecycle | SegmentReport:
         """Ready to record frames, or the report of a segment an earlier run already completed.
 
         `labels` (Waymo's, when the input has them) are drawn with `--gt` and always written to
-        `ground_truth.parquet` at the end, so the results alone are enough to evaluate.
+        `ground_truth.parquet` at the end, so the results alone are enough to evaluate; `context`
+        (the boxes' ranges and the images' conditions) is read from the source unless given.
         """
         started = clock()
         settings = job.settings
@@ -216,11 +222,13 @@ class SegmentLifecycle:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
+        if context is None:  # (the Ray engine reads it where it reads the keys)
+            context = read_context(keys)  # a component that is not Waymo's is refused before anything is written
         planned, duplicates = plan_frames(keys, settings.frame_filter)
         claim_directory(claims, segment, keys.source.uri)
         prepared = prepare_segment_dir(out_root, segment, settings, job.resume_key(ResumeModel.of(model_facts), segment))
         try:
-            lifecycle = cls(keys, job, model_facts, prepared, planned, duplicates, clock, started, labels)
+            lifecycle = cls(keys, job, model_facts, prepared, planned, duplicates, clock, started, labels, context)
             finished = finished_manifest(prepared.path) if settings.mode == "resume" else None
             if finished is not None and finished.status == COMPLETE and len(lifecycle.done) == len(planned):
                 lifecycle.close()
@@ -284,9 +292,11 @@ class SegmentLifecycle:
                         segment_context_name=self.name)
             timings.add("animation_rebuild", clock() - t)
             t = clock()
-            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values(), self._track)
+            rows = write_table(segment_dir / DETECTIONS_FILE, self.results.values(), self._track, self.context)
             if self.labels is not None:
-                write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results)
+                sizes = {key: (result.width, result.height) for key, result in self.results.items()}
+                write_ground_truth(segment_dir / GROUND_TRUTH_FILE, self.labels.by_key, self.results, self.context,
+                                   sizes)
             timings.add("table", clock() - t)
             failures = sorted_failures(self.failures)
             rules = self.job.rules

@@ -179,11 +179,11 @@ class _Job:
         try:
             if isinstance(planned, str):
                 raise _PlanError(planned)
-            names, index, note, labels = planned
+            names, index, note, labels, context = planned
             keys = SegmentKeys(source, names, index, note)
             job = SegmentJob.judged(self.spec.settings, None if labels is None else labels.types, self.facts.knows_classes)
             opened = SegmentLifecycle.open(keys, self.spec.out, job, self.facts, claims=self.claims,
-                                           labels=labels)
+                                           labels=labels, context=context)
             if isinstance(opened, SegmentLifecycle) and job.rules is not None and labels is not None:
                 # The render tasks draw errors: they read the labels beside the journal.
                 write_ground_truth(opened.segment_dir / journal.STATE_DIR / RENDER_LABELS_FILE, labels.by_key,

@@ -41,6 +41,8 @@ from detect.results import journal
 from detect.results.ground_truth import RENDER_LABELS_FILE, read_ground_truth
 from detect.results.layout import segment_dir
 from detect.waymo.camera_labels import SegmentLabels, label_types, read_labels
+from detect.waymo.context.read import read_context
+from detect.waymo.context.segment import SegmentContext
 from detect.waymo.readers import iter_frames, read_keys
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 from detect.waymo.selection import FrameFilter
@@ -119,17 +121,20 @@ def tensorflow_on_cpu() -> None:
 
 
 def plan_segment(uri: str, path: str, fmt: str, local: bool,
-                 ground_truth: str | None = None) -> tuple[tuple[str, ...], Any, str | None, SegmentLabels | None] | str:
-    """Key columns of one segment (names, `KeyIndex`, ground-truth note) and its labels, or a
-    one-line error. The labels are small; the driver writes them beside the detections."""
+                 ground_truth: str | None = None) -> tuple[tuple[str, ...], Any, str | None, SegmentLabels | None,
+                                                           SegmentContext] | str:
+    """Key columns of one segment (names, `KeyIndex`, ground-truth note), its labels and its context
+    (the boxes' ranges and the images' conditions: a v1 file's come with its keys), or a one-line
+    error. The labels and context are small; the driver writes them into the tables."""
     if fmt == "v1":  # TFRecords are read with TensorFlow
         tensorflow_on_cpu()
     try:
         keys = read_keys(open_source(uri, path, fmt, local))
         labels = read_labels(keys, ground_truth)
+        context = read_context(keys)
     except Exception as err:  # reported as this segment's failure; the others go on
         return error_text(err)
-    return keys.segment_names, keys.index, keys.labels, labels
+    return keys.segment_names, keys.index, keys.labels, labels, context
 
 
 def read_frames(batch: Batch) -> Iterator[Batch]:

@@ -60,6 +60,7 @@ from detect.track.live import ImageTracks
 from detect.track.params import TrackerParams
 from detect.track.trail_history import Trails
 from detect.waymo.camera_labels import SegmentLabels
+from detect.waymo.context.read import read_context
 from detect.waymo.readers import iter_frames
 from detect.waymo.sources import recorded_path
 
@@ -138,6 +139,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
     plan = _plan(directory, request)
     manifest, job, params, results = plan.manifest, plan.job, plan.params, plan.results
     settings = job.settings
+    context = read_context(plan.source.keys)  # read before the folder changes: a bad component is refused first
     for stale in list(temp_files(directory)):
         stale.unlink()  # half-written files of a run or a redraw that was killed
 
@@ -155,7 +157,7 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
                                                                                         params)
         return ids
 
-    write_table(directory / DETECTIONS_FILE, results.values(), track)
+    write_table(directory / DETECTIONS_FILE, results.values(), track, context)
     tracked = params is not None and len({k.frame_timestamp_micros for k in results}) >= 2
     # the render processes draw while this process's main thread mostly waits on them: room for `alongside`
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraw-alongside") as side:

@@ -15,6 +15,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
+import numpy as np
+
 from detect.core.frame_rows import rows_by_image
 from detect.core.names import segment_dir_name
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, WaymoType
@@ -59,6 +61,7 @@ class CocoDetection(TypedDict):
     bbox: list[float]
     score: float
     model_class_id: int
+    range_m: NotRequired[float]  # metres (-1: not known), for the range slices; never exported
 
 
 class CocoInfo(TypedDict):
@@ -79,8 +82,10 @@ def image_id(key: FrameKey) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:6], "big")
 
 
-def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2) -> CocoDataset:
-    """The labels as a COCO `instances` dict (every processed image, labeled or not)."""
+def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: int = LEVEL_2,
+                 ranges: bool = False) -> CocoDataset:
+    """The labels as a COCO `instances` dict (every processed image, labeled or not); with `ranges`,
+    each label's `area` is its range in metres (-1 when not known), as the range slices match."""
     images: list[CocoImage] = []
     annotations: list[CocoAnnotation] = []
     for segment in segments:
@@ -89,22 +94,26 @@ def ground_truth(segments: Iterable[SegmentResults], types: list[int], level: in
             labels = segment.labels.get(key)
             if labels is None:
                 continue
-            for box, waymo_type, difficulty, object_id in zip(labels.xyxy, labels.types, labels.difficulty,
-                                                              labels.object_ids, strict=True):
+            distances = _ranges(segment.label_ranges.get(key), len(labels)) if ranges else None
+            for j, (box, waymo_type, difficulty, object_id) in enumerate(zip(
+                    labels.xyxy, labels.types, labels.difficulty, labels.object_ids, strict=True)):
                 if int(waymo_type) not in types:
                     continue
                 x0, y0, x1, y1 = (float(v) for v in box)
                 crowd = int(level == LEVEL_1 and int(difficulty) == LEVEL_2)
+                area = (x1 - x0) * (y1 - y0) if distances is None else distances[j]
                 annotations.append({"id": len(annotations) + 1, "image_id": image_id(key), "category_id": int(waymo_type),
-                                    "bbox": [x0, y0, x1 - x0, y1 - y0], "area": (x1 - x0) * (y1 - y0), "iscrowd": crowd,
+                                    "bbox": [x0, y0, x1 - x0, y1 - y0], "area": area, "iscrowd": crowd,
                                     "difficulty": int(difficulty), "object_id": object_id})
     return {"info": {"description": "Waymo camera labels exported by detect", "level": f"LEVEL_{level}"},
             "images": images, "annotations": annotations, "categories": categories(types)}
 
 
-def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int]) -> list[CocoDetection]:
+def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: list[int],
+               ranges: bool = False) -> list[CocoDetection]:
     """The detections as a COCO results list in Waymo types (see `ClassMap.to_waymo`: unmapped
-    classes dropped, a person riding a bicycle one CYCLIST box)."""
+    classes dropped, a person riding a bicycle one CYCLIST box); with `ranges`, each with its
+    `range_m` (-1 when not known; a rider's is its bicycle's, whose bottom is the pair's)."""
     out: list[CocoDetection] = []
     wanted = set(types)
     for segment in segments:
@@ -114,13 +123,24 @@ def detections(segments: Iterable[SegmentResults], class_map: ClassMap, types: l
             index = by_image[key]
             boxes = class_map.to_waymo(rows.xyxy[index], rows.scores[index], rows.class_ids[index])
             image = image_id(key)
-            for (x0, y0, x1, y1), score, waymo_type, class_id in zip(  # Python numbers, as JSON writes them
+            distances = (_ranges(None if rows.range_m is None else rows.range_m[index], len(index))
+                         if ranges else None)
+            for j, ((x0, y0, x1, y1), score, waymo_type, class_id) in enumerate(zip(  # Python numbers, as JSON writes them
                     boxes.xyxy.tolist(), boxes.scores.tolist(), boxes.types.tolist(), boxes.class_ids.tolist(),
-                    strict=True):
+                    strict=True)):
                 if waymo_type in wanted:
                     out.append({"image_id": image, "category_id": waymo_type, "bbox": [x0, y0, x1 - x0, y1 - y0],
                                 "score": score, "model_class_id": class_id})
+                    if distances is not None:
+                        out[-1]["range_m"] = distances[boxes.rows[j][-1]]
     return out
+
+
+def _ranges(values: np.ndarray | None, n: int) -> list[float]:
+    """Ranges as the slices' `area`: metres, -1 where not known."""
+    if values is None or len(values) != n:
+        return [-1.0] * n
+    return [-1.0 if not np.isfinite(v) else float(v) for v in np.asarray(values, np.float64)]
 
 
 def categories(types: list[int]) -> list[CocoCategory]:

@@ -74,7 +74,7 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
           TrackingWriter(target / TRACKING_FILE, protocol) as tracks):
         def write_matches(segment: SegmentResults, found: list[Match]) -> None:
             matches.write(found)
-            images.write(image_counts(segment.images, found, types, threshold))
+            images.write(image_counts(segment.images, found, types, threshold, segment.conditions))
 
         evaluation = evaluate(stream.labeled(), class_map, types, threshold, on_matches=write_matches,
                               on_segment=segment_pages, protocol=protocol, on_tracks=tracks.write)

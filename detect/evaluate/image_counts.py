@@ -10,7 +10,7 @@ have no SIGN: a stop sign is no false alarm there), so the false alarms here cou
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +24,22 @@ from detect.evaluate.matches import Match
 from detect.waymo.schema import CAMERA, KEY_FIELDS, SEGMENT, TIMESTAMP
 
 COUNTS = ("labels", "hits", "false_alarms", "misses")
+CONDITIONS = ("time_of_day", "location", "weather")  # Waymo's stats of the frame; null where not recorded
 IMAGES_SCHEMA = pa.schema([
     *KEY_FIELDS,
     ("type", pa.int8()),
     ("type_name", pa.string()),
     *((name, pa.int32()) for name in COUNTS),
+    *((name, pa.string()) for name in CONDITIONS),
 ])
 
 
-def image_counts(images: Iterable[FrameKey], matches: Sequence[Match], types: Sequence[int],
-                 threshold: float) -> pa.Table:
+def image_counts(images: Iterable[FrameKey], matches: Sequence[Match], types: Sequence[int], threshold: float,
+                 conditions: Mapping[FrameKey, Sequence[str | None]] | None = None) -> pa.Table:
     """One row per image of `images` (in time, then camera order) and type of `types`: its labels,
     and at `threshold` its hits (detections at or above it that matched a label), false alarms (that
-    matched none) and missed labels (no detection at or above it matched them)."""
+    matched none) and missed labels (no detection at or above it matched them); with the image's
+    time of day, location and weather from `conditions` (null where not recorded)."""
     keys = sorted(set(images), key=lambda k: k.order)
     row_of = {(k, t): i * len(types) + j for i, k in enumerate(keys) for j, t in enumerate(types)}
     counts = np.zeros((len(row_of), len(COUNTS)), np.int32)
@@ -57,7 +60,14 @@ def image_counts(images: Iterable[FrameKey], matches: Sequence[Match], types: Se
         "type": pa.array(list(types) * len(keys), pa.int8()),
         "type_name": pa.array([WaymoType(t).name for t in types] * len(keys), pa.string()),
         **{name: pa.array(counts[:, c], pa.int32()) for c, name in enumerate(COUNTS)},
+        **{name: pa.array([_condition(conditions, k, c) for k in keys for _ in types], pa.string())
+           for c, name in enumerate(CONDITIONS)},
     }, schema=IMAGES_SCHEMA)
+
+
+def _condition(conditions: Mapping[FrameKey, Sequence[str | None]] | None, key: FrameKey, index: int) -> str | None:
+    found = None if conditions is None else conditions.get(key)
+    return found[index] if found is not None and index < len(found) else None
 
 
 class ImagesWriter:

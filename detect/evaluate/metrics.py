@@ -29,6 +29,7 @@ from detect.evaluate.failures import Failures
 from detect.evaluate.matches import Match, segment_matches
 from detect.evaluate.pooled import DETECTIONS, LABELS, Pool, evaluate_chunk
 from detect.evaluate.segment_results import SegmentResults
+from detect.evaluate.slices import Slice, SlicePools, use_ranges
 from detect.evaluate.thresholds import Sweep, sweep
 from detect.evaluate.tracking import CameraSequence, segment_sequences
 from detect.model.classmap import ClassMap
@@ -72,6 +73,8 @@ class Evaluation:
     # Waymo type -> HOTA, MOTA, IDF1... of the track ids against the labels' object ids (none: not tracked)
     tracking: dict[int, TrackingScores] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the scores leave out, one line each (a sequence too large to score)
+    # dimension (range, time_of_day, location, weather) -> its slices, or "not available"
+    slices: dict[str, list[Slice[TypeMetrics]] | str] = dataclasses.field(default_factory=dict)
     # level -> type (and "mean") -> TIDE's error kinds as dAP50 (`detect.evaluate.error_kinds`)
     error_kinds: dict[str, dict[str, dict[str, float]]] = dataclasses.field(default_factory=dict)
     confusion: dict[str, object] = dataclasses.field(default_factory=dict)  # `Confusion.to_json` (LEVEL_2)
@@ -88,6 +91,7 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
     LEVEL_2) with the segment; `on_segment` each segment's own evaluation, from the same matching; `on_tracks` each
     segment's tracked sequences (one per camera and type; none when it was not tracked)."""
     pools = {level: Pool(types) for level in (LEVEL_1, LEVEL_2)}
+    slices = SlicePools(types)
     tracks = TrackingPool(protocol)
     failures = Failures.empty(types, threshold)
     names: list[str] = []
@@ -98,14 +102,27 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         images += len(segment.images)
         dropped += segment.labels_dropped
         dts = coco.detections([segment], class_map, types)
+        ranged = coco.detections([segment], class_map, types, ranges=True) if _has_ranges(segment) else None
         cameras = {coco.image_id(k): k.camera_name for k in segment.images}
+        conditions = {coco.image_id(k): v for k, v in segment.conditions.items() if k in segment.images and any(v)}
         own = {level: Pool(types) for level in pools} if on_segment is not None else {}
+        own_slices = SlicePools(types) if on_segment is not None else None
         for level, pool in pools.items():
             run, gt_coco, dt_coco = evaluate_chunk(coco.ground_truth([segment], types, level), dts, types)
             for target in (pool, own.get(level)):
                 if target is not None:
                     target.add(run, gt_coco, dt_coco, cameras, threshold)
+            for sliced in (slices, own_slices):
+                if sliced is not None and conditions:
+                    sliced.add_conditions(level, run, gt_coco, dt_coco, cameras, threshold, conditions)
             del run, gt_coco, dt_coco  # this segment's Python-side COCO objects: gone before the next
+            if ranged is not None:  # the range slices: the library matches again, by range bands
+                by_range = evaluate_chunk(coco.ground_truth([segment], types, level, ranges=True), ranged, types,
+                                          use_ranges)
+                for sliced in (slices, own_slices):
+                    if sliced is not None:
+                        sliced.add_ranges(level, *by_range, cameras, threshold)
+                del by_range
         sequences = list(segment_sequences(segment, class_map, types))
         own_tracks = TrackingPool(protocol)
         for sequence in sequences:
@@ -125,11 +142,25 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         if on_segment is not None:
             on_segment(segment, dataclasses.replace(
                 _evaluation(own, types, threshold, [segment.name], len(segment.images), segment.labels_dropped, protocol),
-                tracking=_labeled(own_tracks), error_kinds=own_failures.error_kinds(),
-                confusion=own_failures.confusion.to_json()))
+                tracking=_labeled(own_tracks), slices=_slices(own_slices, types, threshold, protocol),
+                error_kinds=own_failures.error_kinds(), confusion=own_failures.confusion.to_json()))
     return dataclasses.replace(_evaluation(pools, types, threshold, names, images, dropped, protocol),
                                tracking=_labeled(tracks), notes=tuple(notes), error_kinds=failures.error_kinds(),
-                               confusion=failures.confusion.to_json())
+                               confusion=failures.confusion.to_json(), slices=_slices(slices, types, threshold, protocol))
+
+
+def _has_ranges(segment: SegmentResults) -> bool:
+    """Whether a label or a detection of the segment has a range (else its range slices add nothing)."""
+    ranges = segment.detections.range_m
+    return bool((ranges is not None and np.isfinite(ranges).any())
+                or any(np.isfinite(r).any() for r in segment.label_ranges.values()))
+
+
+def _slices(pools: SlicePools | None, types: list[int], threshold: float,
+            protocol: Protocol) -> dict[str, list[Slice[TypeMetrics]] | str]:
+    if pools is None:
+        return {}
+    return pools.result(lambda pool, area: _per_type(pool, None, types, threshold, protocol, area))
 
 
 def _labeled(tracks: TrackingPool) -> dict[int, TrackingScores]:
@@ -160,9 +191,10 @@ def _mean(values: np.ndarray) -> float | None:
 
 
 def _per_type(pool: Pool, camera: CameraName | None, types: list[int], threshold: float,
-              protocol: Protocol) -> list[TypeMetrics]:
+              protocol: Protocol, area: int = 0) -> list[TypeMetrics]:
     """Per type (then "ALL") from the library's accumulation, with hits and false alarms at the
-    threshold at the protocol's IoU."""
+    threshold at the protocol's IoU; of one of the pool's area ranges when `area` > 0 (a range
+    band: its labels and detections are those the band keeps, its size breakdowns empty)."""
     result = pool.accumulate(camera)
     counts = pool.type_counts(camera)
     precision = np.asarray(result["precision"]) if result else None  # [T, R, K, A, M]
@@ -170,19 +202,22 @@ def _per_type(pool: Pool, camera: CameraName | None, types: list[int], threshold
     rows = []
     for k, waymo_type in enumerate(types):
         labels, detections = int(counts[k][LABELS]), int(counts[k][DETECTIONS])
-        scores, hit, _ = pool.outcomes(k, protocol.iou_index(waymo_type), camera)
+        scores, hit, in_area = pool.outcomes(k, protocol.iou_index(waymo_type), camera, area)
         kept = scores >= threshold
         hits, misses = int(np.count_nonzero(hit & kept)), int(np.count_nonzero(~hit & kept))
+        if area:
+            labels, detections = in_area, int(np.count_nonzero(kept))
         waymo_t = WAYMO_PROTOCOL.iou_index(waymo_type)
+        by_size: dict[str, float | None] = {size: None for size in SIZES[1:]}
+        by_size_50 = dict(by_size)
         if precision is None or recall is None:
             ap50 = ap_waymo = ap = ar100 = None
-            by_size: dict[str, float | None] = {size: None for size in SIZES[1:]}
-            by_size_50 = dict(by_size)
         else:
-            ap50, ap_waymo = _mean(precision[0, :, k, 0, -1]), _mean(precision[waymo_t, :, k, 0, -1])
-            ap, ar100 = _mean(precision[:, :, k, 0, -1]), _mean(recall[:, k, 0, -1])
-            by_size = {size: _mean(precision[:, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
-            by_size_50 = {size: _mean(precision[0, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
+            ap50, ap_waymo = _mean(precision[0, :, k, area, -1]), _mean(precision[waymo_t, :, k, area, -1])
+            ap, ar100 = _mean(precision[:, :, k, area, -1]), _mean(recall[:, k, area, -1])
+            if not area:
+                by_size = {size: _mean(precision[:, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
+                by_size_50 = {size: _mean(precision[0, :, k, a, -1]) for a, size in enumerate(SIZES) if a}
         if not labels:  # not scored (SIGN: Waymo's 2D labels have none): its boxes are no false alarms
             hits = misses = 0
         rows.append(TypeMetrics(WaymoType(waymo_type).name, labels, detections, ap50, ap_waymo, ap, ar100, by_size,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,10 @@ from detect.core.records import WaymoType
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.slice_plots import plot_range_bands
+from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
-from detect.results.layout import EVAL_FILE, PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.results.layout import EVAL_FILE, PR_CURVES_FILE, RANGE_BANDS_FILE, THRESHOLDS_FILE
 from detect.results.layout_version import stamped
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
@@ -63,6 +65,7 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
         "thresholds_level_2": {name: dataclasses.asdict(s) for name, s in evaluation.sweeps.items()},
         **({"tracking_level_2": {WaymoType(t).name: s.to_json() for t, s in evaluation.tracking.items()}}
            if evaluation.tracking else {}),
+        **({"slices": slices_json(evaluation.slices), "slices_rule": SLICES_RULE} if evaluation.slices else {}),
         "error_kinds": evaluation.error_kinds,
         "confusion": evaluation.confusion,
         "note": ("AP50: AP at IoU 0.5 (COCO); ap_waymo: AP at IoU 0.7 for VEHICLE and 0.5 for the others (Waymo's 2D "
@@ -74,6 +77,11 @@ def to_json(evaluation: Evaluation, class_map: ClassMap) -> dict[str, object]:
                  "over the types with labels; confusion: at the drawing threshold and IoU 0.5, rows the labels' types "
                  "(background: the false alarms), columns the detections' types (background: the labels missed)"),
     }
+
+
+SLICES_RULE = ("COCO's area-range rule with range in place of area: in a slice a label outside it is ignored, an "
+               "unmatched detection counts where its own range (its image's conditions) puts it; a box without a range "
+               "is in no range slice; range_m: the tied 3D label's, else the ground-plane estimate (docs/evaluation.md)")
 
 
 class MatchesWriter:
@@ -123,7 +131,10 @@ def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) 
     """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
     (matches.parquet: `MatchesWriter`)."""
     written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(stamped(report), indent=2, allow_nan=False) + "\n").encode())]
-    for name, plot in ((PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)):
+    plots = [(PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)]
+    if isinstance(evaluation.slices.get("range"), list):
+        plots.append((RANGE_BANDS_FILE, plot_range_bands))
+    for name, plot in plots:
         with atomic_path(out / name) as tmp:
             plot(evaluation, tmp)
         written.append(out / name)
@@ -187,6 +198,23 @@ def confusion_lines(evaluation: Evaluation) -> list[str]:
         lines.append("model classes at the threshold: the type each became, and what its boxes were on")
         lines += [f"  {c['name']} -> {c['type']}: {c['detections']} (" + ", ".join(f"{on} {n}" for on, n in c["on"].items())
                   + ")" for c in classes]
+    return lines
+
+
+def slice_lines(evaluation: Evaluation, dimensions: Sequence[str]) -> list[str]:
+    """The slices of `dimensions` (LEVEL_2, per type with labels and ALL): AP50 and recall at the
+    threshold, each beside the labels it counts."""
+    lines = []
+    for dimension in dimensions:
+        found = evaluation.slices.get(dimension, NOT_AVAILABLE)
+        if isinstance(found, str):
+            lines.append(f"{dimension}: {found}")
+            continue
+        lines.append(f"{dimension} (LEVEL_2): AP50 and recall at the threshold (labels)")
+        for piece in found:
+            rows = [r for r in piece.levels.get("LEVEL_2", []) if r.labels or r.name == "ALL"]
+            cells = "  ".join(f"{r.name} {_fmt(r.ap50)} R {_fmt(r.recall)} ({r.labels})" for r in rows)
+            lines.append(f"  {piece.name:<12} {cells}")
     return lines
 
 

@@ -20,8 +20,10 @@ and the `ImageEvaluation` state layout (checked on every chunk).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,56 +54,45 @@ class Pool:
         self._image_rank: dict[int, int] = {}  # image id -> the order it came in
         self._camera_of_rank: list[int] = []
 
-    def add(self, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
-        """A chunk `run`, evaluated with `separate_eval=True` and accumulated with `extra_calc=True`."""
-        image_ids = [int(i) for i in run.params.imgIds]
-        results = run._evalImgs_cpp
-        n, cells = len(image_ids), len(self._chunks)
-        if len(results) != cells * n:
-            raise RuntimeError(f"faster-coco-eval returned {len(results)} image evaluations, expected {cells * n}: "
-                               f"its layout changed")
-        self._iou_thresholds = np.asarray(run.params.iouThrs, np.float64)
-        self._recall_thresholds = np.asarray(run.params.recThrs, np.float64)
-        thresholds = len(self._iou_thresholds)
-        for image_id in image_ids:
+    def add(self, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float,
+            images: Collection[int] | None = None) -> None:
+        """A chunk `run`, evaluated with `separate_eval=True` and accumulated with `extra_calc=True`;
+        only its `images` (COCO image ids) when given: a slice of the chunk's images. The library's
+        state is read once per chunk (`chunk_states`), however many pools take it."""
+        chunk = chunk_states(run, gt, dt)
+        cells = len(self._chunks)
+        if chunk.image_ids and len(chunk.cells) != cells:
+            raise RuntimeError(f"faster-coco-eval returned {len(chunk.cells)} cells of image evaluations, expected "
+                               f"{cells}: its layout changed")
+        self._iou_thresholds, self._recall_thresholds = chunk.iou_thresholds, chunk.recall_thresholds
+        chosen = [(j, i) for j, i in enumerate(chunk.image_ids) if images is None or i in images]
+        for _, image_id in chosen:
             self._image_rank.setdefault(image_id, len(self._image_rank))
             if len(self._camera_of_rank) < len(self._image_rank):
                 self._camera_of_rank.append(int(cameras[image_id]))
-        for cell in range(cells):
+        for cell, states in enumerate(chunk.cells):
             parts = []
-            for j, image_id in enumerate(image_ids):
-                state = results[cell * n + j].__getstate__()
-                matches, scores, label_ignored, ignored = state[0], state[2], state[3], state[4]
-                detections = len(scores)
-                if len(matches) != thresholds * detections or len(ignored) != thresholds * detections:
-                    raise RuntimeError("faster-coco-eval's ImageEvaluation state changed its layout")
-                camera = int(cameras[image_id])
-                self._labels[cell, camera] += len(label_ignored) - int(np.count_nonzero(label_ignored))
-                if not detections:
+            for j, image_id in chosen:
+                labels, found = states[j]
+                self._labels[cell, int(cameras[image_id])] += labels
+                if found is None:
                     continue
-                part = np.zeros(min(detections, MAX_DETECTIONS), _RECORD)
-                keep = len(part)
-                part["score"] = scores[:keep]
+                part = found.copy()
                 part["image"] = self._image_rank[image_id]
-                part["position"] = np.arange(keep)
-                bits = (1 << np.arange(thresholds, dtype=np.uint16))[:, None]
-                matched = (np.asarray(matches).reshape(thresholds, detections)[:, :keep] != 0)
-                skipped = np.asarray(ignored, bool).reshape(thresholds, detections)[:, :keep]
-                part["matched"] = (matched * bits).sum(axis=0)
-                part["ignored"] = (skipped * bits).sum(axis=0)
                 parts.append(part)
             if parts:
                 self._chunks[cell].append(np.concatenate(parts))
-        self._count(gt, dt, cameras, threshold)
+        self._count(chunk, cameras, threshold, images)
 
-    def _count(self, gt: COCO, dt: COCO, cameras: dict[int, CameraName], threshold: float) -> None:
+    def _count(self, chunk: ChunkStates, cameras: dict[int, CameraName], threshold: float,
+               images: Collection[int] | None) -> None:
         index = {t: k for k, t in enumerate(self.types)}
-        for ann in gt.anns.values():
-            if not ann["iscrowd"] and ann["category_id"] in index:
-                self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), LABELS] += 1
-        for ann in dt.anns.values():
-            if ann["score"] >= threshold and ann["category_id"] in index:
-                self.counts[index[ann["category_id"]], int(cameras[ann["image_id"]]), DETECTIONS] += 1
+        for kind, (types, image_ids, counted) in ((LABELS, chunk.labels), (DETECTIONS, chunk.detections)):
+            if kind == DETECTIONS:
+                counted = counted >= threshold
+            for waymo_type, image_id, keep in zip(types.tolist(), image_ids.tolist(), counted.tolist(), strict=True):
+                if keep and waymo_type in index and (images is None or image_id in images):
+                    self.counts[index[waymo_type], int(cameras[image_id]), kind] += 1
 
     def accumulate(self, camera: CameraName | None = None) -> dict[str, Any] | None:  # COCOeval's `eval` dict
         """COCO's accumulation over the pool (or one camera's images): `precision` [T, R, K, A, 1]
@@ -138,10 +129,11 @@ class Pool:
                 precision[t, :, k, a, 0] = precision_at_recalls(tp, fp, labels, recalls)
         return {"precision": precision, "recall": recall}
 
-    def outcomes(self, k: int, t: int, camera: CameraName | None = None) -> tuple[np.ndarray, np.ndarray, int]:
-        """Type `k`'s counted detections at IoU threshold index `t` (every size; one camera's or
-        all): their scores, whether each matched a label, and the number of labels."""
-        cell = k * AREA_RANGES
+    def outcomes(self, k: int, t: int, camera: CameraName | None = None,
+                 area: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+        """Type `k`'s counted detections at IoU threshold index `t` (of every area, or of area range
+        `area`; one camera's or all): their scores, whether each matched a label, and the labels."""
+        cell = k * AREA_RANGES + area
         chunks = self._chunks[cell]
         found = np.concatenate(chunks) if chunks else np.zeros(0, _RECORD)
         labels = self._labels[cell]
@@ -179,21 +171,93 @@ def precision_at_recalls(tp: np.ndarray, fp: np.ndarray, labels: float, recalls:
     return sampled
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class ChunkStates:
+    """What the library's run of one chunk came to, read once: per cell (type x area range) and
+    image, the labels it counts and its detections as records (the image rank left to each pool);
+    each label's type, image and whether it counts (not a crowd), each detection's type, image and
+    score."""
+
+    image_ids: list[int]
+    iou_thresholds: np.ndarray
+    recall_thresholds: np.ndarray
+    cells: list[list[tuple[int, np.ndarray | None]]]
+    labels: tuple[np.ndarray, np.ndarray, np.ndarray]
+    detections: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+_STATES: weakref.WeakKeyDictionary[COCOeval_faster, ChunkStates] = weakref.WeakKeyDictionary()
+
+
+def chunk_states(run: COCOeval_faster, gt: COCO, dt: COCO) -> ChunkStates:
+    """`run`'s `ChunkStates` (kept while the run lives: every pool that takes the chunk reads them)."""
+    found = _STATES.get(run)
+    if found is None:
+        found = _STATES[run] = _read_states(run, gt, dt)
+    return found
+
+
+def _read_states(run: COCOeval_faster, gt: COCO, dt: COCO) -> ChunkStates:
+    image_ids = [int(i) for i in run.params.imgIds]
+    results = run._evalImgs_cpp
+    n = len(image_ids)
+    if n and len(results) % n:
+        raise RuntimeError(f"faster-coco-eval returned {len(results)} image evaluations for {n} images: its layout "
+                           "changed")
+    iou_thresholds = np.asarray(run.params.iouThrs, np.float64)
+    thresholds = len(iou_thresholds)
+    bits = (1 << np.arange(thresholds, dtype=np.uint16))[:, None]
+    cells: list[list[tuple[int, np.ndarray | None]]] = []
+    for cell in range(len(results) // n):
+        states: list[tuple[int, np.ndarray | None]] = []
+        for j in range(n):
+            state = results[cell * n + j].__getstate__()
+            matches, scores, label_ignored, ignored = state[0], state[2], state[3], state[4]
+            detections = len(scores)
+            if len(matches) != thresholds * detections or len(ignored) != thresholds * detections:
+                raise RuntimeError("faster-coco-eval's ImageEvaluation state changed its layout")
+            labels = len(label_ignored) - int(np.count_nonzero(label_ignored))
+            if not detections:
+                states.append((labels, None))
+                continue
+            part = np.zeros(min(detections, MAX_DETECTIONS), _RECORD)
+            keep = len(part)
+            part["score"] = scores[:keep]
+            part["position"] = np.arange(keep)
+            matched = (np.asarray(matches).reshape(thresholds, detections)[:, :keep] != 0)
+            skipped = np.asarray(ignored, bool).reshape(thresholds, detections)[:, :keep]
+            part["matched"] = (matched * bits).sum(axis=0)
+            part["ignored"] = (skipped * bits).sum(axis=0)
+            states.append((labels, part))
+        cells.append(states)
+    truth, found = list(gt.anns.values()), list(dt.anns.values())
+    return ChunkStates(
+        image_ids, iou_thresholds, np.asarray(run.params.recThrs, np.float64), cells,
+        (np.array([a["category_id"] for a in truth], np.int64), np.array([a["image_id"] for a in truth], np.int64),
+         np.array([not a["iscrowd"] for a in truth], bool)),
+        (np.array([a["category_id"] for a in found], np.int64), np.array([a["image_id"] for a in found], np.int64),
+         np.array([a["score"] for a in found], np.float64)))
+
+
 _RECORD = np.dtype([("score", np.float64), ("image", np.int32), ("position", np.int16), ("matched", np.uint16),
                     ("ignored", np.uint16)])
 
 
-def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int]) -> tuple[COCOeval_faster, COCO, COCO]:
+def evaluate_chunk(gt: CocoDataset, dts: list[CocoDetection], types: Sequence[int],
+                   prepare: Callable[[COCOeval_faster, COCO], None] | None = None) -> tuple[COCOeval_faster, COCO, COCO]:
     """One chunk matched by the library: its run (per-image results kept, per area range) and its
     COCO objects. The library's per-detection match flags (`tp`, `gt_id`) are not read: they merge
     every area range's matching, so a detection that matched a real label can carry a crowd's id
-    (the per-image matching is `detect.core.matching`)."""
+    (the per-image matching is `detect.core.matching`). `prepare` sets the run and the detections
+    up before the matching (the range slices' area ranges)."""
     with contextlib.redirect_stdout(io.StringIO()):  # the library reports its progress on stdout
         gt_coco = COCO(gt)
         dt_coco = gt_coco.loadRes([dict(d) for d in dts]) if dts else COCO({**gt, "annotations": []})
         run = COCOeval_faster(gt_coco, dt_coco, "bbox", print_function=lambda *a, **k: None, extra_calc=True,
                               separate_eval=True)
         run.params.catIds = list(types)
+        if prepare is not None:
+            prepare(run, dt_coco)
         run.evaluate()
         run.accumulate()  # the chunk's own
     return run, gt_coco, dt_coco

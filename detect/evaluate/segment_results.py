@@ -14,7 +14,7 @@ from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
 from detect.results.detections_table import DetectionTable, read_detections
 from detect.results.fingerprint import Sources, segment_sources
-from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
+from detect.results.ground_truth import GROUND_TRUTH_FILE, GroundTruthTable, read_ground_truth_table
 from detect.results.results_folder import Manifest, finished_frames, processed_images, read_manifest
 from detect.results.results_tables import RowBudget, segment_budget
 from detect.results.run_folder import SegmentFolders, find_segment_folders
@@ -42,6 +42,10 @@ class SegmentResults:
     labels_mismatch: str | None = None
     # what reading left out, one line each (rows of detections.parquet that name another segment)
     notes: tuple[str, ...] = ()
+    # each label's range from the car (float32 metres, NaN where not known), in its image's label order
+    label_ranges: Mapping[FrameKey, np.ndarray] = dataclasses.field(default_factory=dict)
+    # each image's time of day, location and weather (None where not recorded), from either table
+    conditions: Mapping[FrameKey, tuple[str | None, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def threshold(self) -> float:
@@ -81,10 +85,12 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     budget = segment_budget(directory, name)
     table, read_notes = _read_detections(directory / DETECTIONS_FILE, budget)
     detections, foreign = _own_rows(table, name)
+    detection_conditions = detections.image_conditions()
     notes = (*read_notes, *([f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than "
                              f"{printable(name, 64)}; left out"] if foreign else []))
-    written, dropped = (read_ground_truth(directory / GROUND_TRUTH_FILE, budget)
-                        if (directory / GROUND_TRUTH_FILE).is_file() else ({}, 0))
+    truth = (read_ground_truth_table(directory / GROUND_TRUTH_FILE, budget)
+             if (directory / GROUND_TRUTH_FILE).is_file() else GroundTruthTable({}, 0, {}, {}))
+    written, dropped, label_ranges = truth.labels, truth.dropped, truth.ranges
     processed = processed_images(directory, name, detections.keys, written)
     mismatch = None
     if gt is not None:
@@ -92,6 +98,7 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         labels: Mapping[FrameKey, Labels] = chosen.by_key
         dropped = chosen.dropped
         mismatch = _labels_mismatch(gt, chosen, name, processed)
+        label_ranges = {}  # the labels --gt names have no range
         if mismatch is not None:
             labels = {}
     else:
@@ -99,8 +106,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         dropped += manifest.labels_dropped
     sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
              if check_size(r.width, r.height, MAX_SIDE**2) is None}
+    conditions = {**truth.conditions, **detection_conditions}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
-                          notes)
+                          notes, label_ranges, conditions)
 
 
 def _own_rows(rows: DetectionTable, segment: str) -> tuple[DetectionTable, int]:

@@ -12,6 +12,7 @@ from detect.core import json_fields as jf
 from detect.core.errors import UsageError
 from detect.core.records import Detections
 from detect.render.chip_layout import Chip, Rect, frame_font_size, lay_out_chips
+from detect.render.chip_text import chip_text, chip_texts, short_chip_text
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
 from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails, trail_rects
 
@@ -182,34 +183,6 @@ def selected_rows(detections: Detections, style: DrawStyle) -> np.ndarray:
     if style.max_boxes is not None:
         index = index[: style.max_boxes]
     return index
-
-
-def chip_text(label: str, class_id: int, score: float, style: DrawStyle, track_id: int | None = None) -> str | None:
-    """`car 0.87`, `car`, `0.87` or None, as the style says; a tracked box's id first: `#17 car 0.87`."""
-    parts = [] if track_id is None or track_id < 0 else [f"#{track_id}"]
-    if style.show_labels:
-        parts.append(label or str(class_id))
-    if style.show_scores:
-        parts.append(f"{score:.2f}")
-    return " ".join(parts) or None
-
-
-def short_chip_text(score: float, style: DrawStyle, track_id: int | None = None, label: str | None = None) -> str | None:
-    """The chip of a box too small for the long one: its id and score, `#17 .87` (the errors
-    drawing: its color says what the evaluation made of it); with `label`, the class and score,
-    `car .87` (the detections drawing: no id). None when the style shows nothing of it."""
-    parts = [] if track_id is None or track_id < 0 or label is not None else [f"#{track_id}"]
-    if label is not None and style.show_labels:
-        parts.append(label)
-    if style.show_scores:
-        text = f"{score:.2f}"
-        parts.append(text[1:] if text.startswith("0") else text)
-    return " ".join(parts) or None
-
-
-def chip_texts(*texts: str | None) -> tuple[str, ...]:
-    """A box's chip texts, longest first, for `draw_boxes` (none: no chip)."""
-    return tuple(t for t in dict.fromkeys(texts) if t)
 
 
 def draw_detections(

@@ -27,18 +27,16 @@ from detect.core.boxes import box_area
 from detect.core.records import Detections, Labels, WaymoType
 from detect.judge import FALSE_ALARM, HIT, MISSED, OTHER, ErrorRules
 from detect.render.chip_layout import Rect
+from detect.render.chip_text import chip_text, chip_texts, short_chip_text
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip_at
 from detect.render.draw import (
     DrawStyle,
     PlacedChips,
-    chip_text,
-    chip_texts,
     draw_boxes,
     legend_font_size,
     paint_outline,
     scaled_line_width,
     selected_rows,
-    short_chip_text,
 )
 from detect.render.trails import TRACK_LEGEND, FrameTracks
 

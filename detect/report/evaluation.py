@@ -12,10 +12,11 @@ from detect.report.failures_section import failures_section
 from detect.report.html import Markup, count_cell, img, num, table
 from detect.report.staleness import evaluation_notice
 from detect.results.eval_record import EvalRecord
-from detect.results.layout import PR_CURVES_FILE, THRESHOLDS_FILE
+from detect.results.layout import PR_CURVES_FILE, RANGE_BANDS_FILE, THRESHOLDS_FILE
 from detect.results.source_images import NamedSources, SourceImages
 
 SIZES = ("small", "medium", "large")
+SLICE_DIMENSIONS = ("range", "time_of_day", "location", "weather")  # eval.json's `slices`
 CROPS = ("Close-ups from the camera image, only the object in question drawn: a false alarm dashed vermillion, "
          "a missed label dotted yellow; in white the detection that matched it below the threshold, else the box "
          "that overlaps it most. Each links to its drawn frame.")
@@ -49,6 +50,7 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_levels(report))
     parts.append(_tracking(report.tracking))
     parts.append(_by_size_and_camera(level_2, report.cameras))
+    parts.append(_slices(report.slices, directory))
     parts.append(failures_section(report))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
@@ -98,6 +100,38 @@ def _by_size_and_camera(level_2: Sequence[Mapping[str, object]], cameras: Mappin
     if camera_rows:
         out += ("<h3>By camera</h3><p class='muted'>Every type together (mean AP over types), LEVEL_2.</p>"
                 + table(["camera", "labels", "AP50", "AP70/50", "P", "R"], camera_rows))
+    return out
+
+
+def _slices(slices: Mapping[str, object], directory: Path) -> str:
+    """Where and when: AP50 and recall per type in each slice (LEVEL_2), the labels beside them; the
+    range bands' picture; the dimensions that are not available named."""
+    rows, absent = [], []
+    for dimension in SLICE_DIMENSIONS:
+        pieces = slices.get(dimension)
+        if not isinstance(pieces, list):
+            if pieces is not None:
+                absent.append(dimension.replace("_", " "))
+            continue
+        for piece in safe.items(pieces):
+            piece = safe.mapping(piece)
+            levels = safe.items(safe.mapping(piece.get("levels")).get("LEVEL_2"))
+            for row in (safe.mapping(r) for r in levels):
+                labels = safe.count(row.get("labels"))
+                if labels:
+                    rows.append([dimension.replace("_", " "), piece.get("slice"), row.get("name"), labels,
+                                 num(row.get("ap50"), 3), num(row.get("recall"), 3)])
+    if not rows and not absent:
+        return ""
+    out = ("<h3>Where and when</h3><p class='muted'>LEVEL_2, by range from the car (the tied 3D label's, else the "
+           "ground-plane estimate) and by the images' conditions; in a slice, labels outside it are ignored and a "
+           "false alarm counts where its own range puts it. R: recall at the drawing threshold.</p>")
+    if rows:
+        out += table(["by", "slice", "type", "labels", "AP50", "R"], rows, css="slices")
+    if (directory / RANGE_BANDS_FILE).is_file():
+        out += linked(RANGE_BANDS_FILE, "AP50 and recall per type by range band")
+    if absent:
+        out += f"<p class='muted'>Not available (no such context in the input): {safe.text(', '.join(absent))}.</p>"
     return out
 
 

@@ -25,8 +25,7 @@ CONFUSION_NOTE = ("At the drawing threshold {threshold} and IoU 0.5, LEVEL_2. Ro
 
 def failures_section(report: EvalRecord) -> str:
     """The error kinds and the confusion matrix ("" when eval.json holds neither)."""
-    return _kinds(safe.mapping(safe.mapping(report.data.get("error_kinds")).get("LEVEL_2"))) + _confusion(
-        safe.mapping(report.data.get("confusion")))
+    return _kinds(safe.mapping(report.error_kinds.get("LEVEL_2"))) + _confusion(report.confusion)
 
 
 def _kinds(level: Mapping[str, object]) -> str:

@@ -9,9 +9,8 @@ consecutive frames."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +27,7 @@ from detect.model.coco_classes import label_for
 from detect.render.crop import PARTNER as PARTNER_COLOR
 from detect.render.crop import PARTNER_WIDTH, Outline, close_up
 from detect.render.verdicts import COLORS, LINES
+from detect.report.same_object import distinct, label_id, object_key_of
 from detect.results.detections_table import read_detections
 from detect.results.evaluation_tables import RANGE, read_matches_table
 from detect.results.frames import list_frames, read_frame
@@ -46,9 +46,7 @@ FALSE_ALARM, MISSED = "false alarm", "missed label"
 PER_TYPE = 6
 PREFIX = "error_"  # the crops' file names
 NEAR_IOU = 0.05  # less overlap than this is not "near": a box crossing a corner would only confuse the crop
-# Boxes of one camera less than this far apart in time and overlapping this much are one object (where
-# no track or label id says so: a stationary false alarm, or a track that lost its id for a frame).
-SAME_OBJECT_SECONDS, SAME_OBJECT_IOU = 1.0, 0.3
+
 CAMERA_NAMES = frozenset(c.name for c in CameraName)
 CAMERA_NUMBERS_BY_NAME = {c.name: int(c) for c in CameraName}
 
@@ -172,63 +170,10 @@ def select(matches: pd.DataFrame, threshold: float, per_type: int = PER_TYPE,
                           label_id)
         identities = {FALSE_ALARM: track_ids.of if track_ids is not None else None, MISSED: label_id}
         chosen[name] = {kind: [dataclasses.replace(e, partner=_partner(e, matches, threshold),
-                                                   object_key=_object_key(kind, r, identities[kind]))
+                                                   object_key=object_key_of(kind, r, identities[kind]))
                                for e, r in ((_example(kind, r), r) for r in found.to_dict("records"))]
                         for kind, found in ((FALSE_ALARM, false_alarms), (MISSED, missed))}
     return chosen
-
-
-def distinct(rows: pd.DataFrame, limit: int, identity: Callable[[Mapping[str, object]], object] | None) -> pd.DataFrame:
-    """The first `limit` of `rows` (worst first) that are each another object (`ObjectMemory`)."""
-    taken: list[int] = []
-    memory = ObjectMemory(identity)
-    for index, row in zip(rows.index, rows.to_dict("records"), strict=True):
-        if len(taken) >= limit:
-            break
-        if memory.add(row):
-            taken.append(index)
-    return rows.loc[taken]
-
-
-def _object_key(kind: str, row: Mapping[str, object], identity: Callable[[Mapping[str, object]], object] | None) -> str:
-    """The object a row shows, as text: its label id or track (`identity`), else its own box in its
-    image (a detection no track names is an object of its own)."""
-    found = identity(row) if identity is not None else None
-    if found is not None:
-        return "/".join(str(part) for part in (kind, *(found if isinstance(found, tuple) else (found,))))
-    return "/".join(str(row.get(c)) for c in (SEGMENT, CAMERA, TIMESTAMP, "xmin", "ymin", "xmax", "ymax")) + f"/{kind}"
-
-
-class ObjectMemory:
-    """The objects shown so far. A row is the same object as one shown before when `identity` gives
-    both the same id (a track id, a label id), or, in the same camera at another timestamp under
-    `SAME_OBJECT_SECONDS` away, when they overlap by `SAME_OBJECT_IOU` (no id, or a track that
-    changed its id)."""
-
-    def __init__(self, identity: Callable[[Mapping[str, object]], object] | None) -> None:
-        self.identity = identity
-        self._ids: set[object] = set()
-        self._boxes: dict[tuple[object, object], list[tuple[int, np.ndarray]]] = {}  # (segment, camera) -> (time, box)
-
-    def add(self, row: Mapping[str, Any]) -> bool:
-        """Remember the object of `row` (a matches row) and say True, unless it was shown before."""
-        object_id = self.identity(row) if self.identity is not None else None
-        where, when = (row[SEGMENT], row[CAMERA]), int(row[TIMESTAMP])
-        box = np.array([[row["xmin"], row["ymin"], row["xmax"], row["ymax"]]], np.float64)
-        near = [b for t, b in self._boxes.get(where, []) if t != when and abs(t - when) < SAME_OBJECT_SECONDS * 1e6]
-        seen = object_id is not None and object_id in self._ids
-        if seen or near and box_iou(box, np.concatenate(near))[0].max() >= SAME_OBJECT_IOU:
-            return False
-        if object_id is not None:
-            self._ids.add(object_id)
-        self._boxes.setdefault(where, []).append((when, box))
-        return True
-
-
-def label_id(row: Mapping[str, object]) -> object:
-    """A label's object: its id in its camera (None: the label has none)."""
-    object_id = row.get(OBJECT_ID)
-    return (row[SEGMENT], row[CAMERA], object_id) if isinstance(object_id, str) and object_id else None
 
 
 class TrackIds:

@@ -90,9 +90,7 @@ def headline(report: EvalRecord | None, outcomes: Mapping[str, Outcome] | None, 
 
 def threshold_text(value: object) -> str:
     """A threshold as the command line takes it ("0.3", not "0.30"); "-" when it is not a number."""
-    if safe.number(value) == "-" or not isinstance(value, (int, float)):  # safe.number: a finite number
-        return "-"
-    return f"{float(value):g}"
+    return f"{value:g}" if isinstance(value, (int, float)) and safe.number(value) != "-" else "-"
 
 
 def tracking_line(scores: Mapping[str, object]) -> str:

@@ -40,7 +40,7 @@ th:first-child, td:first-child { text-align: left; } th { background: #f5f5f5; c
 th.sortable { cursor: pointer; } .facts td { text-align: left; } .facts td + td { overflow-wrap: anywhere; } \
 .facts td:first-child { white-space: nowrap; } .muted { color: #777; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(360px, 100%), 1fr)); gap: 12px; }
-.grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; } img, video { max-width: 100%; }
+.grid figure { margin: 0; } figcaption { font-size: 13px; color: #555; overflow-wrap: anywhere; } img, video { max-width: 100%; }
 .status-failed, .status-done_with_failures, .status-complete_with_failures { color: #b00020; font-weight: 600; }
 h3 { font-size: 16px; margin-top: 22px; } .grid.crops { grid-template-columns: repeat(auto-fill, minmax(min(240px, 100%), 1fr)); }
 .lead { font-size: 16px; margin: 4px 0; } .headline table.verdict { font-size: 16px; }

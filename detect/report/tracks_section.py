@@ -153,7 +153,7 @@ def _switches(rows: pd.DataFrame, limit: int) -> list[Switch]:
 
 
 def _example(row: dict[str, Any]) -> gallery.Example:
-    """One row of the tracking table (`to_dict`: numpy scalars, checked by the table's reader) as a gallery example."""
+    """A tracking.parquet row (numbers where numbers go, as its reader made them) as an example."""
     camera = int(row[CAMERA])
     x0, y0, x1, y1 = (float(row[c]) for c in ("xmin", "ymin", "xmax", "ymax"))
     return gallery.Example("id switch", str(row["type_name"]), CameraName(camera).name if camera in CAMERA_NUMBERS

@@ -6,7 +6,7 @@ drawing threshold, over the Waymo types the evaluation has labels of (images.par
 the image with more labels (more went wrong among more to get right is not better), then to time
 order. Each moment is shown by its most telling error: its largest missed label, else its
 highest-scoring false alarm, and never by an object already shown (the same label id, the same
-track, or, without ids, the same place in the same camera within a second: `gallery.ObjectMemory`):
+track, or, without ids, the same place in the same camera within a second: `same_object.ObjectMemory`):
 the list is the worst moments of different objects, not one parked car in twenty frames."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.report import filters, gallery, safe
 from detect.report.html import Markup, img
+from detect.report.same_object import ObjectMemory, label_id
 from detect.results.evaluation_tables import read_images_table
 from detect.results.layout import IMAGES_FILE
 from detect.results.results_folder import Manifest
@@ -84,7 +85,7 @@ def select(ranked: pd.DataFrame, matches: pd.DataFrame, threshold: float,
     scored_types = set(matches.loc[matches["kind"] == "label", "type_name"])
     matches = matches[matches["type_name"].isin(scored_types)]
     by_image = {key: rows for key, rows in matches.groupby([SEGMENT, TIMESTAMP, CAMERA], sort=False)}
-    memory = gallery.ObjectMemory(lambda row: _identity(row, tracks))
+    memory = ObjectMemory(lambda row: _identity(row, tracks))
     chosen: list[Moment] = []
     for image in ranked.to_dict("records"):
         if len(chosen) >= limit:
@@ -116,7 +117,7 @@ def _candidates(rows: pd.DataFrame, threshold: float) -> list[tuple[str, dict]]:
 def _identity(row: Mapping[str, object], tracks: Mapping[str, gallery.TrackIds | None]) -> object:
     """A label's id, or a detection's track (None: neither; `ObjectMemory` then compares places)."""
     if row.get("kind") == "label":
-        return gallery.label_id(row)
+        return label_id(row)
     found = tracks.get(str(row[SEGMENT]))
     return found.of(row) if found is not None else None
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.records import FrameKey
+from detect.results import box_context
 from detect.results.results_tables import (
     COORDINATES,
     DETECTION_COLUMNS,
@@ -46,6 +47,8 @@ class DetectionTable:
     class_ids: np.ndarray  # int32, 0 to 2**31 - 1
     labels: np.ndarray | None = None  # str per box; None: not asked for
     track_ids: np.ndarray | None = None  # int64 per box, -1 for none; None: no track ids it can use
+    range_m: np.ndarray | None = None  # float32 metres per box, NaN where unknown; None: no range column
+    conditions: np.ndarray | None = None  # object [N, 3]: each box's image's time of day, location, weather
     not_boxes: str | None = None  # one line when some rows were left out as not boxes
     track_note: str | None = None  # one line when its track ids were left out, and why
 
@@ -65,6 +68,15 @@ class DetectionTable:
             keys.append(key)
         return keys
 
+    def image_conditions(self) -> dict[FrameKey, tuple[str | None, ...]]:
+        """Each image's conditions (`box_context.CONDITIONS`) from its first box; None where not recorded."""
+        out: dict[FrameKey, tuple[str | None, ...]] = {}
+        for position, key in enumerate(self.keys):
+            if key not in out:
+                out[key] = (tuple(None for _ in box_context.CONDITIONS) if self.conditions is None
+                            else tuple(self.conditions[position].tolist()))
+        return out
+
     def take(self, rows: np.ndarray) -> DetectionTable:
         """The boxes at `rows` (indices or a mask)."""
         index = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows, np.int64)
@@ -72,14 +84,16 @@ class DetectionTable:
             self, segments=[self.segments[i] for i in index.tolist()], timestamps=self.timestamps[index],
             cameras=self.cameras[index], xyxy=self.xyxy[index], scores=self.scores[index],
             class_ids=self.class_ids[index], labels=None if self.labels is None else self.labels[index],
-            track_ids=None if self.track_ids is None else self.track_ids[index])
+            track_ids=None if self.track_ids is None else self.track_ids[index],
+            range_m=None if self.range_m is None else self.range_m[index],
+            conditions=None if self.conditions is None else self.conditions[index])
 
 
 def read_detections(path: Path, budget: RowBudget, *, labels: bool = False) -> DetectionTable:
     """The detections table at `path` (`labels`: its `label` column too, which it must then have);
     `InputError` naming it when it cannot be read or is not a detections table."""
     columns = [*DETECTION_COLUMNS, "label"] if labels else list(DETECTION_COLUMNS)
-    table = read_table(path, [*columns, "track_id"], budget, "detections table")
+    table = read_table(path, [*columns, "track_id", *box_context.NAMES], budget, "detections table")
     absent = missing(table, columns)
     if absent:
         raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
@@ -98,4 +112,30 @@ def read_detections(path: Path, budget: RowBudget, *, labels: bool = False) -> D
         raise InputError(f"{path}: not a detections table ({first_line(err)})") from None
     tracks = read_track_ids(table, ok, path)
     return DetectionTable(path, segments, np.asarray(timestamps, np.int64), cameras, xyxy, scores, class_ids, names,
-                          None if tracks.ids is None else tracks.ids[rows], not_boxes(path, ok), tracks.note)
+                          None if tracks.ids is None else tracks.ids[rows], range_m=_ranges(table, rows),
+                          conditions=_conditions(table, rows), not_boxes=not_boxes(path, ok), track_note=tracks.note)
+
+
+def _ranges(table: pa.Table, rows: np.ndarray) -> np.ndarray | None:
+    """The kept rows' ranges; None without a range column, or with one of another type (an edited table)."""
+    if box_context.RANGE not in table.column_names:
+        return None
+    try:
+        return box_context.ranges_of(numbers(table, box_context.RANGE)[rows])
+    except (pa.ArrowException, ValueError):
+        return None
+
+
+def _conditions(table: pa.Table, rows: np.ndarray) -> np.ndarray | None:
+    """The kept rows' image conditions, texts only (anything else, as in an edited table, is None);
+    None when the table has none of the columns."""
+    present = [name for name in box_context.CONDITIONS if name in table.column_names]
+    if not present:
+        return None
+    out = np.full((len(rows), len(box_context.CONDITIONS)), None, object)
+    taken = pa.array(rows, pa.int64())
+    for column, name in enumerate(box_context.CONDITIONS):
+        if name in present:
+            values = table.column(name).take(taken).to_pylist()
+            out[:, column] = [v if isinstance(v, str) else None for v in values]
+    return out

@@ -62,6 +62,21 @@ class EvalRecord:
         return json_object(self.data.get("thresholds_level_2"))
 
     @property
+    def slices(self) -> Mapping[str, object]:
+        """Per dimension (range, time_of_day, location, weather) its slices (`slices`; {}: none)."""
+        return json_object(self.data.get("slices"))
+
+    @property
+    def error_kinds(self) -> Mapping[str, object]:
+        """TIDE's error kinds per level, type and their mean (`error_kinds`; {}: not computed)."""
+        return json_object(self.data.get("error_kinds"))
+
+    @property
+    def confusion(self) -> Mapping[str, object]:
+        """The confusion matrix at the drawing threshold (`confusion`; {}: not computed)."""
+        return json_object(self.data.get("confusion"))
+
+    @property
     def levels(self) -> list[str]:
         """The difficulty levels recorded (LEVEL_1, LEVEL_2), in the file's order."""
         return [str(level) for level in json_object(self.data.get("levels"))]

@@ -36,8 +36,9 @@ _ANIMATION_STEMS = frozenset([c.name for c in CameraName] + ["mosaic"])
 # segment directory they describe its old outputs, so --overwrite removes them too.
 EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE = "eval.json", "matches.parquet", "pr_curves.png"
 THRESHOLDS_FILE, TRACKING_FILE, IMAGES_FILE = "thresholds.png", "tracking.parquet", "images.parquet"
+RANGE_BANDS_FILE = "range_bands.png"  # AP50 and recall by range band, when the results have ranges
 _TOP_FILES = frozenset({DETECTIONS_FILE, MANIFEST_FILE, GROUND_TRUTH_FILE, EVAL_FILE, MATCHES_FILE, PR_CURVES_FILE,
-                        THRESHOLDS_FILE, TRACKING_FILE, IMAGES_FILE})
+                        THRESHOLDS_FILE, TRACKING_FILE, IMAGES_FILE, RANGE_BANDS_FILE})
 
 
 def contained(root: Path, path: Path) -> Path:

@@ -12,6 +12,8 @@ import pyarrow.parquet as pq
 
 from detect.core.atomic import atomic_path
 from detect.core.records import FrameResult
+from detect.results import box_context
+from detect.waymo.context.segment import SegmentContext
 from detect.waymo.schema import CAMERA, KEY_FIELDS, SEGMENT, TIMESTAMP
 
 DETECTIONS_FILE = "detections.parquet"
@@ -26,6 +28,7 @@ SCHEMA = pa.schema(
         ("ymin", pa.float32()),
         ("xmax", pa.float32()),
         ("ymax", pa.float32()),
+        *box_context.FIELDS,  # each box's range and its image's conditions, null where not known
         # the object's track (unique in the segment), null where the tracker kept none or did not run
         ("track_id", pa.int64()),
     ]
@@ -49,6 +52,7 @@ def to_table(results: Iterable[FrameResult]) -> pa.Table:
         "xmax": pa.array(xyxy[:, 2].astype(np.float32)),
         "ymax": pa.array(xyxy[:, 3].astype(np.float32)),
         "track_id": pa.nulls(len(xyxy), pa.int64()),
+        **box_context.null_columns(len(xyxy)),
     }
     return pa.table(columns, schema=SCHEMA)
 
@@ -63,10 +67,17 @@ def with_track_ids(table: pa.Table, ids: np.ndarray) -> pa.Table:
 
 
 def write_table(path: Path, results: Iterable[FrameResult] | pa.Table,
-                track: Callable[[pa.Table], np.ndarray] | None = None) -> int:
+                track: Callable[[pa.Table], np.ndarray] | None = None, context: SegmentContext | None = None) -> int:
     """Write atomically (`results`, or a table as `to_table` makes them); `track` gives the track ids
-    of the table's rows (None: no tracking, the column stays null). Returns the number of rows."""
-    table = results if isinstance(results, pa.Table) else to_table(results)
+    of the table's rows (None: no tracking, the column stays null); `context` the boxes' ranges and
+    their images' conditions (None: a table's own are kept, results' are null). Returns the rows."""
+    if isinstance(results, pa.Table):
+        table, sizes = results, None
+    else:
+        results = list(results)
+        table, sizes = to_table(results), {r.key: (r.width, r.height) for r in results}
+    if context is not None:
+        table = box_context.with_context(table, box_context.context_columns(table, context, sizes))
     if track is not None:
         table = with_track_ids(table, track(table))
     with atomic_path(path) as tmp:

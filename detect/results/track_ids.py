@@ -18,6 +18,7 @@ from detect.core.errors import InputError, OutputError, UsageError, first_line
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
+from detect.results import box_context
 from detect.results.layout import SegmentLock, has_pictures, is_marked
 from detect.results.manifest import MANIFEST_FILE, write_manifest
 from detect.results.results_folder import read_manifest
@@ -167,14 +168,15 @@ def tracker_params(threshold: float, **overrides: float) -> TrackerParams:
 
 
 def _read_table(path: Path, budget: RowBudget) -> pa.Table:
-    """detections.parquet in its schema, its track_id column null (the ids it held are replaced)."""
-    columns = [c for c in SCHEMA.names if c != "track_id"]
-    table = read_table(path, columns, budget, "detections table")
+    """detections.parquet in its schema, its track_id column null (the ids it held are replaced), its
+    context columns kept (null where it has none)."""
+    columns = [c for c in SCHEMA.names if c != "track_id" and c not in box_context.NAMES]
+    table = read_table(path, [*columns, *box_context.NAMES], budget, "detections table")
     absent = missing(table, columns)
     if absent:
         raise InputError(f"{path}: not a detections table (no {', '.join(absent)} column)")
-    table = table.append_column("track_id", pa.nulls(table.num_rows, pa.int64()))
+    table = box_context.with_absent(table.append_column("track_id", pa.nulls(table.num_rows, pa.int64())))
     try:
-        return table.cast(SCHEMA)
+        return table.select(SCHEMA.names).cast(SCHEMA)
     except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a detections table ({first_line(err)})") from None

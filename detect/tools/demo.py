@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from detect.cli import main as detect
 from detect.cli.console import relative
 from detect.cli.console import say as console_say
+from detect.results import box_context
 from detect.tools.synthetic import write_camera_box_from_labels, write_camera_image_parquet
 from detect.waymo.camera_labels import read_labels
 from detect.waymo.readers import iter_frames, read_keys
@@ -93,7 +94,8 @@ def _agreement(first: Path, second: Path) -> str:
     def facts(out: Path) -> tuple[pa.Table, object]:
         (segment,) = (p for p in out.iterdir() if p.is_dir() and p.name != "inputs")
         table = pq.read_table(segment / "detections.parquet")
-        boxes = table.drop_columns([c for c in ("track_id",) if c in table.column_names])
+        # the boxes themselves: the v2 copy has no calibration beside it, so its ranges are unknown
+        boxes = table.drop_columns([c for c in ("track_id", *box_context.NAMES) if c in table.column_names])
         evaluation = segment / "eval.json"
         return boxes, json.loads(evaluation.read_text()).get("levels") if evaluation.is_file() else None
 

@@ -41,7 +41,7 @@ def measure(frame: Path, model: Path | None) -> dict[str, int]:
                          "--gif-width", str(ANIMATION_WIDTH), *model_flags, *flags])
             if code:
                 raise SystemExit(f"disk_sizes: detect segment exited {code}")
-            (segment,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            (segment,) = [p for p in out.iterdir() if (p / "manifest.json").is_file()]
             frames = sorted((segment / "frames").rglob(f"*.{kind}"))
             images = len(frames)
             tiles = sorted((segment / STATE_DIR / TILES_DIR).rglob(f"*{TILE_SUFFIX}"))  # kept with the frames

@@ -110,7 +110,7 @@ def _segment(args: Sequence[str | Path]) -> Path:
     if code != 0:
         raise SystemExit(f"media: detect segment {' '.join(map(str, args))} exited {code}")
     out = Path(args[list(args).index("--out") + 1])
-    [segment] = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    [segment] = [p for p in out.iterdir() if (p / "manifest.json").is_file()]
     return segment
 
 
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if detect(["run", str(args.frame), "--out", str(work / "default"), "--quiet"]) != 0:
         raise SystemExit("media: detect run failed")
-    [default] = [p for p in (work / "default").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    [default] = [p for p in (work / "default").iterdir() if (p / "manifest.json").is_file()]
     plain = _segment([args.frame, "--out", work / "plain", "--draw", "detections", "--no-gif", "--no-report"])
     tiled = _segment([args.frame, "--out", work / "tiled", "--tile", "512", "--no-gif"])
     pan = _segment([write_pan_segment(args.frame, work / "pan_in"), "--out", work / "pan"])
@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                height=1000)
     screenshot(default / "report.html", out / "report_failures.png", 1000, "h3:has-text('Where the AP goes')",
                height=760)
+    screenshot(work / "default" / "index.html", out / "index_where_it_fails.png", 1000, "#where-it-fails", height=1000)
     screenshot(work / "compare" / "compare.html", out / "compare_disagree.png", 1000,
                "h2:has-text('Where they disagree most')", height=800)
     print(f"media: pictures in {out}; runs in {work}")

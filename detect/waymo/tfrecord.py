@@ -15,6 +15,8 @@ from detect.core.errors import DependencyError, InputError, UnsupportedURIError
 from detect.core.records import CameraFrame, Labels, valid_label_rows
 from detect.core.signals import deferred_interrupts
 from detect.core.tf_env import import_tensorflow, tf_error_text
+from detect.waymo.context.segment import SegmentContext
+from detect.waymo.context.v1 import V1ContextBuilder
 from detect.waymo.selection import FrameFilter, KeyIndex, in_order, select
 from detect.waymo.sources import SegmentSource
 
@@ -36,6 +38,8 @@ class TFRecordKeys:
     # `camera_labels` by (frame_timestamp_micros, camera), read in the same pass (they are small).
     labels: dict[tuple[int, int], Labels] = dataclasses.field(default_factory=dict, repr=False, compare=False)
     labels_dropped: int = 0  # label rows refused by `valid_label_rows` (NaN or negative boxes, unknown types)
+    # What the frames say around their images (stats, calibrations, 3D labels), read in the same pass.
+    context: SegmentContext | None = dataclasses.field(default=None, repr=False, compare=False)
     verified: bool = False  # read without TensorFlow (`_records`): iter_frames reads the same way
 
 
@@ -50,8 +54,13 @@ def read_keys(source: SegmentSource, verified: bool = False) -> TFRecordKeys:
     by_image: dict[tuple[int, int], Labels] = {}
     dropped = 0
     count = 0
+    context = V1ContextBuilder()
     for record_number, frame in _records(source, verified):
         names.add(segment_name(frame, source, record_number))
+        try:
+            context.add(frame)
+        except ValueError as err:
+            raise InputError(f"{source.uri}: record {record_number}: {err}") from None
         labels += sum(len(camera.labels) for camera in frame.camera_labels)
         for camera in frame.camera_labels:
             key = (int(frame.timestamp_micros), int(camera.name))
@@ -75,7 +84,9 @@ def read_keys(source: SegmentSource, verified: bool = False) -> TFRecordKeys:
         cameras=np.asarray(cameras, dtype=np.int64),
         positions=np.asarray(records, dtype=np.int64),
     )
-    return TFRecordKeys(tuple(sorted(names)), index, count, labels, by_image, dropped, verified)
+    segments = tuple(sorted(names))
+    return TFRecordKeys(segments, index, count, labels, by_image, dropped, verified=verified,
+                        context=context.build(segments[0] if len(segments) == 1 else ""))
 
 
 def _labels(labels: Any) -> tuple[Labels, int]:

@@ -1,5 +1,6 @@
 """Results folders as `detect segment` writes them, crafted from boxes and labels without a model:
-the table, the labels, the journal and a manifest, for tests of what reads a results folder."""
+the table, the labels, the journal and a manifest, for tests of what reads a results folder; and
+`detect eval` on one, read back."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from detect.cli import main
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult, Labels
 from detect.results import journal
+from detect.results.frames import write_frame
 from detect.results.ground_truth import GROUND_TRUTH_FILE, write_ground_truth
 from detect.results.table import DETECTIONS_FILE, with_track_ids, write_table
 
 SEGMENT = "seg_eval"
 T0 = 1_000_000
-PERSON, CAR = 1, 3  # COCO classes
+PERSON, BICYCLE, CAR = 1, 2, 3  # COCO classes
 VEHICLE, PEDESTRIAN = 1, 2  # Waymo types
 
 Box = tuple[float, float, float, float]
+BOX_A, BOX_B, ELSEWHERE = (100, 100, 300, 500), (600, 100, 800, 500), (1200, 600, 1300, 800)
 
 
 def key(i: int = 0, camera: CameraName = CameraName.FRONT, segment: str = SEGMENT) -> FrameKey:
@@ -28,9 +32,11 @@ def key(i: int = 0, camera: CameraName = CameraName.FRONT, segment: str = SEGMEN
     return FrameKey(segment, T0 + i * 100_000, camera)
 
 
-def labels(*rows: tuple[Box, int], ids: list[str] | None = None) -> Labels:
-    """(xyxy, Waymo type) rows at LEVEL_1, with object ids obj0, obj1... unless `ids` names them."""
-    return Labels(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows], [1] * len(rows),
+def labels(*rows: tuple[Box, int] | tuple[Box, int, int], ids: list[str] | None = None) -> Labels:
+    """(xyxy, Waymo type) rows at LEVEL_1, or (xyxy, Waymo type, difficulty) rows, with object ids obj0,
+    obj1... unless `ids` names them."""
+    return Labels(np.array([r[0] for r in rows], np.float32).reshape(-1, 4), [r[1] for r in rows],
+                  [r[2] if len(r) > 2 else 1 for r in rows],
                   tuple(ids if ids is not None else (f"obj{i}" for i in range(len(rows)))))
 
 
@@ -62,6 +68,17 @@ def segment_folder(parent: Path, images: dict[FrameKey, tuple[Labels, Detections
     return directory
 
 
+def evaluation(directory: Path, *extra: str) -> dict:
+    """`detect eval DIRECTORY --quiet EXTRA`'s eval.json."""
+    assert main(["eval", str(directory), "--quiet", *extra]) == 0
+    return json.loads((directory / "eval.json").read_text())
+
+
+def row(report: dict, level: str, name: str) -> dict:
+    """The row of type `name` at `level` ("LEVEL_1", "LEVEL_2") of an eval.json."""
+    return next(r for r in report["levels"][level] if r["name"] == name)
+
+
 def walking_pedestrian(parent: Path, frames: int = 6, name: str = SEGMENT) -> Path:
     """One labeled pedestrian (obj0) walking right, detected and tracked (id 1) on every image."""
     images = {}
@@ -69,6 +86,18 @@ def walking_pedestrian(parent: Path, frames: int = 6, name: str = SEGMENT) -> Pa
         box = (100.0 + 10 * i, 100.0, 200.0 + 10 * i, 300.0)
         images[key(i, segment=name)] = (labels((box, PEDESTRIAN)), dets((box, 0.9, PERSON)))
     return segment_folder(parent, images, knows=[PERSON], name=name, track_ids=[1] * frames)
+
+
+# Two segments' names, for a run folder that holds one at its top and one nested below it.
+TOP, NESTED = "1000000000000000001_000_000_000_000", "1000000000000000002_000_000_000_000"
+
+
+def segment_with_frame(parent: Path, name: str) -> Path:
+    """A segment's results (table, labels, journal, manifest) and one annotated frame."""
+    key = FrameKey(name, 1_000_000, CameraName.FRONT)
+    directory = segment_folder(parent, {key: (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))}, name=name)
+    write_frame(directory, key, np.full((64, 96, 3), 80, np.uint8))
+    return directory
 
 
 def with_frames(segment: Path, keys: list[FrameKey], size: tuple[int, int] = (1920, 1280)) -> None:

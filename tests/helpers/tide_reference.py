@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI
-from conftest_models import cached_conversion
+
+from helpers.models import cached_conversion
+from helpers.paths import IN_CI
 
 # tidecv without its declared opencv-python (the headless build serves it); the rest pinned.
 PACKAGES = ("numpy==1.26.4", "opencv-python-headless==4.10.0.84", "seaborn==0.13.2", "matplotlib==3.9.4",

@@ -1,7 +1,5 @@
-"""Pytest plugin: model builders from `models/` and stub SavedModels built once per session.
-
-Registered with `pytest_plugins = ["conftest_models"]` in tests/conftest.py.
-"""
+"""Models the tests build: the scripts of `models/` imported as modules, and real models converted once
+and kept between sessions (TF.js graphs from npm, tf2onnx exports)."""
 
 from __future__ import annotations
 
@@ -15,14 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from detect.model.tfjs import Head
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "models"
 # Converted real models kept between sessions (models/build is git-ignored and `make clean` removes
 # it), each under a key of everything its conversion reads; DETECT_TEST_CACHE names another folder.
+COCO_MODEL_DIR = MODELS_DIR / "centernet_mobilenetv3_coco"  # `make coco-model`
+SSD_MODEL_DIR = MODELS_DIR / "ssdlite_mobilenet_v2_coco"  # `make ssd-model`
 TEST_CACHE = Path(os.environ.get("DETECT_TEST_CACHE") or MODELS_DIR / "build" / "test-cache")
 # The code a conversion runs: the scripts in models/, the library's model code, its errors and TF set-up.
 CONVERTER_SOURCES = ("models/*.py", "detect/model/**/*.py", "detect/core/*.py")
@@ -39,38 +37,6 @@ def load_models_script(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="session")
-def build_stub_module() -> ModuleType:
-    """`models/build_stub.py`: `build_stub(path, dynamic_batch)` and the stub's known outputs."""
-    return load_models_script("build_stub")
-
-
-@pytest.fixture(scope="session")
-def stub_models(tmp_path_factory, build_stub_module) -> dict[str, Path]:
-    """`{"stub_batch1": dir, "stub_dynamic": dir}`, built once per test session.
-
-    Built under a fixed name in the session's base temp dir, so test modules that import these
-    fixtures directly (instead of through the plugin) still share one build.
-    """
-    root = tmp_path_factory.getbasetemp() / "stub_models"
-    models = {}
-    for name, dynamic in (("stub_batch1", False), ("stub_dynamic", True)):
-        if not (root / name / build_stub_module.SIDECAR).is_file():
-            build_stub_module.build_stub(root / name, dynamic)
-        models[name] = root / name
-    return models
-
-
-@pytest.fixture(scope="session")
-def stub_batch1_dir(stub_models) -> Path:
-    return stub_models["stub_batch1"]
-
-
-@pytest.fixture(scope="session")
-def stub_dynamic_dir(stub_models) -> Path:
-    return stub_models["stub_dynamic"]
 
 
 def conversion_key(*inputs: str | bytes) -> str:
@@ -107,10 +73,9 @@ def cached_conversion(name: str, key: str, build: Callable[[Path], Path], marker
     return done
 
 
-def tfjs_saved_model(head: Head, repo_model: Path, work: Path) -> Path:
+def tfjs_saved_model(head: Head, repo_model: Path) -> Path:
     """The repository's converted TF.js model when `make` built it, else one converted from the
-    cached npm tarball (fetched once if missing), kept in TEST_CACHE for the next session.
-    `work` is unused (kept for the callers' signature)."""
+    cached npm tarball (fetched once if missing), kept in TEST_CACHE for the next session."""
     if (repo_model / "saved_model.pb").is_file():
         return repo_model
     convert = load_models_script("convert_tfjs")

@@ -1,0 +1,54 @@
+"""The suite's own layout: test modules stand alone (helpers live in tests/helpers/, fixtures in
+conftest), and a file whose tests share a module or session fixture goes to one pytest-xdist worker
+whole."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from helpers.xdist_units import ONE_UNIT_FILES, OWN_UNIT_TESTS
+
+TESTS = Path(__file__).parent
+MODULES = sorted(TESTS.glob("test_*.py"))
+
+
+def imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_test_module_imports_another_or_conftest():
+    test_modules = {path.stem for path in MODULES} | {"conftest"}
+    assert {path.name: sorted(imported_modules(path) & test_modules) for path in MODULES
+            if imported_modules(path) & test_modules} == {}
+
+
+def test_the_helpers_import_no_test_module():
+    imports = {path.name: imported_modules(path) for path in sorted((TESTS / "helpers").glob("*.py"))}
+    assert {name: sorted(i for i in found if i.startswith("test_") or i == "conftest")
+            for name, found in imports.items() if any(i.startswith("test_") or i == "conftest" for i in found)} == {}
+
+
+def test_the_files_with_a_module_or_session_fixture_are_the_ones_handed_out_whole():
+    """A file that defines a module- or session-scoped fixture, split across the workers, would build
+    that fixture on each."""
+    shared = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](module|package|class|session)["']""")
+    assert {path.name for path in MODULES if shared.search(path.read_text())} == ONE_UNIT_FILES
+
+
+def test_the_tests_taken_out_of_their_files_unit_exist_and_use_no_module_fixture_of_it():
+    for nodeid in OWN_UNIT_TESTS:
+        path, name = nodeid.split("::")
+        tree = ast.parse((TESTS.parent / path).read_text())
+        functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+        module_fixtures = {node.name for node in functions.values()
+                           if any("module" in ast.unparse(d) for d in node.decorator_list)}
+        assert name in functions and Path(path).name in ONE_UNIT_FILES, nodeid
+        assert not {a.arg for a in functions[name].args.args} & module_fixtures, nodeid
