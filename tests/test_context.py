@@ -14,9 +14,9 @@ from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.records import FrameKey
 from detect.waymo.camera_labels import read_labels
+from detect.waymo.context.frame_context import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes, RangeSource
 from detect.waymo.context.ranges import box_ranges, distort, ground_plane_range, undistort
 from detect.waymo.context.read import read_context
-from detect.waymo.context.records import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes, RangeSource
 from detect.waymo.context.segment import PARTS
 from detect.waymo.readers import read_keys
 

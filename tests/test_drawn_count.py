@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
-from conftest import TINY_SEGMENT
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.core.matching import COCO_PROTOCOL

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_text import without_status
-from conftest import TINY_SEGMENT
+from helpers.cli import without_status
+from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
 from detect.compare.comparison import Comparison

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey
-from detect.waymo.context.records import BoxRanges, RangeSource
+from detect.waymo.context.frame_context import BoxRanges, RangeSource
 from detect.waymo.context.segment import SegmentContext
 from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 

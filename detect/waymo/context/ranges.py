@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from detect.core.boxes import box_iou
-from detect.waymo.context.records import BoxRanges, CameraCalibration, Labels3D, ProjectedBoxes, RangeSource
+from detect.waymo.context.frame_context import BoxRanges, CameraCalibration, Labels3D, ProjectedBoxes, RangeSource
 
 GROUND_Z_M = -0.19  # median bottom of the 50 ground-standing 3D labels of the real frame (-0.18 within 15 m)
 MIN_TIE_IOU = 0.5

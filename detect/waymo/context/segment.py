@@ -11,8 +11,7 @@ import numpy as np
 
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey, WaymoType
-from detect.waymo.context.ranges import box_ranges
-from detect.waymo.context.records import (
+from detect.waymo.context.frame_context import (
     NO_CONTEXT,
     BoxRanges,
     CameraCalibration,
@@ -20,6 +19,7 @@ from detect.waymo.context.records import (
     Labels3D,
     ProjectedBoxes,
 )
+from detect.waymo.context.ranges import box_ranges
 
 # What each part of a segment's context is called where it comes from (v2 component names).
 STATS, CALIBRATION, LIDAR_BOX, PROJECTED_BOX, ASSOCIATION = (

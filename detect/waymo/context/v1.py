@@ -11,7 +11,7 @@ import numpy as np
 
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.waymo.context.components import ROWS_PER_FRAME
-from detect.waymo.context.records import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes
+from detect.waymo.context.frame_context import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes
 from detect.waymo.context.segment import (
     ASSOCIATION,
     CALIBRATION,

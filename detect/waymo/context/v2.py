@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from detect.core.cameras import CAMERA_NUMBERS, CameraName
 from detect.core.errors import InputError
 from detect.waymo.context.components import Kind, find_sibling, read_component
-from detect.waymo.context.records import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes
+from detect.waymo.context.frame_context import CameraCalibration, ImageContext, Labels3D, ProjectedBoxes
 from detect.waymo.context.segment import (
     ASSOCIATION,
     CALIBRATION,
