@@ -4,6 +4,11 @@ tiers (markers), the Hypothesis profiles and the timeouts of tests that start pr
 Tiers (`--strict-markers`: a mark not registered in pyproject.toml is an error):
 - `slow`: a real detector (CenterNet, NanoDet, the person model) or a full pipeline over many
   frames. Tests that use a real-model fixture (`SLOW_FIXTURES`) are marked here without asking.
+  `slow` also holds the end-to-end tests that take seconds (over ~0.5 s of CPU each on 2 cores):
+  a `detect` command over a whole segment and then its evaluation or pages, `detect` started as a
+  process of its own (each pays a TensorFlow import; tests/test_suite_layout.py checks this part),
+  a model built or converted, Hypothesis over whole files. Units and crafted inputs stay in the fast
+  tier, which keeps at least one quick test of each package.
 - `ray`: starts a local Ray cluster.
 - `signals`: starts `detect` as a process and signals or kills it.
 `make test-fast` runs `-m "not slow and not ray and not signals"`; `make test` runs everything.
@@ -143,19 +148,13 @@ def build_stub_module() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
-def stub_models(tmp_path_factory, build_stub_module) -> dict[str, Path]:
-    """`{"stub_batch1": dir, "stub_dynamic": dir}`, built once per test session.
-
-    Built under a fixed name in the session's base temp dir, so every xdist worker of a session
-    builds them once.
-    """
-    root = tmp_path_factory.getbasetemp() / "stub_models"
-    models = {}
-    for name, dynamic in (("stub_batch1", False), ("stub_dynamic", True)):
-        if not (root / name / build_stub_module.SIDECAR).is_file():
-            build_stub_module.build_stub(root / name, dynamic)
-        models[name] = root / name
-    return models
+def stub_models(build_stub_module) -> dict[str, Path]:
+    """`{"stub_batch1": dir, "stub_dynamic": dir}`: built once, then kept between sessions in the
+    test cache under a key of the builder's code and TensorFlow's version (each xdist worker of
+    every session built both before). Read them, never write in them."""
+    return {name: cached_conversion(name, conversion_key("stub", name), lambda out, dynamic=dynamic: Path(
+                build_stub_module.build_stub(out, dynamic)), marker=build_stub_module.SIDECAR)
+            for name, dynamic in (("stub_batch1", False), ("stub_dynamic", True))}
 
 
 @pytest.fixture(scope="session")

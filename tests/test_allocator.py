@@ -45,6 +45,7 @@ def _probe(mode: str, **env: str) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_freed_frame_buffers_are_reused_without_page_faults() -> None:
     frame_pages = 1280 * 1920 * 3 // 4096
     untuned = _probe("plain")

@@ -78,6 +78,7 @@ def test_mosaic_can_be_turned_off(tmp_path):
     assert [p.name for p in written] == ["FRONT.gif", "FRONT_LEFT.gif", "SIDE_LEFT.gif"]
 
 
+@pytest.mark.slow
 def test_mp4s(tmp_path):
     written = run_pipeline(tmp_path, mp4=True)
     assert {p.name for p in written} >= {"FRONT.mp4", "SIDE_LEFT.mp4", "mosaic.mp4"}
@@ -87,6 +88,7 @@ def test_mp4s(tmp_path):
     assert len(frames) == 4 and frames[0].shape == (56, 144, 3)  # 55 rows, padded to even
 
 
+@pytest.mark.slow
 def test_rebuild_gives_the_same_bytes(tmp_path):
     seg = tmp_path / "results" / SEGMENT
     first = digests(run_pipeline(seg, mp4=True))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import grimp
+import pytest
 
 import detect
 
@@ -16,6 +17,7 @@ def all_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.walk_packages(detect.__path__, "detect."))
 
 
+@pytest.mark.slow
 def test_importing_every_module_loads_neither_tensorflow_nor_ray():
     modules = [m for m in all_modules() if not m.startswith("detect.tools") and not m.endswith(".__main__")]
     code = ("import importlib, sys\n"
@@ -25,6 +27,7 @@ def test_importing_every_module_loads_neither_tensorflow_nor_ray():
     assert out.strip() == "[]"  # scipy (~0.5 s) loads with the first track assignment
 
 
+@pytest.mark.slow
 def test_the_commands_start_without_the_evaluation_and_report_libraries():
     # matplotlib and pandas (~0.7 s) load when the evaluation or the report begins: `detect redraw`
     # imports them in the thread that evaluates while its frames are drawn

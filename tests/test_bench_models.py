@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers.onnx_graphs import ultralytics_head, ultralytics_model
 
 from detect.tools import bench_models
 
 
+@pytest.mark.slow
 def test_each_model_gets_a_row_with_its_input_size_and_runtime(stub_dynamic_dir, real_frame_path, tmp_path, capsys):
     onnx = ultralytics_model(tmp_path / "yolo.onnx", {0: "person"}, ultralytics_head([(320, 320, 40, 40, 0, 0.9)], 1))
     assert bench_models.main([f"{stub_dynamic_dir}@tensorflow", f"{onnx}@openvino", "--rounds", "1"]) == 0

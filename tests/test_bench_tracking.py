@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from detect.tools.bench_tracking import TrackingCost, drifting_rows, images_of, repeated, timed, tracking_lines
 from detect.track import TrackerParams
@@ -27,6 +28,7 @@ def test_a_longer_segment_repeats_the_boxes_at_10_hz():
     assert [rows.tolist() for _, _, rows in images[:4]] == [[2, 4], [1], [0, 3], [2, 4]]
 
 
+@pytest.mark.slow
 def test_the_tracker_holds_as_much_late_as_early():
     at, kb, held = drifting_rows(300, TrackerParams(), boxes=10, every=60)
     assert at == [60, 120, 180, 240, 300]

@@ -197,6 +197,7 @@ def test_chips_cover_at_most_a_twentieth_of_a_crowds_gif_and_every_chip_reads(tm
     assert shown.shape[1] == 640 and chip_cover(shown) <= 0.05, chip_cover(shown)
 
 
+@pytest.mark.slow
 def test_chips_cover_at_most_a_fiftieth_of_a_driving_scenes_full_size_frame():
     """A street ahead with a row of far cars: at most 2% of the full-size frame is chip, and no
     chip covers a far car."""
@@ -212,6 +213,7 @@ def test_chips_cover_at_most_a_fiftieth_of_a_driving_scenes_full_size_frame():
             assert shared(chip.rect, inside) <= OTHER_BOX_SHARE * area(inside)
 
 
+@pytest.mark.slow
 def test_the_measuring_tool_counts_a_chips_area_not_the_box_lines_around_it():
     canvas = np.full((400, 600, 3), 120, np.uint8)
     boxes = np.array([[100, 150, 400, 350], [403, 150, 500, 350]], np.float64)  # two outlines side by side

@@ -46,6 +46,7 @@ def test_under_ci_an_unlisted_skip_fails_and_a_listed_one_stays_a_skip(pytester,
         result.assert_outcomes(passed=1, skipped=3, xfailed=1)
 
 
+@pytest.mark.slow
 def test_under_ci_a_module_skipped_at_import_fails_the_run(pytester, monkeypatch):
     monkeypatch.setenv("CI", "true")
     pytester.makepyfile(test_crafted='import pytest\npytest.importorskip("no_such_module_here")\n\ndef test_x():\n    pass\n')

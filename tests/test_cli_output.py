@@ -165,6 +165,7 @@ def test_a_flag_error_is_one_line_naming_the_flag_meant_without_the_usage(args, 
     assert (out.getvalue(), err.getvalue()) == ("", line + "\n")
 
 
+@pytest.mark.slow
 def test_jpeg_names_the_jpg_frame_format(tiny_v2_path, stub_dynamic_dir, tmp_path):
     args = ["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--quiet",
             "--no-eval", "--no-report", "--no-gif", "--cameras", "FRONT", "--frame-format", "jpeg"]
@@ -173,6 +174,7 @@ def test_jpeg_names_the_jpg_frame_format(tiny_v2_path, stub_dynamic_dir, tmp_pat
     assert len(frames) == 3 and all(name.endswith(".jpg") for name in frames)
 
 
+@pytest.mark.slow
 def test_detect_segment_takes_a_directory_of_one_segment_and_refuses_one_of_many(tiny_v2_path, stub_dynamic_dir,
                                                                                  tmp_path):
     """As the README says: a `camera_image/` directory is every segment in it, one for `detect segment`."""

@@ -53,6 +53,7 @@ def test_the_runtime_each_side_ran_on_is_shown_and_marked_when_it_differs(tmp_pa
     assert compare(a, a, tmp_path / "same")["differs"] == []
 
 
+@pytest.mark.slow
 def test_b_missing_half_of_as_hits_is_counted_and_outside_the_noise(tmp_path):
     a = folder(tmp_path, "a", [True] * FRAMES, apart=1.0)
     b = folder(tmp_path, "b", [i % 2 == 0 for i in range(FRAMES)], apart=1.0)

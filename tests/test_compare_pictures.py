@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers.comparisons import BOX, ELSEWHERE, FRAMES, compare, folder
 from helpers.results_folders import PERSON, dets, key, labels, segment_folder
 from PIL import Image
@@ -104,6 +105,7 @@ def test_the_gallery_is_spread_over_cameras_and_time():
     assert chosen[0] == consecutive[0] and len(chosen) == 3
 
 
+@pytest.mark.slow
 def test_compare_names_the_sides_and_spreads_its_gallery(tmp_path):
     a = folder(tmp_path, "a", [True] * FRAMES)
     b = folder(tmp_path, "b", [i % 2 == 0 for i in range(FRAMES)])

@@ -16,6 +16,7 @@ from detect.compare.terminal import tracking_lines
 LONG, SECOND = 20, 1_000_000  # 20 frames a second apart: 10 blocks of 2 s, enough for a verdict
 
 
+@pytest.mark.slow
 def test_a_side_that_swaps_ids_scores_lower_outside_the_noise_and_as_eval_scores_it(tmp_path):
     a, b = tracked_folder(tmp_path, "a", None, LONG, SECOND), tracked_folder(tmp_path, "b", 2, LONG, SECOND)
     report = compare(a, b, tmp_path / "out")

@@ -159,6 +159,7 @@ def test_a_component_that_is_not_waymos_is_refused_in_one_line_naming_its_file(r
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_component_of_more_rows_than_its_frames_can_hold_is_refused_from_its_footer(real_v2_folder, tmp_path):
     path = _copy(real_v2_folder, tmp_path)
     _rewrite(tmp_path, "stats", lambda t: pa.concat_tables([t] * 104_001))

@@ -20,6 +20,7 @@ def real_v2_run(real_v2_folder, stub_dynamic_dir, tmp_path_factory):
     return out / REAL_SEGMENT
 
 
+@pytest.mark.slow
 def test_both_tables_of_a_v2_run_carry_each_boxs_range_and_its_images_conditions(real_v2_run):
     for name in ("detections.parquet", "ground_truth.parquet"):
         table = pq.read_table(real_v2_run / name)
@@ -34,6 +35,7 @@ def test_both_tables_of_a_v2_run_carry_each_boxs_range_and_its_images_conditions
     assert truth.column("range_source").to_pylist().count("projected_box") == 15
 
 
+@pytest.mark.slow
 def test_a_ground_truth_table_written_before_ranges_still_reads(real_v2_run, tmp_path):
     old = pq.read_table(real_v2_run / "ground_truth.parquet").drop_columns(
         ["range_m", "range_source", "time_of_day", "location", "weather"])
@@ -42,6 +44,7 @@ def test_a_ground_truth_table_written_before_ranges_still_reads(real_v2_run, tmp
     assert sum(len(v) for v in labels.values()) == 66 and dropped == 0
 
 
+@pytest.mark.slow
 def test_detect_track_keeps_the_context_columns(real_v2_run, tmp_path):
     import shutil
 
@@ -73,6 +76,7 @@ def test_a_run_over_a_folder_with_a_hostile_component_is_refused_in_one_line_bef
     assert not (out / REAL_SEGMENT / "detections.parquet").exists()
 
 
+@pytest.mark.slow
 def test_context_columns_of_another_type_read_as_unknown_not_as_a_broken_table(real_v2_run, tmp_path):
     """An edited table whose ranges are text still gives its labels; the ranges read as unknown."""
     import pyarrow as pa

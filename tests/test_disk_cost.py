@@ -76,6 +76,7 @@ def test_the_bytes_of_each_output_kind_for_a_known_input():
         "999 B", "12 kB", "3.1 MB", "47 MB", "2.6 TB"]
 
 
+@pytest.mark.slow
 def test_a_run_the_disk_cannot_hold_is_refused_before_the_model_loads(tiny_v2_path, stub_dynamic_dir, tmp_path,
                                                                      monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(10**12, 0, 10**6))
@@ -91,6 +92,7 @@ def test_a_run_the_disk_cannot_hold_is_refused_before_the_model_loads(tiny_v2_pa
     assert main([*args, "--no-disk-check", "--quiet"]) == 0
 
 
+@pytest.mark.slow
 def test_jpeg_frames_are_named_alone_and_a_resumed_run_counts_only_what_is_left(tiny_v2_path, stub_dynamic_dir,
                                                                                tmp_path, monkeypatch):
     out = tmp_path / "out"

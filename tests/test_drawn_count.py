@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from helpers.paths import TINY_SEGMENT
 
 from detect.cli import main
@@ -57,6 +58,7 @@ def test_errors_mode_counts_a_paired_rider_and_its_bicycle_as_the_one_cyclist_bo
     assert boxes_drawn(rider(), DrawStyle(threshold=0.3, max_boxes=1), RULES, truth) == 1
 
 
+@pytest.mark.slow
 def test_a_run_with_max_boxes_records_and_shows_the_capped_count(tmp_path, tiny_v2_path, stub_dynamic_dir):
     """`detect segment --max-boxes 2` with the stub model (six boxes an image): the manifest's
     `counts.drawn` and the page's headline give the capped number, two an image."""

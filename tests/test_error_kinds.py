@@ -75,6 +75,7 @@ def _scene(tmp_path):
     return segment_folder(tmp_path, images, threshold=0.5)
 
 
+@pytest.mark.slow
 def test_the_confusion_matrix_rows_sum_to_the_labels_and_its_background_row_to_the_false_alarms(tmp_path):
     directory = _scene(tmp_path)
     assert main(["eval", str(directory), "--quiet"]) == 0
@@ -98,6 +99,7 @@ def test_the_confusion_matrix_rows_sum_to_the_labels_and_its_background_row_to_t
         {"class_id": BICYCLE, "name": "bicycle", "type": "CYCLIST", "detections": 1, "on": {"background": 1}}]
 
 
+@pytest.mark.slow
 def test_eval_json_holds_the_six_kinds_per_level_for_each_labelled_type_and_their_mean(tmp_path):
     directory = _scene(tmp_path)
     assert main(["eval", str(directory), "--quiet"]) == 0
@@ -115,6 +117,7 @@ def test_eval_json_holds_the_six_kinds_per_level_for_each_labelled_type_and_thei
     assert kinds["LEVEL_2"]["VEHICLE"]["classification"] == 0.0  # the car on the pedestrian ranks after the hit
 
 
+@pytest.mark.slow
 def test_detect_eval_prints_the_error_kinds_and_the_confusion_matrix(tmp_path, capsys):
     directory = _scene(tmp_path)
     assert main(["eval", str(directory)]) == 0
@@ -134,6 +137,7 @@ def test_detect_eval_prints_the_error_kinds_and_the_confusion_matrix(tmp_path, c
     assert all(len(line) < 100 for line in out)
 
 
+@pytest.mark.slow
 def test_the_segment_pages_and_the_index_show_the_error_kinds_and_the_confusion_matrix(tmp_path):
     """A run of two segments: the index shows the pooled numbers, each page its own segment's."""
     run = tmp_path / "run"

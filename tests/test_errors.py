@@ -159,6 +159,7 @@ def test_each_gallery_slot_shows_another_object_at_its_worst_frame():
     assert len(gallery.select(pd.concat([same_image, rows.iloc[-1:]]), 0.5)["PEDESTRIAN"][gallery.FALSE_ALARM]) == 2
 
 
+@pytest.mark.slow
 def test_the_waymo_protocol_end_to_end_on_crafted_boxes(tmp_path):
     """A car box at IoU 0.6 with a vehicle label: a hit under COCO, a false alarm and a miss under Waymo's."""
     directory = segment_folder(tmp_path, {key(): (labels(((0, 0, 100, 100), VEHICLE, 1)), dets(((0, 0, 100, 60), 0.9, CAR)))})

@@ -40,6 +40,7 @@ from detect.render.verdicts import LEGEND_FILL
 from detect.results.ground_truth import GROUND_TRUTH_FILE
 
 
+@pytest.mark.slow
 def test_ap_precision_recall_and_f1_match_a_hand_computation(tmp_path):
     # Two pedestrians; detections: 0.9 on A (hit), 0.8 elsewhere (false positive), 0.7 on B (hit).
     # PR points: (R 0.5, P 1), (0.5, 0.5), (1, 0.667). COCO's 101-point interpolated AP:
@@ -97,6 +98,7 @@ def test_the_thresholds_of_one_evaluation_are_written_with_the_decimals_the_most
     assert text(0.5)(0.5) == "0.50" and text(0.125)(0.125) == "0.125"
 
 
+@pytest.mark.slow
 def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path):
     """A stop sign where the data has no SIGN labels (Waymo's 2D labels have none) is not scored:
     no precision, no false alarm, and ALL's counts are the labelled types' alone."""
@@ -108,6 +110,7 @@ def test_a_type_without_labels_has_no_false_alarms_and_stays_out_of_all(tmp_path
     assert (everything["true_positives"], everything["false_positives"], everything["precision"]) == (1, 0, 1.0)
 
 
+@pytest.mark.slow
 def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
     directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, LEVEL_1), (BOX_B, 2, LEVEL_2)),
                                                dets((BOX_A, 0.9, PERSON), (BOX_B, 0.8, PERSON)))})
@@ -118,6 +121,7 @@ def test_level_1_ignores_level_2_labels_and_level_2_counts_them(tmp_path):
     assert level1["ap50"] == pytest.approx(1.0) and level2["ap50"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_class_map_decides_what_counts_and_can_be_replaced(tmp_path):
     cyclist = (BOX_A, WaymoType.CYCLIST, 1)
     directory = segment_folder(tmp_path, {key(): (labels(cyclist), dets((BOX_A, 0.9, PERSON)))})
@@ -161,6 +165,7 @@ def test_results_without_labels_are_one_line_and_exit_2(tiny_v2_path, stub_dynam
         f"file or camera_labels); name a camera_box file or folder with --gt PATH\n")
 
 
+@pytest.mark.slow
 def test_a_run_pools_the_matches_of_its_segments(tmp_path):
     # Each segment alone: one hit and one miss. Pooled, 0.9 hit > 0.8 miss > 0.7 hit > 0.6 miss.
     run = tmp_path / "run"
@@ -330,6 +335,7 @@ def test_a_pooled_run_gives_each_segment_its_own_numbers_and_pages(tmp_path):
     assert f"<td>{ap}</td>" in index
 
 
+@pytest.mark.slow
 def test_crowded_images_give_the_libraries_ap_in_eval_and_in_compare(tmp_path):
     """More than 100 detections of a type per image (common with --tile): COCO counts each image's
     best 100 per type. `detect eval` (pooled over two segments) equals faster-coco-eval and

@@ -53,6 +53,7 @@ def test_segments_of_another_model_are_not_pooled(tmp_path, capsys):
     assert f"(model {'a' * 12} vs {'b' * 12}: seg_a vs seg_b)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["eval", "export"])
 def test_allow_mixed_pools_them_anyway(tmp_path, command):
     segment(tmp_path / "untiled")
@@ -67,6 +68,7 @@ def test_allow_mixed_pools_them_anyway(tmp_path, command):
         assert len(json.loads((tmp_path / "instances.json").read_text())["annotations"]) == 2
 
 
+@pytest.mark.slow
 def test_one_run_of_distinct_segments_and_one_settings_is_pooled(tmp_path):
     segment(tmp_path, "seg_a")
     segment(tmp_path, "seg_b", settings={"cameras": ["FRONT"], "draw": {"threshold": 0.4}})  # a subset, a threshold

@@ -84,6 +84,7 @@ def test_results_without_their_journal_still_export_and_say_so(tmp_path):
                    "their entries have no width and height; --images reads their sizes from the input files\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["real_frame_path", "tiny_v2_path"])
 def test_images_copies_the_original_jpegs_the_json_names(source, stub_dynamic_dir, tmp_path, request):
     """v1 and v2 inputs: each file_name, relative to the JSON, is the input's own JPEG, byte for byte;
@@ -143,6 +144,7 @@ def test_images_from_a_missing_input_is_a_note_and_the_json_is_still_written(tmp
     assert err == f"detect: note: {directory}: its manifest names no input file; the images of seg_eval are not written\n"
 
 
+@pytest.mark.slow
 def test_images_are_never_written_through_a_planted_link(real_frame_path, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--out", str(out), "--model", str(stub_dynamic_dir), "--quiet",

@@ -31,6 +31,7 @@ def run_pixels(items: list[tuple[int, bytes]]) -> dict[int, np.ndarray]:
     return {d.index: d.full for d in decode_stream(items, input_size=None, keep_full=True)}
 
 
+@pytest.mark.slow
 def test_the_real_frames_pixels_equal_the_runs_byte_for_byte(real_frame_path):
     items = [(i, f.jpeg) for i, f in enumerate(iter_frames(str(real_frame_path)))]
     ours = list(decode_full_frames(items, threads=2))
@@ -42,6 +43,7 @@ def test_the_real_frames_pixels_equal_the_runs_byte_for_byte(real_frame_path):
         np.testing.assert_array_equal(decoded.full, theirs[decoded.index])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pixels, options", [
     (noise(channels=1), {}),  # grayscale: three equal channels, as channels=3 gives
     (noise(), {"subsampling": 0}),  # 4:4:4
@@ -63,6 +65,7 @@ def test_what_the_run_drops_is_dropped_and_the_rest_keep_their_order():
     assert decode_full_frame(0, jpeg_of(noise(40, 40)), max_pixels=40 * 39) is None  # over --max-pixels
 
 
+@pytest.mark.slow
 def test_a_jpeg_simplejpeg_refuses_is_decoded_by_tensorflow(monkeypatch):
     jpeg = jpeg_of(noise())
 

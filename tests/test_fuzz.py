@@ -305,6 +305,7 @@ def test_different_names_get_different_directories(pair: tuple[str, str]) -> Non
     assert segment_dir_name(first) != segment_dir_name(second)
 
 
+@pytest.mark.slow
 @fuzz(2 / 3)
 @given(name=SAFE_NAMES)
 @example(name=REAL_SEGMENT)
@@ -410,6 +411,7 @@ FRAME_RECORDS = st.builds(
 )
 
 
+@pytest.mark.slow
 @fuzz(1 / 12)
 @given(content=st.binary(max_size=4096))
 @example(content=b"")
@@ -421,6 +423,7 @@ def test_v1_readers_on_any_bytes(waymo_protos: object, content: bytes) -> None:
         check_all_readers(path, tmp / "out")
 
 
+@pytest.mark.slow
 @fuzz(1 / 12)
 @given(frames=camera_frames(), edits=EDITS, cut=CUTS)
 def test_v1_readers_on_mutated_valid_files(
@@ -453,6 +456,7 @@ def raw_frame_record(name: bytes, camera: int = 1, jpeg: bytes = b"\xff\xd8") ->
             + b"\x22" + _varint(len(image)) + image)
 
 
+@pytest.mark.slow
 @fuzz(1 / 10)
 @given(records=st.lists(
     st.one_of(st.binary(max_size=256), FRAME_RECORDS, FRAME_RECORDS.flatmap(mutations)), min_size=1, max_size=3,
@@ -512,6 +516,7 @@ def test_check_size_refuses_exactly_the_sizes_outside_the_limits(width: int, hei
     assert (check_size(width, height, max_pixels) is None) == allowed
 
 
+@pytest.mark.slow
 @fuzz(1 / 25)
 @given(items=st.lists(st.one_of(DECODABLE.map(lambda j: (True, j)), JPEG_LIKE.map(lambda j: (False, j))), max_size=5))
 def test_decode_stream_keeps_the_good_images_and_drops_the_rest(items: list[tuple[bool, bytes]]) -> None:
@@ -560,6 +565,7 @@ def rows_considered(total: int, num_detections: float) -> int:
     return total if not math.isfinite(num_detections) else max(0, min(total, round(num_detections)))
 
 
+@pytest.mark.slow
 @fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES,
        threshold=THRESHOLDS, class_ids=CLASS_FILTERS)
@@ -588,6 +594,7 @@ def test_to_detections_boxes_are_finite_and_inside_the_image(
 ONE_ULP_WIDE = np.array([[0.1, 0.8132702, 0.5, np.nextafter(np.float32(0.8132702), np.float32(1))]], np.float32)
 
 
+@pytest.mark.slow
 @fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES)
 @example(rows=(ONE_ULP_WIDE, np.array([0.9], np.float32), np.array([1.0], np.float32)),
@@ -602,6 +609,7 @@ def test_to_detections_boxes_have_positive_area(
     assert (xmin < xmax).all() and (ymin < ymax).all()
 
 
+@pytest.mark.slow
 @fuzz(2 / 3)
 @given(rows=model_rows(), num_detections=NUM_DETECTIONS)
 @example(rows=(np.array([[0.1, 0.1, 0.5, 0.5]]), np.array([0.9]), np.array([2.0**40])), num_detections=1.0)
@@ -615,6 +623,7 @@ def test_to_detections_class_ids_are_the_models_classes_rounded(
     assert set(det.class_ids.tolist()) <= set(considered.tolist())
 
 
+@pytest.mark.slow
 @fuzz(2 / 3)
 @given(rows=model_rows(unit_scores=True), num_detections=NUM_DETECTIONS, width=SIZES, height=SIZES)
 def test_to_detections_accounts_for_every_row(

@@ -119,6 +119,7 @@ FRONT = FrameKey(REAL_SEGMENT, TIMESTAMP, CameraName.FRONT)
 SIDE_LEFT = FrameKey(REAL_SEGMENT, TIMESTAMP, CameraName.SIDE_LEFT)
 
 
+@pytest.mark.slow
 def test_the_source_images_are_read_back_checked_by_their_fingerprint(real_frame_path, tmp_path):
     source = tmp_path / "segment.tfrecord"
     shutil.copyfile(real_frame_path, source)

@@ -47,6 +47,7 @@ def page(run) -> Path:
     return run / SEGMENT / "report.html"
 
 
+@pytest.mark.slow
 def test_each_gallery_item_says_its_state_type_range_camera_score_and_object(page):
     html = page.read_text()
     figures = FIGURE.findall(html)

@@ -115,6 +115,7 @@ def fresh(f: GifFrame) -> GifFrame:
     return GifFrame(f.width, f.height, bytes(bytearray(f.block)))
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_over_many_frames(tmp_path):
     encoded = [encode_gif_frame(frame(i, (160, 120))) for i in range(4)]
     with GifWriter(tmp_path / "long.gif") as gif:

@@ -117,6 +117,7 @@ def test_overwrite_refuses_a_directory_detect_did_not_write(stub_dynamic_dir, tm
     assert "exists but was not written by detect; refusing to resume into it" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_overwrite_deletes_only_what_detect_wrote_and_refuses_symlinks(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
     out = tmp_path / "out"
@@ -135,6 +136,7 @@ def test_overwrite_deletes_only_what_detect_wrote_and_refuses_symlinks(stub_dyna
     assert (directory / "frames" / "FRONT" / f"{T0}.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_second_process_on_the_same_segment_directory_is_refused(stub_dynamic_dir, tmp_path, capsys):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     out = tmp_path / "out"
@@ -148,6 +150,7 @@ def test_a_second_process_on_the_same_segment_directory_is_refused(stub_dynamic_
     assert segment([source, "--out", out, "--overwrite"], stub_dynamic_dir) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", ["", "{not json", "[1, 2]"])
 def test_a_corrupt_settings_file_never_disables_the_resume_check(content, stub_dynamic_dir, tmp_path, capsys):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
@@ -175,6 +178,7 @@ def test_bookkeeping_files_are_written_atomically(tmp_path, monkeypatch):
 
 # --- broken frames ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_duplicate_keys_in_a_v2_file_keep_the_first_and_report_the_rest(stub_dynamic_dir, tmp_path, capsys):
     rows = frames("seg_a", jpeg(color=(255, 0, 0)), jpeg())
     rows.append(CameraFrame("seg_a", T0, 1, jpeg(color=(0, 0, 255))))  # FRONT at T0 again
@@ -212,6 +216,7 @@ def test_repeated_frames_and_cameras_in_a_tfrecord_are_reported_not_fatal(stub_d
         (T0, "FRONT"), (T0 + 100_000, "FRONT"), (T0 + 100_000, "FRONT_LEFT")]
 
 
+@pytest.mark.slow
 def test_images_of_another_size_within_a_camera_are_letterboxed_into_its_animations(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(96, 64), jpeg(96, 80), jpeg(64, 64)))
     assert segment([source, "--out", tmp_path / "out", "--mp4"], stub_dynamic_dir) == 0
@@ -221,6 +226,7 @@ def test_images_of_another_size_within_a_camera_are_letterboxed_into_its_animati
     assert (directory / "FRONT.mp4").stat().st_size > 0 and (directory / "mosaic.gif").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("image", "message"), [
     (jpeg(1, 1), "image is 1x1: each side must be 16-16384 pixels; not decoded"),
     (bomb(1, 65500), "image is 1x65500: each side must be 16-16384 pixels; not decoded"),
@@ -235,6 +241,7 @@ def test_tiny_huge_and_bomb_images_are_frame_failures(image, message, stub_dynam
     assert m["settings"]["max_pixels"] == 16_777_216
 
 
+@pytest.mark.slow
 def test_max_pixels_raises_the_limit(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(200, 100)))
     assert segment([source, "--out", tmp_path / "a", "--max-pixels", "19999"], stub_dynamic_dir) == 1
@@ -248,6 +255,7 @@ def test_detect_info_flags_images_over_the_pixel_limit(tmp_path, capsys):
     assert "  FRONT            1 images  13000x13000 (over the 16,777,216-pixel limit: skipped)" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", ["16", "17"])
 def test_very_small_animation_widths_work(width, stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg(), jpeg()))
@@ -295,6 +303,7 @@ def test_read_only_out_is_one_line_and_exit_2(stub_dynamic_dir, tmp_path, capsys
     assert capsys.readouterr().err.startswith(f"detect: error: {tmp_path / 'out' / 'seg_a'}: cannot create")
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_with_one_line_and_keeps_the_journal(stub_dynamic_dir, tmp_path, capsys, monkeypatch):
     import detect.engine.lifecycle
 
@@ -348,6 +357,7 @@ def run(args: list, model: Path) -> int:
     return main(["run", *map(str, args), "--model", str(model), "--quiet", "--no-report"])
 
 
+@pytest.mark.slow
 def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, tmp_path):
     a = write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg(color=(255, 0, 0))))
     b = write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_a", jpeg(color=(0, 0, 255))))
@@ -361,6 +371,7 @@ def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, t
     assert manifest(out / "seg_a")["input"]["path"] == str(a)
 
 
+@pytest.mark.slow
 def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynamic_dir, tmp_path, monkeypatch):
     import detect.engine.runner
 
@@ -492,6 +503,7 @@ def test_names_of_the_tools_own_files_and_folders_are_renamed(name):
     assert segment_dir_name(name).startswith("renamed-")
 
 
+@pytest.mark.slow
 def test_a_symlink_inside_a_segment_directory_is_refused(stub_dynamic_dir, tmp_path, capsys):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     out = tmp_path / "out"
@@ -508,6 +520,7 @@ def test_a_symlink_inside_a_segment_directory_is_refused(stub_dynamic_dir, tmp_p
     assert (outside / "lock").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_overwrite_keeps_a_users_hidden_tmp_files(stub_dynamic_dir, tmp_path):
     source = write_camera_image_parquet(tmp_path / "seg.parquet", frames("seg_a", jpeg()))
     out = tmp_path / "out"

@@ -51,6 +51,7 @@ def foreign_rows(segment_dir: Path, count: int = 2) -> int:
     return len(table)
 
 
+@pytest.mark.slow
 def test_compare_leaves_out_rows_naming_another_segment(results, tmp_path):
     rows = foreign_rows(results / TINY_SEGMENT)
     out_dir = tmp_path / "c"
@@ -67,6 +68,7 @@ def test_compare_leaves_out_rows_naming_another_segment(results, tmp_path):
     assert rows > 2
 
 
+@pytest.mark.slow
 def test_eval_leaves_out_rows_naming_another_segment(results):
     foreign_rows(results / TINY_SEGMENT)
     code, out, err = run_cli(["eval", str(results)])
@@ -101,6 +103,7 @@ def broken_run(request, results) -> tuple[Path, Path]:
     return results, broken
 
 
+@pytest.mark.slow
 def test_compare_eval_report_leave_out_a_segment_whose_manifest_is_hostile(broken_run, tmp_path):
     run, broken = broken_run
     for argv, written in ((["eval", str(run)], run / "eval.json"),
@@ -135,6 +138,7 @@ def fifo_frame(results) -> Path:
     return frame
 
 
+@pytest.mark.slow
 def test_gif_leaves_a_fifo_frame_out_with_a_note_and_writes_the_rest(results, fifo_frame):
     done = _cli("gif", str(results))  # a hang fails here on the timeout, never blocks the suite
     assert "unexpected" not in done.stderr
@@ -167,6 +171,7 @@ def test_report_finishes_with_fifo_frames_and_notes_the_pictures_it_left_out(res
 
 # Two frames 1,000 s apart ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_segment_with_two_frames_a_thousand_seconds_apart_finishes_with_clamped_delays(stub_dynamic_dir, tmp_path):
     from detect.core.records import CameraFrame
     from detect.results.gif import MAX_DELAY_CS

@@ -46,6 +46,7 @@ def test_a_camera_box_without_rows_for_the_segment_means_no_labels(rows, tmp_pat
     assert found.count == 0 and found.dropped == 0 and dict(found.by_key) == {}
 
 
+@pytest.mark.slow
 def test_a_segment_beside_an_empty_camera_box_is_processed_and_eval_says_it_has_no_labels(tiny_v2_path, stub_dynamic_dir,
                                                                                            tmp_path, capsys):
     split = tmp_path / "training"
@@ -136,6 +137,7 @@ def test_an_edited_ground_truth_table_drops_bad_rows(tmp_path):
     assert dropped == 3 and [lab.object_ids for lab in labels.values()] == [("a",)]
 
 
+@pytest.mark.slow
 def test_dropped_labels_reach_eval_json_and_export_writes_valid_json(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",

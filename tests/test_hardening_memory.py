@@ -52,6 +52,7 @@ def crowd(frames: int, per_image: int) -> dict:
     return json.loads(peak_rss([sys.executable, "-c", CROWD, str(frames), str(per_image)])["stdout"])
 
 
+@pytest.mark.slow
 def test_identity_scores_of_twelve_thousand_label_ids_take_megabytes_not_gigabytes():
     """TrackEval's Identity held two dense (ids + ids)^2 float64 matrices: 2.3 GB for 12,000 ids."""
     result = crowd(100, 120)
@@ -80,6 +81,7 @@ def sequences(seed: int, count: int) -> list[list[TrackEvalFrame]]:
     return out
 
 
+@pytest.mark.slow
 @given(st.integers(0, 2**32 - 1), st.sampled_from([0.3, 0.5, 0.7]))
 @settings(max_examples=examples(0.5), deadline=None)
 def test_identity_is_trackevals_to_the_box(seed, iou):
@@ -106,6 +108,7 @@ def test_pooled_scores_are_trackevals_with_its_own_identity():
     assert sum(float(frame_counts(f, 0.5).idtp.sum()) for f in runs) == float(theirs["Identity"]["IDTP"])
 
 
+@pytest.mark.slow
 def test_a_sequence_with_more_id_pairs_than_hotas_matrices_take_is_left_out_with_a_note(tmp_path, monkeypatch):
     from detect.track import TooManyIds, trackeval_input
 

@@ -43,6 +43,7 @@ def _nms_peak_bytes(n: int) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_tile_merge_nms_memory_grows_with_the_boxes_not_their_square():
     # --tile 64 --tile-overlap 0.89 on a 480x320 image gives ~11,600 tile boxes; a dense N x N
     # float64 IoU matrix of them is 1 GB (8.2 GB peak RSS measured), one row is 93 KB.
@@ -70,6 +71,7 @@ class _FiveBoxesPerTile:
         return out
 
 
+@pytest.mark.slow
 def test_tile_64_overlap_089_on_480x320_merges_in_memory_linear_in_its_boxes():
     # 2,318 tiles, 11,590 boxes into the merge: 8.2 GB peak RSS before (dense N x N IoU), 43 MB now.
     image = np.random.default_rng(1).integers(0, 255, (1, 320, 480, 3), np.uint8)

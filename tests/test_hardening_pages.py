@@ -94,6 +94,7 @@ def edit_manifest(directory: Path, **changes) -> None:
     (directory / "manifest.json").write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_values_from_results_files_never_become_html(segment_results, tmp_path):
     run = tmp_path / "run"
     seg = copy_segment(segment_results, run / "seg_a")
@@ -116,6 +117,7 @@ def test_values_from_results_files_never_become_html(segment_results, tmp_path):
         assert_safe(page)
 
 
+@pytest.mark.slow
 def test_a_folder_named_like_a_javascript_url_is_a_relative_link(segment_results, tmp_path):
     run = tmp_path / "run"
     copy_segment(segment_results, run / "javascript:alert(document.domain)")
@@ -125,6 +127,7 @@ def test_a_folder_named_like_a_javascript_url_is_a_relative_link(segment_results
     assert_safe(page)
 
 
+@pytest.mark.slow
 def test_a_symlink_in_a_results_folder_is_never_written_through(segment_results, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -142,6 +145,7 @@ def test_a_symlink_in_a_results_folder_is_never_written_through(segment_results,
     assert reports.written == [run / "index.html"]
 
 
+@pytest.mark.slow
 def test_a_report_html_that_is_a_symlink_is_refused(segment_results, tmp_path, capsys):
     seg = copy_segment(segment_results, tmp_path / "seg")
     target = tmp_path / "target.html"
@@ -154,6 +158,7 @@ def test_a_report_html_that_is_a_symlink_is_refused(segment_results, tmp_path, c
     assert target.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_one_broken_results_file_leaves_the_other_pages(segment_results, tmp_path, capsys):
     run = tmp_path / "run"
     good = copy_segment(segment_results, run / "seg_good")
@@ -171,6 +176,7 @@ def test_one_broken_results_file_leaves_the_other_pages(segment_results, tmp_pat
     assert "seg_good" in (run / "index.html").read_text() and "seg_table" not in (run / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_the_index_of_a_sharded_run_shows_every_shard(segment_results, tmp_path):
     run = tmp_path / "run"
     copy_segment(segment_results, run / "seg_a")
@@ -189,6 +195,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-(10**400), 10**400)
 
 # 20 examples in CI: each builds a whole report (matplotlib's charts, ~0.5 s); the page-level
 # escaping of every value is also held by the cheaper property tests above.
+@pytest.mark.slow
 @settings(max_examples=examples(1 / 15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(manifest_values=st.dictionaries(st.sampled_from(["status", "counts", "timings", "settings", "model", "input",
                                                         "failures", "versions", "segment_context_name", "engine"]),

@@ -37,6 +37,7 @@ def segment_out(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_detect_gif_leaves_out_a_segment_being_written(segment_out, capsys):
     directory = segment_out / TINY_SEGMENT
     before = (directory / "mosaic.gif").stat().st_mtime_ns
@@ -75,6 +76,7 @@ def test_a_lock_that_cannot_be_made_is_one_error_and_no_traceback_later(tmp_path
     assert unraisable == []
 
 
+@pytest.mark.slow
 def test_escape_sequences_from_files_are_printed_visibly(tiny_v2_path, stub_dynamic_dir, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(stub_dynamic_dir, model)
@@ -87,6 +89,7 @@ def test_escape_sequences_from_files_are_printed_visibly(tiny_v2_path, stub_dyna
     assert "evil\\x1b[2J\\x1b]0;title\\x07 model\\x0dX" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_partial_class_map_says_which_detected_classes_it_leaves_out(real_frame_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",

@@ -180,6 +180,7 @@ def remote_uris(port: int) -> list[str]:
             f"hdfs://127.0.0.1:{port}/{name}", f"file://127.0.0.1:{port}/{name}", f"http://127.0.0.1:{port}/{name}"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", range(5))
 def test_redraw_never_opens_a_remote_source_a_results_folder_names(plain, listener, no_remote_filesystem, which):
     """A shared folder whose manifest names a remote file (its host, its options): redraw refuses
@@ -196,6 +197,7 @@ def test_redraw_never_opens_a_remote_source_a_results_folder_names(plain, listen
     assert listener.connections == [] and no_remote_filesystem == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", [0, 1])
 def test_report_and_export_never_open_a_remote_source_a_results_folder_names(
         plain, tmp_path, listener, no_remote_filesystem, which):
@@ -213,6 +215,7 @@ def test_report_and_export_never_open_a_remote_source_a_results_folder_names(
     assert listener.connections == [] and no_remote_filesystem == []
 
 
+@pytest.mark.slow
 def test_the_file_the_user_names_is_read_and_recorded(plain, tiny_v2_path, listener, runs, tmp_path):
     """`--source` names the file a remote-recorded folder was made from: redraw reads it (checked
     by the recorded fingerprint) and records it; the report's close-ups come from it again."""
@@ -280,6 +283,7 @@ def test_gif_refuses_a_linked_folder_of_pictures_from_outside(plain, tmp_path, r
 
 # Frames and evaluation judged alike; the score floor ---------------------------------------------
 
+@pytest.mark.slow
 def test_a_redraw_judges_its_frames_and_its_evaluation_with_the_runs_protocol_and_map(runs, judged):
     code, _, err = run_cli(["redraw", str(judged), "--threshold", "0.6", "--quiet", "--no-report"])
     assert code == 0, err
@@ -291,6 +295,7 @@ def test_a_redraw_judges_its_frames_and_its_evaluation_with_the_runs_protocol_an
     assert "CYCLIST" not in evaluation["protocol"]["iou"]  # the map has none: nothing judged as one
 
 
+@pytest.mark.slow
 def test_a_protocol_asked_of_a_redraw_judges_both_the_frames_and_the_evaluation(plain):
     code, _, err = run_cli(["redraw", str(plain), "--protocol", "waymo", "--quiet", "--no-report"])
     assert code == 0, err
@@ -477,6 +482,7 @@ def test_a_journal_line_edited_past_reading_is_blamed_on_the_journal_before_anyt
     assert files_under(plain) == before
 
 
+@pytest.mark.slow
 def test_track_tells_of_old_ids_only_a_run_that_drew_pictures(runs, tmp_path):
     for name, drew in (("bare", False), ("plain", True)):
         seg = shutil.copytree(runs[name], tmp_path / name)

@@ -66,6 +66,7 @@ def run_args(segment: Path, model: Path, out: Path, *extra: str) -> list[str]:
             "--no-gif", *extra]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("first", "again", "change"), [
     (("--tile", "128"), ("--tile", "256"), "tile {'edge_px': 8, 'nms_iou': 0.5, 'overlap': 0.2, 'size': 128} -> "
                                            "{'size': 256, 'overlap': 0.2, 'nms_iou': 0.5, 'edge_px': 8}"),
@@ -127,6 +128,7 @@ def results(tiny_v2_path, stub_dynamic_dir, tmp_path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_eval_with_another_segments_labels_names_the_segment_they_hold(results, tmp_path):
     other = relabeled(tmp_path, segment="other_segment_0000")
     code, out, err = run_cli(["eval", str(results), "--gt", str(other)])
@@ -136,6 +138,7 @@ def test_eval_with_another_segments_labels_names_the_segment_they_hold(results, 
     assert not (results / TINY_SEGMENT / "eval.json").exists()
 
 
+@pytest.mark.slow
 def test_eval_with_labels_at_other_timestamps_says_so(results, tmp_path):
     shifted = relabeled(tmp_path, shift=1)
     code, out, err = run_cli(["eval", str(results), "--gt", str(shifted)])
@@ -146,6 +149,7 @@ def test_eval_with_labels_at_other_timestamps_says_so(results, tmp_path):
     assert "empty" not in err
 
 
+@pytest.mark.slow
 def test_compare_with_another_segments_labels_notes_it(results, tmp_path):
     other = relabeled(tmp_path, segment="other_segment_0000")
     code, out, err = run_cli(["compare", str(results), str(results), "--out", str(tmp_path / "c"), "--gt", str(other),

@@ -54,6 +54,7 @@ def level_2(segment: Path, name: str) -> dict:
 
 # --- track ids of another type --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_track_ids_written_as_floats_with_nan_for_none_read_as_the_integer_column_with_nulls(tmp_path):
     """pandas writes an integer column with nulls as float64 with NaN: the same ids, the same scores."""
     integers = walking_pedestrian(tmp_path / "int")
@@ -76,6 +77,7 @@ def test_track_ids_written_as_floats_with_nan_for_none_read_as_the_integer_colum
     assert "<h2 id='tracks'>Tracks</h2>" in page and "1 tracks (FRONT 1)" in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("column", "said"), [
     (pa.array(["1", "1", "x", None, "1", "1"], pa.string()), "track_id holds string values, not whole numbers"),
     (pa.array([1.0, 1.5, 1.0, 1.0, 1.0, 1.0], pa.float64()), "track_id holds 1.5, not a whole number"),
@@ -114,6 +116,7 @@ def two_pedestrians(parent: Path, ids: list[int], name: str = "seg_eval") -> Pat
     return segment_folder(parent, images, knows=[PERSON], name=name, track_ids=ids)
 
 
+@pytest.mark.slow
 def test_a_track_id_twice_on_one_image_leaves_the_tracking_scores_out_and_evaluates_the_detections(tmp_path):
     """Which of the two boxes the id follows cannot be known: scoring either would be a guess."""
     clean = two_pedestrians(tmp_path / "clean", [1, 2] * 6)
@@ -157,6 +160,7 @@ def car_on_six_images(parent: Path) -> Path:
     return segment_folder(parent, images, knows=[CAR])
 
 
+@pytest.mark.slow
 def test_rows_that_are_not_boxes_get_no_track_id_and_the_car_keeps_its_own(tmp_path):
     clean = car_on_six_images(tmp_path / "clean")
     edited = car_on_six_images(tmp_path / "edited")
@@ -188,6 +192,7 @@ def test_rows_that_are_not_boxes_get_no_track_id_and_the_car_keeps_its_own(tmp_p
 
 # --- a box far larger than the image -----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reach", [1e6, 1e30])
 def test_a_huge_box_is_a_false_alarm_whose_close_up_is_cut_from_the_image(tmp_path, reach):
     box = (100.0, 100.0, 300.0, 500.0)
@@ -254,6 +259,7 @@ def test_a_ground_truth_table_of_repeated_rows_is_refused_in_one_line(tmp_path):
                                                        f"left out)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("file", ["matches.parquet", "tracking.parquet"])
 def test_an_evaluations_table_of_repeated_rows_leaves_its_part_of_the_page_out_with_a_note(tmp_path, file):
     segment = walking_pedestrian(tmp_path / "run")
@@ -267,6 +273,7 @@ def test_an_evaluations_table_of_repeated_rows_leaves_its_part_of_the_page_out_w
     assert (segment / "report.html").is_file() and (tmp_path / "run" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_a_table_as_long_as_the_boxes_its_journal_records_is_read(tmp_path):
     """A run that kept more boxes an image than `ROWS_PER_IMAGE` (a low score floor, tiles) is read whole."""
     from detect.core.records import Detections
@@ -325,6 +332,7 @@ def test_an_entry_edited_past_reading_ends_the_journal_for_every_reader(tmp_path
     assert list(finished_frames(tmp_path, "seg_eval")) == [key(i) for i in range(4)]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_does_an_entry_edited_past_reading_again(tiny_v2_path, stub_dynamic_dir, tmp_path,
                                                                load_each_model_once):
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 from helpers.results_folders import CAR, PEDESTRIAN, PERSON, VEHICLE, dets, key, labels, segment_folder
 
 from detect.cli import main
@@ -27,6 +28,7 @@ def crafted(tmp_path):
     return segment_folder(tmp_path, images, threshold=0.5, knows=[PERSON, CAR])
 
 
+@pytest.mark.slow
 def test_each_image_and_type_gets_its_hits_false_alarms_and_misses_at_the_threshold(tmp_path):
     """One row per image and type (images without labels or boxes too), counted at the drawing
     threshold: a label found only below it is missed, a box matching no label a false alarm."""
@@ -46,6 +48,7 @@ def test_each_image_and_type_gets_its_hits_false_alarms_and_misses_at_the_thresh
     assert len(table) == 3 * len(types)
 
 
+@pytest.mark.slow
 def test_summed_over_images_misses_are_labels_less_true_positives(tmp_path):
     """The table and eval.json agree, type by type (LEVEL_2)."""
     folder = crafted(tmp_path)

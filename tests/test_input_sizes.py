@@ -54,6 +54,7 @@ def test_fit_sizes_keep_each_camera_scale():
         parse_input_size("fit:native")
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_size_the_tfjs_model_cannot_run_in_one_line(centernet_json, tiny_v2_path, tmp_path, capsys):
     code = main(["segment", str(tiny_v2_path), "--model", str(centernet_json), "--input-size", "1000x600",
                  "--out", str(tmp_path / "out")])

@@ -67,6 +67,7 @@ def run(tiny_v2_path: Path, out: Path, detector=None, clock=None, **settings) ->
                            SegmentSettings(**settings), model_facts=FACTS, clock=clock or Clock())
 
 
+@pytest.mark.slow
 def test_a_segment_writes_frames_table_manifest_and_journal(tiny_v2_path, tmp_path):
     report = run(tiny_v2_path, tmp_path, gif=True)
     directory = tmp_path / TINY_SEGMENT
@@ -81,6 +82,7 @@ def test_a_segment_writes_frames_table_manifest_and_journal(tiny_v2_path, tmp_pa
     assert not (directory / ".detect" / "lock").read_text() == ""  # the pid of the last writer
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_mid_line_redoes_only_the_missing_frames(tiny_v2_path, tmp_path):
     whole = run(tiny_v2_path, tmp_path / "whole")
     run(tiny_v2_path, tmp_path / "cut")
@@ -313,6 +315,7 @@ def test_labels_say_what_is_wrong(kwargs, message):
         Labels(**fields)
 
 
+@pytest.mark.slow
 def test_the_readme_python_example_runs(tiny_v2_path, stub_dynamic_dir, tmp_path):
     from detect import LocalEngine, ModelSpec, RunSpec, SegmentSettings, run_many
 

@@ -44,6 +44,7 @@ def test_flags_override_the_sidecar(stub_with_defaults, tiny_v2_path, tmp_path):
     assert m["model"]["nms_iou"] is None
 
 
+@pytest.mark.slow
 def test_without_defaults_the_tool_keeps_its_own(stub_dynamic_dir, tiny_v2_path, tmp_path):
     m = manifest_after(tiny_v2_path, stub_dynamic_dir, tmp_path / "out")
     assert m["settings"]["input_size"] == [320, 320] and m["settings"]["draw"]["threshold"] == 0.5

@@ -94,6 +94,7 @@ def render_real(real_frame_path, real_camera_frames, tmp_path, **settings):
     return job, frames
 
 
+@pytest.mark.slow
 def test_the_frames_and_camera_gifs_are_drawn_as_before_the_tile_beside_them(real_frame_path, real_camera_frames,
                                                                               tmp_path):
     job, frames = render_real(real_frame_path, real_camera_frames, tmp_path, write_frames=False)
@@ -152,6 +153,7 @@ def test_the_mosaic_has_one_legend_in_its_empty_cell_readable_as_shown(real_fram
     assert len(hit_samples(np.asarray(compose_mosaic(old, layout, ("seg",))), tolerance=40)) == 5
 
 
+@pytest.mark.slow
 def test_the_rebuilt_mosaic_uses_the_tiles_kept_beside_the_frames(real_frame_path, real_camera_frames, tmp_path):
     job, frames = render_real(real_frame_path, real_camera_frames, tmp_path / "seg")
     with AnimationSet(tmp_path / "fresh") as sink:
@@ -226,6 +228,7 @@ def test_overwrite_deletes_the_kept_tiles_with_the_frames(tmp_path):
     assert [p.name for p in (tmp_path / ".detect").rglob("*")] == ["mosaic", "FRONT", "notes.txt"]
 
 
+@pytest.mark.slow
 def test_the_render_bench_times_each_camera_of_a_finished_segment(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     from detect.cli import main
     from detect.tools.bench_render import main as bench

@@ -121,6 +121,7 @@ def test_letterbox_geometry_is_ultralytics(yolo):
     assert (tall.inner_width, tall.inner_height, tall.left, tall.pad_x, tall.gain_x) == (480, 640, 80, 80, 1.0)
 
 
+@pytest.mark.slow
 def test_a_run_on_the_real_frame_tables_the_boxes_above_the_floor_and_draws_those_above_the_threshold(
         yolo, real_frame_path, tmp_path):
     """`detect segment --model FILE.onnx` with the model's defaults (native frames, threshold 0.25, NMS 0.7):

@@ -86,6 +86,7 @@ def assert_healed(model: Path, built, discarded: set[str]) -> None:
     assert again["reused_cache"] and again["cache_discarded"] == []
 
 
+@pytest.mark.slow
 def test_a_linked_runtime_folder_is_replaced_and_what_it_points_at_is_kept(model, built, tmp_path):
     outside = tmp_path / "outside"  # a downloaded model's link could point at anyone's folder
     for name in ("photos/a.jpg", "0123456789abcdef/frozen.pb", "openvino-2025.0.0/0123456789abcdef/split.json"):
@@ -103,6 +104,7 @@ def test_a_linked_runtime_folder_is_replaced_and_what_it_points_at_is_kept(model
     assert not version.is_symlink() and version.is_dir() and folder_of(model).parent == version
 
 
+@pytest.mark.slow
 def test_links_in_the_checksum_folder_and_a_linked_cache_are_never_followed(model, built, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -122,6 +124,7 @@ def test_links_in_the_checksum_folder_and_a_linked_cache_are_never_followed(mode
     assert tree(outside) == {"weights.bin": b"someone's file"}
 
 
+@pytest.mark.slow
 def test_a_network_edited_to_the_same_size_is_converted_again(model, built):
     weights = folder_of(model) / BIN
     negated = -np.frombuffer(weights.read_bytes(), np.float32)  # the first conv's weights among them
@@ -151,6 +154,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forged", [False, True], ids=["", "manifest matching"])
 @pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_cache_heals_instead_of_stopping_the_run(model, built, damage, forged):
@@ -202,6 +206,7 @@ def test_cache_files_get_the_mode_of_any_new_file(model, built):
     assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in paths if p.is_dir()} == {"0o775"}
 
 
+@pytest.mark.slow
 def test_model_paths_that_flatten_alike_get_their_own_cache_folders(tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(RUNTIME_ENV, raising=False)

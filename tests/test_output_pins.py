@@ -97,6 +97,7 @@ def runs(shared_fixtures: Path, tmp_path_factory) -> dict[str, dict[str, str]]:
             for path, digest in pictures(run(shared_fixtures / source, out / variant / name, **settings)).items()}
 
 
+@pytest.mark.slow
 def test_every_picture_of_a_run_keeps_its_bytes(runs: dict[str, str]) -> None:
     lines = [f"{digest}  {path}" for path, digest in sorted(runs.items())]
     assert any(line.endswith(".gif") for line in lines) and any(line.endswith(".png") for line in lines)
@@ -109,6 +110,7 @@ def test_every_picture_of_a_run_keeps_its_bytes(runs: dict[str, str]) -> None:
                          "meant to change, regenerate with DETECT_REGENERATE_GOLDEN=1 and look at them")
 
 
+@pytest.mark.slow
 def test_a_run_without_frames_or_without_gifs_writes_the_same_frames_and_camera_gifs(runs: dict[str, str]) -> None:
     """Only the mosaic differs without frames: it is composed from the tiles in memory, where a run
     with frames composes it from the tiles as kept (JPEG), as `detect gif` rebuilds it."""
@@ -121,6 +123,7 @@ def test_a_run_without_frames_or_without_gifs_writes_the_same_frames_and_camera_
         assert any(path.endswith(".gif") for path in same) == (variant == "no_png")
 
 
+@pytest.mark.slow
 def test_render_processes_write_the_pinned_pictures(shared_fixtures: Path, runs: dict[str, str], tmp_path: Path) -> None:
     """The frames, animations and mosaic drawn in two render processes (frames through shared
     memory, animation frames and mosaic tiles sent back and forth) are the one thread's."""

@@ -75,6 +75,7 @@ def test_v1_real_frame_writes_every_output_with_exact_boxes(real_frame_path, stu
     assert {"detect", "draw", "frame_write"} <= set(manifest["timings"]["stage_totals_s"])
 
 
+@pytest.mark.slow
 def test_v2_and_v1_give_the_same_detections(real_frame_path, real_v2_path, stub_dynamic_dir, tmp_path):
     assert run(real_frame_path, "--out", tmp_path / "v1", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
     assert run(real_v2_path, "--out", tmp_path / "v2", "--no-png", "--no-gif", model=stub_dynamic_dir) == 0
@@ -101,6 +102,7 @@ def test_batch1_model_and_native_input_give_the_same_boxes(real_frame_path, stub
     assert d.select(boxes).equals(n.select(boxes))  # the probe score differs: it sees other pixels
 
 
+@pytest.mark.slow
 def test_a_corrupt_jpeg_is_skipped_and_reported(real_camera_frames, stub_dynamic_dir, tmp_path, capsys):
     frames = repeat_frames(real_camera_frames, 2, segment_context_name="seg")
     broken = frames[3]
@@ -123,6 +125,7 @@ def test_a_corrupt_jpeg_is_skipped_and_reported(real_camera_frames, stub_dynamic
     assert f"failed seg/SIDE_LEFT/{broken.frame_timestamp_micros}: decode: cannot decode JPEG" in captured.err
 
 
+@pytest.mark.slow
 def test_existing_output_is_refused_without_resume_or_overwrite(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     assert run(tiny_v2_path, "--out", tmp_path, "--no-gif", model=stub_dynamic_dir) == 0
     capsys.readouterr()
@@ -164,6 +167,7 @@ def test_a_plain_rerun_with_another_threshold_names_the_redraw_before_the_model_
         f"--threshold 0.3` redraws it without the model; use --overwrite to run the model again\n")
 
 
+@pytest.mark.slow
 def test_resume_of_a_complete_segment_does_nothing(tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     assert run(tiny_v2_path, "--out", tmp_path, model=stub_dynamic_dir) == 0
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--resume"]) == 0
@@ -179,6 +183,7 @@ def test_mp4_and_jpg_frames(tiny_v2_path, stub_dynamic_dir, tmp_path):
     assert set(table(seg).column("key.camera_name").to_pylist()) == {1, 4}
 
 
+@pytest.mark.slow
 def test_workers_flag_sets_the_render_threads_and_the_manifest_records_them(tiny_v2_path, stub_dynamic_dir, tmp_path):
     assert run(tiny_v2_path, "--out", tmp_path, "--workers", "3", model=stub_dynamic_dir) == 0
     manifest = json.loads((tmp_path / "tiny_synthetic_0000000000000000_000_000_000_000" / "manifest.json").read_text())

@@ -49,6 +49,7 @@ def run(tiny_v2_path: Path, out: Path, **settings):
                            model_facts=FACTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frame_format", ["png", "jpg"])
 def test_render_processes_write_the_same_bytes_as_one_render_thread(tiny_v2_path, tmp_path, frame_format):
     one = run(tiny_v2_path, tmp_path / "thread", render="threads", workers=1, frame_format=frame_format)
@@ -61,12 +62,14 @@ def test_render_processes_write_the_same_bytes_as_one_render_thread(tiny_v2_path
     assert [n for n in a if a[n] != b[n]] == []
 
 
+@pytest.mark.slow
 def test_two_render_threads_write_the_same_bytes_as_one(tiny_v2_path, tmp_path):
     run(tiny_v2_path, tmp_path / "one", render="threads", workers=1)
     run(tiny_v2_path, tmp_path / "two", render="threads", workers=2)
     assert output_bytes(tmp_path / "one" / TINY_SEGMENT) == output_bytes(tmp_path / "two" / TINY_SEGMENT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["threads", "processes"])
 def test_a_frame_a_worker_cannot_write_is_reported_and_the_others_are_written(tiny_v2_path, tmp_path, mode):
     first = run(tiny_v2_path, tmp_path / "out", render="threads", workers=1, gif=False)
@@ -83,6 +86,7 @@ def test_a_frame_a_worker_cannot_write_is_reported_and_the_others_are_written(ti
     assert (blocked / "keep").read_text() == "user file"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_render_process_that_dies_stops_the_segment_with_one_line_and_the_next_run_starts_afresh(
         tiny_v2_path, tmp_path):
@@ -202,6 +206,7 @@ def test_segments_share_one_set_of_slots_and_workers_let_go_of_unlinked_ones(tin
         new.unlink()
 
 
+@pytest.mark.slow
 def test_render_processes_write_under_a_relative_out_after_the_caller_changed_directory(tiny_v2_path, tmp_path,
                                                                                         monkeypatch):
     """The pool outlives a run and its processes keep the directory they started in: a later run's

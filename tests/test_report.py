@@ -136,6 +136,7 @@ def test_the_index_has_a_row_per_segment_with_the_manifests_numbers(run_dir):
     assert "sortable" in page_path.read_text() and "<script>" in page_path.read_text()
 
 
+@pytest.mark.slow
 def test_sections_without_their_files_are_left_out(tiny_v2_path, stub_dynamic_dir, tmp_path):
     assert main(["segment", str(tiny_v2_path), "--out", str(tmp_path), "--model", str(stub_dynamic_dir), "--quiet",
                  "--no-png", "--no-gif", "--no-eval"]) == 0
@@ -151,6 +152,7 @@ def test_sections_without_their_files_are_left_out(tiny_v2_path, stub_dynamic_di
     assert "./mosaic.gif" in gif_page.links and "video" not in gif_page.tags  # no MP4: the GIF
 
 
+@pytest.mark.slow
 def test_an_index_of_a_thousand_segments_builds_in_seconds(tmp_path):
     manifests = []
     for n in range(1000):

@@ -15,6 +15,7 @@ from detect.report.track_plot import lifespans_figure
 from detect.report.tracks_section import read_switches, read_tracks, tracks_section
 
 
+@pytest.mark.slow
 def test_a_tracked_and_evaluated_segment_shows_its_lifespans_and_its_switches(tmp_path):
     segment = tracked_folder(tmp_path, "b", 4) / "seg_eval"  # ids swap at frames 4 and 8
     with_frames(segment, [key(i) for i in range(TRACKED_FRAMES)])

@@ -40,6 +40,7 @@ def run(stub_dynamic_dir, tiny_v2_path, tmp_path):
     return out / TINY_SEGMENT
 
 
+@pytest.mark.slow
 def test_eval_and_the_report_count_the_images_the_journal_names_not_a_stray_frame(run):
     frames = list_frames(run)
     stray = frame_path(run, frames[0].camera_name, frames[0].frame_timestamp_micros + 1, "png")
@@ -50,6 +51,7 @@ def test_eval_and_the_report_count_the_images_the_journal_names_not_a_stray_fram
     assert load_report_data(run).images == {(k.camera_name.name, k.frame_timestamp_micros) for k in done}
 
 
+@pytest.mark.slow
 def test_without_a_journal_the_frames_and_the_tables_stand_in(run):
     done = set(journal.load(run, TINY_SEGMENT)[0])
     shutil.rmtree(run / ".detect")
@@ -60,6 +62,7 @@ def test_without_a_journal_the_frames_and_the_tables_stand_in(run):
     assert processed_images(run, TINY_SEGMENT, sorted(done, key=lambda k: k.order)[:1]) == {min(done, key=lambda k: k.order)}
 
 
+@pytest.mark.slow
 def test_the_manifest_reads_back_typed_and_edited_values_read_as_not_recorded(run):
     manifest = read_manifest(run)
     assert (manifest.segment_context_name, manifest.status, manifest.threshold_recorded) == (TINY_SEGMENT, "complete",
@@ -96,6 +99,7 @@ def test_the_json_files_beside_the_results_read_as_none_when_they_cannot_be_used
         assert read_results_json(tmp_path / name, EVAL) is None, name
 
 
+@pytest.mark.slow
 def test_the_name_a_manifest_records_is_a_non_empty_string_or_none(run, tmp_path):
     assert read_manifest(run).recorded_name == TINY_SEGMENT == recorded_name(run)
     for value in ("", 5, None, ["x"]):
@@ -125,6 +129,7 @@ def test_a_settings_file_that_is_a_fifo_or_a_link_is_refused_not_waited_on_or_fo
         journal.load_settings(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_journal_that_is_a_fifo_or_a_link_is_no_journal_and_the_frames_stand_in(run, tmp_path):
     done = set(journal.load(run, TINY_SEGMENT)[0])
     assert set(finished_frames(run, TINY_SEGMENT)) == done

@@ -66,6 +66,7 @@ def test_the_golden_folders_records_read_through_the_readers():
     assert comparison.images == golden(COMPARE)["images"] and comparison.to_json()[LAYOUT_KEY] == LAYOUT_VERSION
 
 
+@pytest.mark.slow
 def test_a_report_and_an_evaluation_of_the_golden_folder_run(tmp_path):
     """`detect eval` and `detect report` read a copy of the layout-1 folder (its tables and records)."""
     run = tmp_path / "run"
@@ -76,6 +77,7 @@ def test_a_report_and_an_evaluation_of_the_golden_folder_run(tmp_path):
     assert "75 boxes drawn (score at least 0.5)" in (run / TINY_SEGMENT / "report.html").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [MANIFEST, EVAL, RUN])
 def test_a_newer_layout_is_refused_in_one_line_naming_the_file(tmp_path, kind):
     """A record of a layout this code does not know is not guessed at: one line names it (the report
@@ -100,6 +102,7 @@ def test_a_layout_version_that_is_not_a_whole_number_from_1_is_refused(version):
         upgraded({LAYOUT_KEY: version}, MANIFEST, "manifest.json")
 
 
+@pytest.mark.slow
 def test_every_record_a_run_writes_carries_the_current_layout_first(tmp_path, tiny_v2_path, stub_dynamic_dir):
     """manifest.json, eval.json, run.json and compare.json each start with `layout_version`."""
     for name, threshold in (("a", "0.5"), ("b", "0.3")):

@@ -111,6 +111,7 @@ def test_a_broken_segment_is_reported_and_the_others_complete(inputs, stub_dynam
     assert "not retried" not in captured.out
 
 
+@pytest.mark.slow
 def test_retry_failed_runs_only_the_failed_frames_again(real_camera_frames, stub_dynamic_dir, tmp_path, capsys):
     frames = repeat_frames(real_camera_frames, 2, segment_context_name="seg")
     frames[3] = type(frames[3])("seg", frames[3].frame_timestamp_micros, frames[3].camera_name, frames[3].jpeg[:2000])

@@ -71,6 +71,7 @@ def network_ops(frozen, split) -> set[str]:
     return {node.op for node in graph.node}
 
 
+@pytest.mark.slow
 def test_the_cut_finds_the_nms_of_a_keras_style_savedmodel(tiny_model):
     frozen, split = split_of(tiny_model)
     assert split.postprocess_ops == ("CombinedNonMaxSuppression",)
@@ -179,6 +180,7 @@ def test_the_converted_network_is_cached_reused_and_renewed_when_the_model_chang
         assert matched(b, a) >= 0.98
 
 
+@pytest.mark.slow
 def test_a_model_openvino_cannot_take_falls_back_with_one_line(tmp_path, capsys):
     model = build_no_network_model(tmp_path / "flat")
     detector = Detector(model, runtime="auto")
@@ -207,6 +209,7 @@ def test_without_openvino_auto_says_so_and_openvino_is_an_error(tiny_model, monk
         Detector(tiny_model, runtime="openvino")
 
 
+@pytest.mark.slow
 def test_auto_is_openvino_on_a_cpu_and_tensorflow_for_stubs_and_mirrored(tiny_model, stub_dynamic_dir, monkeypatch):
     monkeypatch.delenv(RUNTIME_ENV, raising=False)
     assert default_runtime() == "auto"
@@ -255,6 +258,7 @@ def test_detect_model_says_what_a_cpu_run_would_use_and_what_is_converted(tmp_pa
     assert line(model) == "runtime on a CPU: TensorFlow (DETECT_RUNTIME=tensorflow)"
 
 
+@pytest.mark.slow
 def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2_path, tmp_path, capsys):
     from helpers.paths import TINY_SEGMENT
 

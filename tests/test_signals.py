@@ -149,6 +149,7 @@ def run_in_process(out: Path, source: Path, model: Path) -> tuple[int, str]:
     return code, err
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_while_tensorflow_reads_the_shapes_of_the_next_image_stops_the_run(
         tiny_v2_path, stub_dynamic_dir, tmp_path, monkeypatch, ctrl_c_raises, load_each_model_once):
     """TensorFlow's C++ calls `TensorShape.__len__` to read a dataset iterator's output shapes and

@@ -135,6 +135,7 @@ def _pycocotools_by_range(segment_dir, types):
     return ap
 
 
+@pytest.mark.slow
 def test_ap50_per_range_band_equals_pycocotools_with_range_in_place_of_area(ranged_segment):
     report = json.loads((ranged_segment / "eval.json").read_text())
     bands = report["slices"]["range"]
@@ -153,6 +154,7 @@ def test_ap50_per_range_band_equals_pycocotools_with_range_in_place_of_area(rang
     assert compared >= 4  # most bands of both types have labels and hits
 
 
+@pytest.mark.slow
 def test_range_bands_count_each_ranged_label_once_and_leave_out_those_without_a_range(ranged_segment):
     truth = pq.read_table(ranged_segment / "ground_truth.parquet")
     report = json.loads((ranged_segment / "eval.json").read_text())
@@ -164,6 +166,7 @@ def test_range_bands_count_each_ranged_label_once_and_leave_out_those_without_a_
     assert near == int((ranges < RANGE_BANDS[0][1]).sum())
 
 
+@pytest.mark.slow
 def test_a_two_segment_run_has_a_time_of_day_slice_per_segment_each_its_own_evaluation(
         real_v2_folder, stub_dynamic_dir, tmp_path, capsys):
     night, day = "night_0000000000000000000_000_000_000_000", "day_00000000000000000000_000_000_000_000"
@@ -196,6 +199,7 @@ def test_a_two_segment_run_has_a_time_of_day_slice_per_segment_each_its_own_eval
     assert "src='./range_bands.png'" in index and (out / "range_bands.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_segment_page_shows_the_slices_table_and_the_range_picture(ranged_segment):
     assert main(["report", str(ranged_segment)]) == 0
     page = (ranged_segment / "report.html").read_text()
@@ -204,6 +208,7 @@ def test_a_segment_page_shows_the_slices_table_and_the_range_picture(ranged_segm
     assert "src='./range_bands.png'" in table and "Not available" not in table  # weather: sunny
 
 
+@pytest.mark.slow
 def test_edited_slices_in_eval_json_give_a_page_without_them(ranged_segment, tmp_path):
     import shutil
 

@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers.cli import without_status
 from helpers.results_folders import (
     BOX_A,
@@ -83,6 +84,7 @@ def report(results: Path) -> str:
     return without_status(err.getvalue())
 
 
+@pytest.mark.slow
 def test_a_rerun_makes_the_segment_eval_stale_until_eval_runs_again(tmp_path):
     directory = segment_folder(tmp_path, {key(): (labels((BOX_A, 2, 1)), dets((BOX_A, 0.9, PERSON)))})
     assert main(["eval", str(directory), "--quiet"]) == 0
@@ -109,6 +111,7 @@ def test_a_copied_results_folder_is_not_stale(tmp_path):
     assert report(copy) == ""
 
 
+@pytest.mark.slow
 def test_a_run_names_the_rerun_segment_and_its_index_says_the_pooled_numbers_are_stale(tmp_path):
     run = tmp_path / "run"
     segment_with_frame(run, TOP)

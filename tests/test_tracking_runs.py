@@ -74,6 +74,7 @@ def test_a_resumed_segment_gets_the_ids_of_an_uninterrupted_run(tiny_v2_path, st
     np.testing.assert_array_equal(ids_of(tracked)[1], before)
 
 
+@pytest.mark.slow
 def test_detect_track_gives_the_runs_ids_again_and_follows_its_threshold(tracked, capsys):
     _, before = ids_of(tracked)
     assert main(["track", str(tracked)]) == 0
@@ -96,6 +97,7 @@ def tracking_line(directory) -> str:
             + ", ".join(f"{name} {s['hota']:.3f} / {s['mota']:.3f} / {s['idf1']:.3f}" for name, s in scores.items()))
 
 
+@pytest.mark.slow
 def test_detect_track_scores_the_new_ids_and_writes_the_pages_that_show_them_again(tracked, capsys):
     """The tracks are scored against the labels' object ids (an evaluation again: the table changed)
     and the page that exists is written again: none is older than the eval.json it shows."""
@@ -128,6 +130,7 @@ def test_a_tracked_segment_with_labels_prints_its_tracking_scores(tiny_v2_path, 
     assert out[-2:] == wrap(tracking_line(tmp_path / TINY_SEGMENT))
 
 
+@pytest.mark.slow
 def test_a_run_prints_its_tracking_line_and_detect_track_leaves_no_page_older_than_an_eval_json(
         tiny_v2_path, stub_dynamic_dir, tmp_path, capsys):
     run = tmp_path / "run"
@@ -141,6 +144,7 @@ def test_a_run_prints_its_tracking_line_and_detect_track_leaves_no_page_older_th
     assert min(p.stat().st_mtime_ns for p in pages) >= max(e.stat().st_mtime_ns for e in evaluations)
 
 
+@pytest.mark.slow
 def test_detect_eval_writes_the_existing_pages_again_and_no_other(tracked, capsys):
     assert main(["eval", str(tracked), "--quiet"]) == 0
     assert not (tracked / "report.html").exists()  # no page before: none written

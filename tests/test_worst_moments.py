@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from helpers.results_folders import CAR, PEDESTRIAN, PERSON, VEHICLE, dets, key, labels, segment_folder, with_frames
 
 from detect.cli import main
@@ -37,6 +38,7 @@ def moments(run):
     return page, FIGURE.findall(page[start:page.index("</div>", start) + 6])
 
 
+@pytest.mark.slow
 def test_the_worst_image_comes_first_and_no_object_is_shown_twice(tmp_path):
     """Three errors beat two; the parked car and its tracked false alarm each show once (the third
     frame of the pair has nothing new to show, so it is left out)."""
@@ -53,6 +55,7 @@ def test_the_worst_image_comes_first_and_no_object_is_shown_twice(tmp_path):
     assert "crowd" in figures[0][1] and "parked" in figures[1][1] and "FA car 0.80" in figures[2][1]
 
 
+@pytest.mark.slow
 def test_each_moment_links_its_drawn_frame_and_its_segment_page(tmp_path):
     """The close-up opens the frame it was cut from; the caption names the segment and links its page."""
     run = run_folder(tmp_path)
@@ -66,6 +69,7 @@ def test_each_moment_links_its_drawn_frame_and_its_segment_page(tmp_path):
         assert (run / page).is_file() and page.endswith("/report.html")
 
 
+@pytest.mark.slow
 def test_a_run_without_an_images_table_has_no_worst_moments(tmp_path):
     """A run evaluated before the table existed: the index has no such section, and no error."""
     run = run_folder(tmp_path)
@@ -74,6 +78,7 @@ def test_a_run_without_an_images_table_has_no_worst_moments(tmp_path):
     assert "worst-moments" not in (run / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_broken_images_table_is_a_note_on_the_page(tmp_path):
     """Not a Parquet file: one line on the page naming it; the rest of the index stands."""
     run = run_folder(tmp_path)

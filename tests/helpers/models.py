@@ -4,6 +4,7 @@ and kept between sessions (TF.js graphs from npm, tf2onnx exports)."""
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -40,10 +41,9 @@ def load_models_script(name: str) -> ModuleType:
 
 
 def conversion_key(*inputs: str | bytes) -> str:
-    """16 hex digits of the converter's code, TensorFlow's version and `inputs` (what is converted)."""
-    import tensorflow as tf
-
-    digest = hashlib.sha256(tf.__version__.encode())
+    """16 hex digits of the converter's code, TensorFlow's version and `inputs` (what is converted).
+    TensorFlow's version is its package's (importing it to ask would cost a process seconds)."""
+    digest = hashlib.sha256(importlib.metadata.version("tensorflow").encode())
     for pattern in CONVERTER_SOURCES:
         for path in sorted(ROOT.glob(pattern)):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
