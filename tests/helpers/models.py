@@ -14,15 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+from detect.core.cache_dirs import user_cache_dir
 from detect.model.tfjs import Head
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "models"
-# Converted real models kept between sessions (models/build is git-ignored and `make clean` removes
-# it), each under a key of everything its conversion reads; DETECT_TEST_CACHE names another folder.
+# What the tests build once and keep between sessions and clones (converted real models, the stub
+# models, tidecv's side venv), each under a key of everything its build reads, in the user's cache
+# beside the npm tarballs (`detect.core.cache_dirs`); DETECT_TEST_CACHE names another folder.
 COCO_MODEL_DIR = MODELS_DIR / "centernet_mobilenetv3_coco"  # `make coco-model`
 SSD_MODEL_DIR = MODELS_DIR / "ssdlite_mobilenet_v2_coco"  # `make ssd-model`
-TEST_CACHE = Path(os.environ.get("DETECT_TEST_CACHE") or MODELS_DIR / "build" / "test-cache")
+TEST_CACHE = Path(os.environ.get("DETECT_TEST_CACHE") or user_cache_dir() / "test-cache")
 # The code a conversion runs: the scripts in models/, the library's model code, its errors and TF set-up.
 CONVERTER_SOURCES = ("models/*.py", "detect/model/**/*.py", "detect/core/*.py")
 

@@ -3,6 +3,7 @@ numpy < 2, OpenCV and seaborn, which the project's venv does not hold. Only test
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -29,10 +30,13 @@ def _build(out: Path) -> Path:
 
 
 def tidecv_python() -> Path:
-    """The side venv's Python (built the first time: about a minute and 400 MB); a test that needs
-    it is skipped where it cannot be built (no package registry), and fails so in CI."""
+    """The side venv's Python (built the first time: about a minute and 400 MB; kept under a key of
+    its pins and Python's version); a test that needs it is skipped where it cannot be built (no
+    package registry), and fails so in CI."""
+    pins = " ".join((*PACKAGES, TIDECV, sys.version))
+    key = hashlib.sha256(pins.encode()).hexdigest()[:16]
     try:
-        return cached_conversion("tidecv-1.0.1", "py311", _build, marker="bin/python") / "bin" / "python"
+        return cached_conversion("tidecv-1.0.1", key, _build, marker="bin/python") / "bin" / "python"
     except subprocess.CalledProcessError as err:
         if IN_CI:
             pytest.fail(f"CI=true but tidecv's side venv could not be built: {err}", pytrace=False)
