@@ -140,3 +140,15 @@ def test_taking_every_frame_once_gives_the_slices_own_ap50(long_segment):
     assert found.blocks == 12 and set(found.ap50) == {"VEHICLE", "PEDESTRIAN", "ALL"}
     again = ap50_intervals(pool, 0, types, book, replicates=200)
     assert again == found  # one seed, the same resamples
+
+
+def test_an_images_conditions_recorded_in_one_table_only_still_slice_it(tmp_path):
+    """The labels' table records the time of day, the detections' (written before the column) does
+    not: the images are still in their time-of-day slice."""
+    directory = segment_folder(tmp_path, _images(5, seed=5))
+    truth = box_context.with_absent(pq.read_table(directory / "ground_truth.parquet"))
+    day = pa.array(["Day"] * truth.num_rows, pa.string())
+    pq.write_table(box_context.with_context(truth, {"time_of_day": day}), directory / "ground_truth.parquet")
+    assert main(["eval", str(directory), "--quiet"]) == 0
+    [piece] = json.loads((directory / "eval.json").read_text())["slices"]["time_of_day"]
+    assert piece["slice"] == "Day" and piece["levels"]["LEVEL_2"][-1]["labels"] == 10
