@@ -27,10 +27,11 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
                        assets: Path | None = None, notes: list[str] | None = None, heading: bool = True,
-                       sources: NamedSources = NamedSources()) -> str:
+                       sources: NamedSources = NamedSources(), failures: bool = True) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
-    cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
+    cannot read is a line in `notes`). Without `heading`, the page gives the section its title;
+    without `failures`, the slices and error kinds are left to the page's "Where it fails"."""
     protocol = report.protocol
     library = report.library
     threshold = safe.number(report.data.get("threshold"), 2)
@@ -51,8 +52,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_levels(report))
     parts.append(_tracking(report.tracking))
     parts.append(_by_size_and_camera(level_2, report.cameras))
-    parts.append(_slices(report.slices, directory))
-    parts.append(failures_section(report))
+    if failures:
+        parts.append(where_and_why(report, directory))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
@@ -63,6 +64,11 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
         chosen = gallery.select(matches, report.threshold, track_ids=gallery.TrackIds.read(directory))
         parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen, sources), notes))
     return "".join(parts)
+
+
+def where_and_why(report: EvalRecord, directory: Path) -> str:
+    """The slices (where and when) and the error kinds with the confusion matrix (why)."""
+    return _slices(report.slices, directory) + failures_section(report)
 
 
 def _outcomes(counts: dict[str, gallery.Outcome], level_2: Sequence[Mapping[str, object]]) -> str:
