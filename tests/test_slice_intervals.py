@@ -63,6 +63,7 @@ def long_segment(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_a_slice_of_enough_blocks_gets_an_interval_around_its_ap50(long_segment, capsys):
     assert main(["eval", str(long_segment), "--by", "time_of_day,range"]) == 0
     printed = capsys.readouterr().out
@@ -96,6 +97,7 @@ def test_a_slice_of_too_few_blocks_has_no_interval_and_says_how_many_it_has(tmp_
     assert "<td>2 blocks</td>" in (directory / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_the_page_shows_each_interval_beside_its_ap50(long_segment):
     assert main(["eval", str(long_segment), "--quiet"]) == 0
     assert main(["report", str(long_segment)]) == 0
@@ -107,6 +109,7 @@ def test_the_page_shows_each_interval_beside_its_ap50(long_segment):
     assert f"<td>{low:.2f}-{high:.2f}</td>" in page and "<th>95%</th>" in page
 
 
+@pytest.mark.slow
 def test_taking_every_frame_once_gives_the_slices_own_ap50(long_segment):
     """The bootstrap's AP is COCO's accumulation over the pooled matching: with every frame taken
     once it is the library's AP50 of the slice, type by type."""

@@ -89,6 +89,7 @@ def test_a_broken_images_table_is_a_note_on_the_page(tmp_path):
     assert "the worst moments are left out of the page" in page
 
 
+@pytest.mark.slow
 def test_where_it_fails_holds_the_error_kinds_then_the_worst_moments_and_the_pooled_section_does_not_repeat_them(
         tmp_path):
     """index.html's "Where it fails": the pooled slices and error kinds (why), then the worst moments
