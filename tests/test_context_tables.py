@@ -93,6 +93,7 @@ def test_context_columns_of_another_type_read_as_unknown_not_as_a_broken_table(r
     assert set(read.conditions.values()) == {("Day", "location_sf", "sunny")}
 
 
+@pytest.mark.slow
 def test_matches_carry_each_boxs_range_and_the_gallery_files_it_under_its_band(real_v2_run, tmp_path):
     """matches.parquet's range_m is the range detections.parquet and ground_truth.parquet hold for
     that box, and the report's gallery items say the band it falls in."""

@@ -119,6 +119,7 @@ def test_openvino_gives_tensorflow_boxes_at_960x640(centernet_json, real_images)
     np.testing.assert_array_equal(found.class_ids, reference.class_ids)
 
 
+@pytest.mark.slow
 def test_detect_model_shows_the_default_size_and_what_the_others_cost(centernet_json, capsys):
     assert main(["model", str(centernet_json)]) == 0
     lines = capsys.readouterr().out.splitlines()
