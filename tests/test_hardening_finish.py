@@ -85,6 +85,7 @@ def test_eval_leaves_out_rows_naming_another_segment(results):
 
 
 
+@pytest.mark.slow
 def test_the_report_counts_the_boxes_eval_counts_leaving_out_rows_naming_another_segment(results):
     """One view of a segment folder: the page leaves out the rows eval leaves out, and says so."""
     from detect.report.data import load
