@@ -34,7 +34,8 @@ from detect.engine.tuning import keep_freed_memory
 from detect.tools.bench_runs import SHARED_FRAME, make_segments
 
 ROOT = Path(__file__).resolve().parents[2]
-# stage -> (module under detect, function or Class.method) pairs.
+# stage -> (module under detect, function or Class.method) pairs; `a|b`: a module that moved (the
+# first found is timed).
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "draw (boxes, verdicts, watermark)": (("render.draw", "draw_detections"), ("render.verdicts", "judge"),
                                           ("render.verdicts", "draw_errors"), ("render.draw", "paint_watermark")),
@@ -43,15 +44,15 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "trails": (("render.trails", "paint_trails"), ("render.trails", "trail_rects")),
     "mosaic tile (shrink the raw frame)": (("render.mosaic_tile", "shrink"),),
     "mosaic tile (draw)": (("render.mosaic_tile", "draw_mosaic_tile"),),
-    "PNG frame (fpng + write)": (("sinks.frames", "write_frame"),),
-    "JPEG tile (encode, write, read back)": (("sinks.mosaic_tiles", "write_tile"),),
-    "GIF frame (camera: shrink, quantize, LZW)": (("sinks.animations", "prepare_animation_frame"),),
-    "mosaic frame (compose, quantize, LZW)": (("sinks.animations", "render_mosaic_frame"),),
-    "GIF files (append, write)": (("sinks.gif", "GifWriter.append"),),
+    "PNG frame (fpng + write)": (("results.frames", "write_frame"),),
+    "JPEG tile (encode, write, read back)": (("results.mosaic_tiles", "write_tile"),),
+    "GIF frame (camera: shrink, quantize, LZW)": (("results.animations", "prepare_animation_frame"),),
+    "mosaic frame (compose, quantize, LZW)": (("results.animations", "render_mosaic_frame"),),
+    "GIF files (append, write)": (("results.gif", "GifWriter.append"),),
     "track (live, for the pictures)": (("track.live", "LiveTracks.update"),),
-    "track (the table, at the end)": (("sinks.tracks", "track_table"),),
-    "table (detections.parquet)": (("sinks.table", "write_table"),),
-    "journal": (("sinks.journal", "Journal.append"),),
+    "track (the table, at the end)": (("results.track_ids|results.tracks", "track_table"),),
+    "table (detections.parquet)": (("results.table", "write_table"),),
+    "journal": (("results.journal", "Journal.append"),),
     "decode (tf.data's Python side, frame copies)": (("model.inputs", "decode_stream"),),
 }
 
@@ -98,15 +99,25 @@ class StageClock:
                 self.seconds[stage] = self.seconds.get(stage, 0.0) + spent - nested
 
 
+def _module(name: str) -> Any:
+    """`detect.<name>` (`a|b`: the first of these there), or where an older checkout had it (results/
+    was sinks/); None when none is there."""
+    for candidate in [c for n in name.split("|") for c in (n, n.replace("results.", "sinks.", 1))]:
+        try:
+            return importlib.import_module(f"detect.{candidate}")
+        except ModuleNotFoundError:
+            continue
+    return None
+
+
 def install(clock: StageClock) -> Callable[[], None]:
     """Every function of `STAGES` timed by `clock`, wherever a loaded detect module holds it (its
     own module, modules that imported it by name, the class of a method); returns the undo."""
     undo: list[tuple[object, str, object]] = []
     for stage, names in STAGES.items():
         for module_name, qualname in names:
-            try:
-                module = importlib.import_module(f"detect.{module_name}")
-            except ModuleNotFoundError:  # not in this checkout
+            module = _module(module_name)
+            if module is None:  # not in this checkout
                 continue
             owner_name, _, attr = qualname.rpartition(".")
             owner = getattr(module, owner_name, None) if owner_name else module
