@@ -8,7 +8,9 @@ this process with one render thread (so every stage runs here); a first run warm
 is the thread CPU time of the functions named in `STAGES`, timed by wrappers, exclusive: a stage
 called inside another (the chips inside the drawing) counts only as itself. "rest" is the
 process's CPU (os.times: TensorFlow's native decode threads, the reader, the queues) less the
-stages. Where the whole run's functions go: `python -m cProfile -s tottime` of the same run.
+stages; the decode, with and without the model's input resize, is then measured alone on the same
+images, to show what of "rest" is TensorFlow's. Where the whole run's functions go: `python -m
+cProfile -s tottime` of the same run.
 The stages are found by name, so the same command against an older checkout (PYTHONPATH) gives
 the "before" (a stage its code lacks shows 0).
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from detect.engine.tuning import keep_freed_memory
-from detect.tools.bench_runs import SHARED_FRAME, make_segments
+from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments
 
 ROOT = Path(__file__).resolve().parents[2]
 # stage -> (module under detect, function or Class.method) pairs; `a|b`: a module that moved (the
@@ -176,6 +178,7 @@ def measure(args: argparse.Namespace, out: Path) -> int:
 
     run()  # warm-up: graphs traced, caches filled
     rows: dict[str, list[float]] = {}
+    inside: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         clock = StageClock()
         restore = install(clock)
@@ -191,12 +194,34 @@ def measure(args: argparse.Namespace, out: Path) -> int:
         stages["whole process"] = cpu_ms
         for stage, ms in stages.items():
             rows.setdefault(stage, []).append(ms)
+        for stage, ms in inside_rest(segment, settings).items():
+            inside.setdefault(stage, []).append(ms)
     outputs = "frames" if not args.no_png else "no frames"
     outputs += ", GIFs" if not args.no_gif else ", no GIFs"
     print(f"CPU ms an image by stage, stub model, {args.images} images ({outputs}), median of {args.repeats} runs")
     for stage, values in rows.items():
         print(f"  {stage:<46} {statistics.median(values):7.2f}")
+    print("inside the rest, measured alone on the same images (process CPU: TensorFlow's threads)")
+    for stage, values in inside.items():
+        print(f"  {stage:<46} {statistics.median(values):7.2f}")
     return 0
+
+
+def inside_rest(segment: Path, settings: Any) -> dict[str, float]:
+    """CPU ms an image of the decode alone (tf.data, the full frame kept as the run keeps it), with
+    and without the model's input resize: the part of "rest" that is TensorFlow's native work."""
+    from detect.model.inputs import decode_stream
+    from detect.waymo.readers import iter_frames
+
+    def cpu_ms(input_size: Any) -> float:
+        items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
+        start, images = cpu_seconds(), 0
+        for _ in decode_stream(items, input_size=input_size, keep_full=True):  # each frame dropped at once
+            images += 1
+        return 1000 * (cpu_seconds() - start) / images
+
+    resized, decoded = cpu_ms(settings.input_size), cpu_ms(None)
+    return {"JPEG decode (tf.data)": decoded, "the model's input resize (antialiased)": resized - decoded}
 
 
 if __name__ == "__main__":
