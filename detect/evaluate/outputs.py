@@ -14,9 +14,11 @@ import pyarrow.parquet as pq
 
 from detect.core.atomic import atomic_path, atomic_write_bytes
 from detect.core.records import WaymoType
+from detect.core.resample import BLOCK_SECONDS, MIN_BLOCKS
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.slice_intervals import Intervals
 from detect.evaluate.slice_plots import plot_range_bands
 from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
@@ -42,6 +44,7 @@ MATCHES_SCHEMA = pa.schema([
     ("ymax", pa.float32()),
     ("class_id", pa.int32()),
     ("iou_threshold", pa.float32()),
+    ("range_m", pa.float32()),  # metres from the car; null where not known
 ])
 
 
@@ -124,6 +127,7 @@ def matches_table(matches: list[Match]) -> pa.Table:
         **{name: pa.array([b[i] for b in boxes], pa.float32()) for i, name in enumerate(("xmin", "ymin", "xmax", "ymax"))},
         "class_id": pa.array([m.class_id for m in matches], pa.int32()),
         "iou_threshold": pa.array([m.iou_threshold for m in matches], pa.float32()),
+        "range_m": pa.array([m.range_m for m in matches], pa.float32()),
     }, schema=MATCHES_SCHEMA)
 
 
@@ -210,12 +214,25 @@ def slice_lines(evaluation: Evaluation, dimensions: Sequence[str]) -> list[str]:
         if isinstance(found, str):
             lines.append(f"{dimension}: {found}")
             continue
-        lines.append(f"{dimension} (LEVEL_2): AP50 and recall at the threshold (labels)")
+        lines.append(f"{dimension} (LEVEL_2): AP50 [its 95% interval] and recall at the threshold (labels)")
         for piece in found:
             rows = [r for r in piece.levels.get("LEVEL_2", []) if r.labels or r.name == "ALL"]
-            cells = "  ".join(f"{r.name} {_fmt(r.ap50)} R {_fmt(r.recall)} ({r.labels})" for r in rows)
-            lines.append(f"  {piece.name:<12} {cells}")
+            intervals = {} if piece.intervals is None else piece.intervals.ap50
+            cells = "  ".join(f"{r.name} {_fmt(r.ap50)}{_interval(intervals.get(r.name))} R {_fmt(r.recall)} ({r.labels})"
+                              for r in rows)
+            lines.append(f"  {piece.name:<12} {cells}{_blocks(piece.intervals)}")
     return lines
+
+
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _blocks(intervals: Intervals | None) -> str:
+    """Why a slice has no interval: too few independent blocks of frames."""
+    if intervals is None or intervals.ap50 or intervals.blocks >= MIN_BLOCKS:
+        return ""
+    return f"  (no interval: {intervals.blocks} block(s) of {BLOCK_SECONDS:g} s, {MIN_BLOCKS} needed)"
 
 
 def tracking_lines(evaluation: Evaluation) -> list[str]:

@@ -106,7 +106,8 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         dropped += manifest.labels_dropped
     sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
              if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    conditions = {**truth.conditions, **detection_conditions}
+    # an image's conditions from either table: the detections' where they recorded any
+    conditions = {**truth.conditions, **{k: v for k, v in detection_conditions.items() if any(v)}}
     return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
                           notes, label_ranges, conditions)
 
