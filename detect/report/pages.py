@@ -124,7 +124,7 @@ def segment_page(data: SegmentData) -> Path:
 
 def _segment_lead(data: SegmentData) -> str:
     """The run in one line: what was read, by what, and how many boxes the frames show."""
-    cameras = len({c for c, _ in data.images})
+    cameras = len({k.camera_name for k in data.images})
     model = data.manifest.model.short_name or data.manifest.model.description or "an unnamed model"
     status = data.manifest.status
     css = status if status.replace("_", "").isalpha() else "unknown"
