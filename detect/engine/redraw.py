@@ -51,8 +51,8 @@ from detect.results import journal
 from detect.results.animations import AnimationSet
 from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.results.layout import SegmentLock, is_marked, no_links, temp_files
-from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, write_manifest
-from detect.results.results_folder import Manifest, json_object, read_manifest
+from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso
+from detect.results.results_folder import Manifest, json_object, read_manifest, write_manifest
 from detect.results.source_images import NamedSources
 from detect.results.table import DETECTIONS_FILE, write_table
 from detect.results.track_ids import track_table, tracker_params, tracking_record
@@ -144,9 +144,9 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
         stale.unlink()  # half-written files of a run or a redraw that was killed
 
     # The commit point's first half: from here on the folder says it is being redrawn.
-    data = _updated_manifest(plan, status=REDRAWING)
-    data["tracking"] = tracking_record(params, None)  # what a second redraw (after a crash) tracks with
-    write_manifest(directory / MANIFEST_FILE, data)
+    # tracking: what a second redraw (after a crash) tracks with
+    write_manifest(directory / MANIFEST_FILE, _updated_manifest(plan, status=REDRAWING,
+                                                                tracking=tracking_record(params, None)))
     journal.save_settings(directory, plan.resume_key | {"redraw": "unfinished"})
 
     ids = np.full(0, -1, np.int64)
@@ -166,15 +166,16 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
     if beside is not None:
         beside.result()
 
-    data = _updated_manifest(plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
     labels = plan.labels.get if plan.labels is not None and job.rules is not None else None
-    data["counts"] = dict(json_object(data.get("counts"))) | {"drawn": boxes_drawn(results.values(), settings.style, job.rules,
-                                                                               labels)}
-    data["tracking"] = tracking_record(params, ids)
-    data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
-                      "threshold": settings.style.threshold}
-    write_manifest(directory / MANIFEST_FILE, data)  # the commit point's second half
-    journal.save_settings(directory, _resume_key(plan.resume_key, settings, job))
+    drawn = boxes_drawn(results.values(), settings.style, job.rules, labels)
+    finished = _updated_manifest(
+        plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE,
+        counts=dict(json_object(manifest.data.get("counts"))) | {"drawn": drawn},
+        tracking=tracking_record(params, ids),
+        redraw={"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
+                "threshold": settings.style.threshold})
+    write_manifest(directory / MANIFEST_FILE, finished)  # the commit point's second half
+    journal.save_settings(directory, _resume_key(plan.resume_key, job))
     return Redrawn(directory, manifest.segment_context_name, len(results), settings.style.threshold, written,
                    time.perf_counter() - started, settings.protocol, map_path(settings.class_map))
 
@@ -361,25 +362,17 @@ def _tracker(settings: SegmentSettings, manifest: Manifest, new_threshold: bool)
     return tracker_params(settings.style.threshold, **overrides)
 
 
-def _updated_manifest(plan: _Plan, *, status: str) -> dict[str, object]:
-    """The manifest with the redraw's settings and the file it read (its fingerprint, taken now
-    when the run recorded none)."""
-    data = dict(plan.manifest.data)
-    data["input"] = dict(json_object(data.get("input"))) | {
+def _updated_manifest(plan: _Plan, **sections: object) -> Manifest:
+    """The manifest with the redraw's settings, the file it read (its fingerprint, taken now when
+    the run recorded none) and these `sections`."""
+    manifest = plan.manifest
+    source = dict(json_object(manifest.data.get("input"))) | {
         "path": recorded_path(plan.source.keys.source),
         "fingerprint": None if plan.source.fingerprint is None else plan.source.fingerprint.to_json()}
-    data["settings"] = plan.record.to_json()
-    data["status"] = status
-    return data
+    return manifest.with_sections(input=source, settings=plan.record.to_json(), **sections)
 
 
-def _resume_key(previous: Mapping[str, object], settings: SegmentSettings, job: SegmentJob) -> dict[str, object]:
+def _resume_key(previous: Mapping[str, object], job: SegmentJob) -> dict[str, object]:
     """settings.json as a fresh run with the new drawing settings writes it (so `--resume` with them
-    goes on, and with the old ones is refused)."""
-    style = dataclasses.asdict(settings.style)
-    key = {k: v for k, v in previous.items() if k != "redraw"}
-    key |= {f"draw_{k}": v for k, v in style.items() if k not in ("classes", "palette")}
-    rules = job.rules
-    key["draw"] = settings.draw
-    key["errors"] = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
-    return key
+    goes on, and with the old ones is refused): the run's, with the redraw's drawing and judging."""
+    return {k: v for k, v in previous.items() if k != "redraw"} | job.redrawable_key()

@@ -9,13 +9,11 @@ when the run is interrupted.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import DetectError, OutputError, UsageError, error_text
 from detect.core.names import segment_dir_name
 from detect.core.signals import Terminated, raise_if_interrupted
@@ -29,9 +27,8 @@ from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
 from detect.results import journal, layout
 from detect.results.layout import RunLock
-from detect.results.layout_version import stamped
 from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
-from detect.results.run_record import read_run_record, run_file_name
+from detect.results.run_record import RunRecord, read_run_record, run_file_name, write_run_record
 from detect.waymo.readers import SegmentKeys, read_keys
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
 
@@ -301,4 +298,4 @@ def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[st
         },
         "segments": sorted(merged.values(), key=lambda e: str(e["path"])),
     }
-    atomic_write_bytes(path, (json.dumps(stamped(data), indent=2) + "\n").encode())
+    write_run_record(path, RunRecord.from_json(data, path.name))

@@ -144,12 +144,16 @@ class SegmentSettings:
             "input_size": size_record(self.input_size),
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
-            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
-            "draw": self.draw,
             "tile": None if self.tile is None else self.tile.to_json(),
             "track": self.track,  # its parameters follow draw_threshold
-        }
+        } | self.drawing_key()
+
+    def drawing_key(self) -> dict[str, object]:
+        """The resume key's entries for how the frames are drawn: the style (`draw_*`, its classes
+        and palette aside) and the drawing mode (`draw`)."""
+        style = {f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")}
+        return style | {"draw": self.draw}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,9 +193,14 @@ class SegmentJob:
 
     def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
         """The settings' resume key and how the frames were judged (settings.json)."""
+        return self.settings.resume_key(model, segment) | self.redrawable_key()
+
+    def redrawable_key(self) -> dict[str, object]:
+        """The resume key's entries `detect redraw` changes without the model: how the frames are
+        drawn (`SegmentSettings.drawing_key`) and judged (`errors`)."""
         rules = self.rules
         judged = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
-        return self.settings.resume_key(model, segment) | {"errors": judged}
+        return self.settings.drawing_key() | {"errors": judged}
 
 
 
