@@ -117,7 +117,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         style=style,
         mode=mode,
         max_pixels=args.max_pixels,
-        draw=args.draw or ("errors" if args.gt is not None else "auto"),
+        draw_mode=args.draw or ("errors" if args.gt is not None else "auto"),
         ground_truth=None if args.gt in (None, AUTO_GT) else absolute(args.gt),  # recorded: from any folder
         class_map=load_class_map(args.class_map),
         tile=None if args.tile is None else TileSpec(args.tile, args.tile_overlap),

@@ -217,7 +217,7 @@ class SegmentLifecycle:
         """
         started = clock()
         settings = job.settings
-        if settings.draw_labels and labels is None:
+        if settings.needs_labels and labels is None:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name

@@ -73,7 +73,7 @@ class RedrawRequest:
     and how many workers draw."""
 
     threshold: float | None = None
-    draw: str | None = None  # one of DRAW_MODES
+    draw_mode: str | None = None  # one of DRAW_MODES
     unscored: str | None = None  # one of detect.render.draw.UNSCORED
     class_map: Path | None = None  # None: the run's
     protocol: str | None = None  # None: the run's
@@ -199,12 +199,13 @@ def _plan(directory: Path, request: RedrawRequest) -> _Plan:
         style = dataclasses.replace(style, threshold=request.threshold)
     if request.unscored is not None:
         style = dataclasses.replace(style, unscored=request.unscored)
-    asked = dataclasses.replace(run, style=style, draw=request.draw or run.draw, protocol=request.protocol or run.protocol)
+    asked = dataclasses.replace(run, style=style, draw_mode=request.draw_mode or run.draw_mode,
+                                protocol=request.protocol or run.protocol)
     settings = dataclasses.replace(asked, mode="resume", render="auto", workers=request.workers or scaled_threads(2),
                                    decode_threads=scaled_threads(1))
     start_processes(settings)  # they start up while the labels and the tracker are prepared
-    labels = _labels(directory, manifest) if settings.draw != "detections" else None
-    if settings.draw_labels and labels is None:
+    labels = _labels(directory, manifest) if settings.draw_mode != "detections" else None
+    if settings.needs_labels and labels is None:
         raise InputError(f"{directory}: --draw errors asks for labels, but the run had none; cannot redraw")
     label_types = None if labels is None else labels.types | set(recorded.judged_types)
     job = SegmentJob.judged(settings, label_types, manifest.model.knows_classes)

@@ -202,18 +202,19 @@ class Manifest:
 def recorded_max_boxes(manifest: Mapping[str, object]) -> int | None:
     """The most boxes drawn on an image a manifest records (`settings.draw.max_boxes`), or None when
     it records no whole number from 0 there (no cap)."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    value = draw.get("max_boxes") if isinstance(draw, Mapping) else None
+    value = _recorded_style(manifest).get("max_boxes")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def recorded_threshold(manifest: Mapping[str, object]) -> float | None:
     """The drawing threshold a manifest records (`settings.draw.threshold`), or None when it does
     not hold a number from 0 to 1 there."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    return fraction(draw.get("threshold") if isinstance(draw, Mapping) else None)
+    return fraction(_recorded_style(manifest).get("threshold"))
+
+
+def _recorded_style(manifest: Mapping[str, object]) -> Mapping[str, object]:
+    """The drawing style a manifest records (`settings.draw`; the drawing mode is `settings.draw_mode`)."""
+    return json_object(json_object(manifest.get("settings")).get("draw"))
 
 
 def fraction(value: object) -> float | None:
