@@ -87,3 +87,30 @@ def test_context_columns_of_another_type_read_as_unknown_not_as_a_broken_table(r
     assert sum(len(v) for v in read.labels.values()) == 66 and read.dropped == 0
     assert all(len(r) and all(r != r) for r in read.ranges.values())  # NaN: unknown
     assert set(read.conditions.values()) == {("Day", "location_sf", "sunny")}
+
+
+def test_matches_carry_each_boxs_range_and_the_gallery_files_it_under_its_band(real_v2_run, tmp_path):
+    """matches.parquet's range_m is the range detections.parquet and ground_truth.parquet hold for
+    that box, and the report's gallery items say the band it falls in."""
+    import re
+    import shutil
+
+    import numpy as np
+
+    folder = tmp_path / REAL_SEGMENT
+    shutil.copytree(real_v2_run, folder)
+    assert main(["eval", str(folder), "--quiet"]) == 0
+    matches = pq.read_table(folder / "matches.parquet").to_pandas()
+    truth = pq.read_table(folder / "ground_truth.parquet").to_pandas()
+    labels = matches[matches["kind"] == "label"]
+    assert len(labels) == len(truth) == 66
+    by_box = {(r.xmin, r.ymin, r.xmax, r.ymax): r.range_m for r in truth.itertuples()}
+    got = [by_box[(r.xmin, r.ymin, r.xmax, r.ymax)] for r in labels.itertuples()]
+    np.testing.assert_array_equal(labels["range_m"].to_numpy(np.float64), np.asarray(got, np.float64))
+    found = matches[matches["kind"] == "detection"]
+    detections = pq.read_table(folder / "detections.parquet").to_pandas()
+    assert len(found) and found["range_m"].notna().all() == detections["range_m"].notna().all()
+    assert set(np.round(found["range_m"].dropna(), 3)) <= set(np.round(detections["range_m"].dropna(), 3))
+    assert main(["report", str(folder)]) == 0
+    bands = set(re.findall(r"data-range='([^']*)'", (folder / "report.html").read_text()))
+    assert bands - {"unknown"} and bands <= {"0-30 m", "30-50 m", "50+ m", "unknown"}

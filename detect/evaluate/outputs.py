@@ -41,6 +41,7 @@ MATCHES_SCHEMA = pa.schema([
     ("ymax", pa.float32()),
     ("class_id", pa.int32()),
     ("iou_threshold", pa.float32()),
+    ("range_m", pa.float32()),  # metres from the car; null where not known
 ])
 
 
@@ -123,6 +124,7 @@ def matches_table(matches: list[Match]) -> pa.Table:
         **{name: pa.array([b[i] for b in boxes], pa.float32()) for i, name in enumerate(("xmin", "ymin", "xmax", "ymax"))},
         "class_id": pa.array([m.class_id for m in matches], pa.int32()),
         "iou_threshold": pa.array([m.iou_threshold for m in matches], pa.float32()),
+        "range_m": pa.array([m.range_m for m in matches], pa.float32()),
     }, schema=MATCHES_SCHEMA)
 
 
