@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from detect.compare.comparison import Change
-from detect.compare.resample import BlockBootstrap, FrameIndex, SegmentFrames
 from detect.core.cameras import CameraName
 from detect.core.records import FrameKey
+from detect.core.resample import BlockBootstrap, FrameIndex, SegmentFrames
 
 T0 = 1_600_000_000_000_000
 

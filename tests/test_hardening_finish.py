@@ -82,6 +82,22 @@ def test_eval_leaves_out_rows_naming_another_segment(results):
     assert set(matches.column(SEGMENT).to_pylist()) <= {TINY_SEGMENT}
 
 
+
+def test_the_report_counts_the_boxes_eval_counts_leaving_out_rows_naming_another_segment(results):
+    """One view of a segment folder: the page leaves out the rows eval leaves out, and says so."""
+    from detect.report.data import load
+
+    segment_dir = results / TINY_SEGMENT
+    rows = pq.read_table(segment_dir / DETECTIONS_FILE).num_rows
+    foreign_rows(segment_dir)
+    data = load(segment_dir)
+    assert len(data.detections) == rows - 2 and set(data.detections["camera"]) <= {"FRONT", "FRONT_LEFT", "FRONT_RIGHT",
+                                                                                  "SIDE_LEFT", "SIDE_RIGHT"}
+    note = f"{segment_dir / DETECTIONS_FILE}: 2 row(s) name another segment than {TINY_SEGMENT}; left out"
+    assert note in data.notes
+    code, _, err = run_cli(["report", str(results)])
+    assert code == 0 and f"detect: note: {note}\n" in err, err
+
 # A run of two segments, one with a hostile manifest.json ------------------------------------------
 
 HOSTILE_MANIFESTS = {

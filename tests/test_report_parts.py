@@ -14,8 +14,11 @@ from detect.core.records import Detections, FrameKey, FrameResult
 from detect.report.charts import timeline_figure
 from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
+from detect.results.detections_table import DetectionTable
 from detect.results.journal import Journal
 from detect.results.results_folder import Manifest
+from detect.results.results_tables import RowBudget
+from detect.results.segment_view import SegmentView
 
 SEGMENT = "seg_0000"
 T0 = 1_600_000_000_000_000
@@ -26,7 +29,10 @@ def detections(rows: list[tuple[str, int, str, float]]) -> pd.DataFrame:
 
 
 def segment(rows: list[tuple[str, int, str, float]], images: set[tuple[str, int]]) -> SegmentData:
-    return SegmentData(Path("unused"), Manifest.from_json({}, Path("unused")), detections(rows), 0.5, None, frozenset(images))
+    keys = frozenset(FrameKey(SEGMENT, ts, CameraName[camera]) for camera, ts in images)
+    view = SegmentView(Path("unused"), Manifest.from_json({}, Path("unused")), DetectionTable.empty(Path("unused")), keys,
+                       RowBudget(len(keys)))
+    return SegmentData(view, detections(rows), 0.5, None)
 
 
 def crafted() -> SegmentData:
@@ -57,7 +63,7 @@ def test_the_journal_knows_the_images_without_boxes(tmp_path):
         for ts in (T0, T0 + 100_000):
             journal.append(FrameResult(FrameKey(SEGMENT, ts, CameraName.FRONT), 96, 64, empty))
     data = load(tmp_path)  # no table, no frames: only the journal says these two images were done
-    assert data.images == {("FRONT", T0), ("FRONT", T0 + 100_000)}
+    assert data.images == {FrameKey(SEGMENT, T0, CameraName.FRONT), FrameKey(SEGMENT, T0 + 100_000, CameraName.FRONT)}
     assert data.timestamps == [T0, T0 + 100_000] and data.frame_count("FRONT") == 2 and data.frame_count("SIDE_LEFT") == 0
 
 

@@ -82,3 +82,14 @@ def test_a_broken_images_table_is_a_note_on_the_page(tmp_path):
     page = (run / "index.html").read_text()
     assert "images.parquet: not a readable images table" in page
     assert "the worst moments are left out of the page" in page
+
+
+def test_where_it_fails_holds_the_error_kinds_then_the_worst_moments_and_the_pooled_section_does_not_repeat_them(
+        tmp_path):
+    """index.html's "Where it fails": the pooled slices and error kinds (why), then the worst moments
+    (where to look); the pooled evaluation below keeps its counts and AP without showing them again."""
+    page = (run_folder(tmp_path) / "index.html").read_text()
+    where = page.index("<h2 id='where-it-fails'>")
+    pooled = page.index("<h2 id='evaluation'>")
+    assert where < page.index("Where the AP goes: kinds of error") < page.index("id='worst-moments'") < pooled
+    assert page.count("Where the AP goes: kinds of error") == 1 and page.count("<h3>Confusion</h3>") == 1

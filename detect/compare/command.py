@@ -26,7 +26,6 @@ from detect.compare.comparison import (
     ap_metric,
 )
 from detect.compare.naming import side_names
-from detect.compare.resample import BlockBootstrap, Difference, FrameIndex
 from detect.compare.sides import Pairing, Side, load_side, pair
 from detect.compare.stats import Collected, Mark, PairedAP, collect
 from detect.compare.terminal import summary_lines
@@ -35,6 +34,7 @@ from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import UsageError
 from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol
 from detect.core.records import WaymoType
+from detect.core.resample import BlockBootstrap, Difference, FrameIndex
 from detect.model.classmap import ClassMap, load_class_map
 from detect.results.layout import real_folder
 

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from detect.compare.resample import BLOCK_SECONDS, MIN_BLOCKS, UNIT
 from detect.core.cameras import CameraName
 from detect.core.matching import PROTOCOLS, Protocol
 from detect.core.names import counted
 from detect.core.records import FrameKey, WaymoType
+from detect.core.resample import BLOCK_SECONDS, MIN_BLOCKS, UNIT
 from detect.results.layout_version import COMPARE, LAYOUT_KEY, LAYOUT_VERSION, upgraded
 
 # Facts that differ between any two runs (where, how fast): never "what differs" between the sides.
@@ -169,7 +169,7 @@ class TrackingComparison:
 
 @dataclasses.dataclass(frozen=True)
 class Bootstrap:
-    """How the intervals were made: resamples of blocks of consecutive frames (`detect.compare.resample`)."""
+    """How the intervals were made: resamples of blocks of consecutive frames (`detect.core.resample`)."""
 
     replicates: int
     seed: int

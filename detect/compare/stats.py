@@ -6,7 +6,7 @@ the same matching `detect eval` and the pictures use), so AP over any multiset o
 accumulation over those frames' records: detections in score order (ties in image order),
 cumulative hits and false alarms, precision made monotone, sampled at 101 recall points. Over all
 the common images it is `detect eval`'s AP on them; over a resample of the frames
-(`detect.compare.resample`) it is that resample's.
+(`detect.core.resample`) it is that resample's.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from detect.compare.resample import FrameIndex
 from detect.compare.sides import Side
 from detect.core.frame_rows import rows_by_image
 from detect.core.matching import COCO_PROTOCOL, PROTOCOLS, Protocol, match_image
 from detect.core.records import FrameKey, Labels, WaymoType
+from detect.core.resample import FrameIndex
 from detect.evaluate.coco import image_id
 from detect.evaluate.pooled import precision_at_recalls
 from detect.judge import FrameMatch, match_frame

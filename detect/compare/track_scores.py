@@ -3,7 +3,7 @@ common images, as numbers the bootstrap can resample.
 
 Each side's tracks are scored as `detect eval` scores them (one sequence per segment, camera and
 type, TrackEval's metrics at the protocol's IoU, pooled over sequences), on the images both
-processed. A resample (`detect.compare.resample`, the same resamples as AP's) weights each image's
+processed. A resample (`detect.core.resample`, the same resamples as AP's) weights each image's
 counts (`detect.track.frame_scores`: what the image adds to the pooled scores, the matching and the
 association scores decided on the whole sequence, as TrackEval decides them).
 """
@@ -16,11 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from detect.compare.comparison import Change, TrackingComparison
-from detect.compare.resample import FrameIndex
 from detect.compare.sides import Pairing, Side
 from detect.core.matching import Protocol
 from detect.core.names import printable
 from detect.core.records import FrameKey, WaymoType
+from detect.core.resample import FrameIndex
 from detect.evaluate.tracking import has_object_ids, image_sequences
 from detect.model.classmap import ClassMap
 from detect.track import FrameCounts, TooManyIds, frame_counts, weighted_scores

@@ -103,10 +103,14 @@ def evaluate(segments: Iterable[SegmentResults], class_map: ClassMap, types: lis
         dropped += segment.labels_dropped
         dts = coco.detections([segment], class_map, types)
         ranged = coco.detections([segment], class_map, types, ranges=True) if _has_ranges(segment) else None
-        cameras = {coco.image_id(k): k.camera_name for k in segment.images}
+        by_id = {coco.image_id(k): k for k in segment.images}
+        cameras = {image: k.camera_name for image, k in by_id.items()}
         conditions = {coco.image_id(k): v for k, v in segment.conditions.items() if k in segment.images and any(v)}
         own = {level: Pool(types) for level in pools} if on_segment is not None else {}
         own_slices = SlicePools(types) if on_segment is not None else None
+        for sliced in (slices, own_slices):
+            if sliced is not None:
+                sliced.add_images(by_id)
         for level, pool in pools.items():
             run, gt_coco, dt_coco = evaluate_chunk(coco.ground_truth([segment], types, level), dts, types)
             for target in (pool, own.get(level)):

@@ -13,9 +13,11 @@ import pyarrow.parquet as pq
 
 from detect.core.atomic import atomic_path
 from detect.core.records import WaymoType
+from detect.core.resample import BLOCK_SECONDS, MIN_BLOCKS
 from detect.evaluate.matches import Match
 from detect.evaluate.metrics import SIZES, Evaluation, TypeMetrics
 from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
+from detect.evaluate.slice_intervals import Intervals
 from detect.evaluate.slice_plots import plot_range_bands
 from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
@@ -211,12 +213,25 @@ def slice_lines(evaluation: Evaluation, dimensions: Sequence[str]) -> list[str]:
         if isinstance(found, str):
             lines.append(f"{dimension}: {found}")
             continue
-        lines.append(f"{dimension} (LEVEL_2): AP50 and recall at the threshold (labels)")
+        lines.append(f"{dimension} (LEVEL_2): AP50 [its 95% interval] and recall at the threshold (labels)")
         for piece in found:
             rows = [r for r in piece.levels.get("LEVEL_2", []) if r.labels or r.name == "ALL"]
-            cells = "  ".join(f"{r.name} {_fmt(r.ap50)} R {_fmt(r.recall)} ({r.labels})" for r in rows)
-            lines.append(f"  {piece.name:<12} {cells}")
+            intervals = {} if piece.intervals is None else piece.intervals.ap50
+            cells = "  ".join(f"{r.name} {_fmt(r.ap50)}{_interval(intervals.get(r.name))} R {_fmt(r.recall)} ({r.labels})"
+                              for r in rows)
+            lines.append(f"  {piece.name:<12} {cells}{_blocks(piece.intervals)}")
     return lines
+
+
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _blocks(intervals: Intervals | None) -> str:
+    """Why a slice has no interval: too few independent blocks of frames."""
+    if intervals is None or intervals.ap50 or intervals.blocks >= MIN_BLOCKS:
+        return ""
+    return f"  (no interval: {intervals.blocks} block(s) of {BLOCK_SECONDS:g} s, {MIN_BLOCKS} needed)"
 
 
 def tracking_lines(evaluation: Evaluation) -> list[str]:

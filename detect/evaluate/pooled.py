@@ -48,6 +48,7 @@ class Pool:
         cells = len(self.types) * AREA_RANGES
         self._chunks: list[list[np.ndarray]] = [[] for _ in range(cells)]  # per cell: structured arrays
         self._labels = np.zeros((cells, _CAMERAS), np.int64)  # labels not ignored, per cell and camera
+        self._image_labels: list[list[np.ndarray]] = [[] for _ in range(cells)]  # per cell: (image, labels) > 0
         self.counts = np.zeros((len(self.types), _CAMERAS, 2), np.int64)
         self._iou_thresholds: np.ndarray | None = None
         self._recall_thresholds: np.ndarray | None = None
@@ -71,10 +72,12 @@ class Pool:
             if len(self._camera_of_rank) < len(self._image_rank):
                 self._camera_of_rank.append(int(cameras[image_id]))
         for cell, states in enumerate(chunk.cells):
-            parts = []
+            parts, labeled = [], []
             for j, image_id in chosen:
                 labels, found = states[j]
                 self._labels[cell, int(cameras[image_id])] += labels
+                if labels:
+                    labeled.append((self._image_rank[image_id], labels))
                 if found is None:
                     continue
                 part = found.copy()
@@ -82,6 +85,8 @@ class Pool:
                 parts.append(part)
             if parts:
                 self._chunks[cell].append(np.concatenate(parts))
+            if labeled:
+                self._image_labels[cell].append(np.array(labeled, np.int64))
         self._count(chunk, cameras, threshold, images)
 
     def _count(self, chunk: ChunkStates, cameras: dict[int, CameraName], threshold: float,
@@ -102,10 +107,7 @@ class Pool:
         camera_of = np.asarray(self._camera_of_rank)
         if camera is not None and not np.any(camera_of == int(camera)):
             return None
-        # COCO concatenates the images in the order of their ids: the rank of each image's id.
-        ids_by_rank = np.fromiter(self._image_rank, np.int64, len(self._image_rank))
-        id_order = np.empty(len(ids_by_rank), np.int64)
-        id_order[np.argsort(ids_by_rank, kind="stable")] = np.arange(len(ids_by_rank))
+        id_order = self._id_order()
         thresholds, recalls = self._iou_thresholds, self._recall_thresholds
         precision = -np.ones((len(thresholds), len(recalls), len(self.types), AREA_RANGES, 1))
         recall = -np.ones((len(thresholds), len(self.types), AREA_RANGES, 1))
@@ -117,8 +119,7 @@ class Pool:
             found = np.concatenate(chunks) if chunks else np.zeros(0, _RECORD)
             if camera is not None:
                 found = found[camera_of[found["image"]] == int(camera)]
-            # Score first; ties in image-id order, then in the image's own order, as COCO's stable sort leaves them.
-            found = found[np.lexsort((found["position"], id_order[found["image"]], -found["score"]))]
+            found = _in_coco_order(found, id_order)
             for t in range(len(thresholds)):
                 bit = np.uint16(1 << t)
                 hit = (found["matched"] & bit) != 0
@@ -128,6 +129,30 @@ class Pool:
                 recall[t, k, a, 0] = tp[-1] / labels if len(tp) else 0.0
                 precision[t, :, k, a, 0] = precision_at_recalls(tp, fp, labels, recalls)
         return {"precision": precision, "recall": recall}
+
+    def _id_order(self) -> np.ndarray:
+        """Per image rank, its place in the order of the images' ids (COCO concatenates them so)."""
+        ids_by_rank = self.image_ids
+        id_order = np.empty(len(ids_by_rank), np.int64)
+        id_order[np.argsort(ids_by_rank, kind="stable")] = np.arange(len(ids_by_rank))
+        return id_order
+
+    @property
+    def image_ids(self) -> np.ndarray:
+        """The COCO ids of the pool's images, by rank (the order they came in)."""
+        return np.fromiter(self._image_rank, np.int64, len(self._image_rank))
+
+    def ranked(self, k: int, t: int, area: int = 0) -> Ranked:
+        """Type `k`'s counted detections of area range `area` at IoU threshold index `t`, in the
+        order COCO accumulates them, with the image of each and whether it matched; and the labels
+        that count, per image: what AP is computed from, for resampling images."""
+        cell = k * AREA_RANGES + area
+        chunks = self._chunks[cell]
+        found = _in_coco_order(np.concatenate(chunks), self._id_order()) if chunks else np.zeros(0, _RECORD)
+        bit = np.uint16(1 << t)
+        found = found[(found["ignored"] & bit) == 0]
+        labeled = np.concatenate(self._image_labels[cell]) if self._image_labels[cell] else np.zeros((0, 2), np.int64)
+        return Ranked(found["image"].astype(np.int64), (found["matched"] & bit) != 0, labeled[:, 0], labeled[:, 1])
 
     def outcomes(self, k: int, t: int, camera: CameraName | None = None,
                  area: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
@@ -151,6 +176,22 @@ class Pool:
     @property
     def recall_thresholds(self) -> list[float]:
         return [] if self._recall_thresholds is None else [float(v) for v in self._recall_thresholds]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Ranked:
+    """One type's counted detections in accumulation order (the image rank of each, matched or not)
+    and its labels that count (image ranks, how many on each)."""
+
+    image: np.ndarray
+    hit: np.ndarray
+    label_image: np.ndarray
+    label_count: np.ndarray
+
+
+def _in_coco_order(found: np.ndarray, id_order: np.ndarray) -> np.ndarray:
+    """Score first; ties in image-id order, then in the image's own order, as COCO's stable sort leaves them."""
+    return found[np.lexsort((found["position"], id_order[found["image"]], -found["score"]))]
 
 
 def precision_at_recalls(tp: np.ndarray, fp: np.ndarray, labels: float, recalls: np.ndarray) -> np.ndarray:

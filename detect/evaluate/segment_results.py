@@ -12,25 +12,22 @@ import numpy as np
 from detect.core.errors import InputError
 from detect.core.names import printable
 from detect.core.records import FrameKey, Labels
-from detect.results.detections_table import DetectionTable, read_detections
+from detect.results.detections_table import DetectionTable
 from detect.results.fingerprint import Sources, segment_sources
 from detect.results.ground_truth import GROUND_TRUTH_FILE, GroundTruthTable, read_ground_truth_table
-from detect.results.results_folder import Manifest, finished_frames, processed_images, read_manifest
-from detect.results.results_tables import RowBudget, segment_budget
+from detect.results.results_folder import Manifest, finished_frames
 from detect.results.run_folder import SegmentFolders, find_segment_folders
-from detect.results.table import DETECTIONS_FILE
+from detect.results.segment_view import SegmentView, read_segment_view
 from detect.waymo.camera_labels import SegmentLabels, camera_box_segments, labels_from_camera_box
 from detect.waymo.images import MAX_SIDE, check_size
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SegmentResults:
-    """One segment's outputs: where, what the run recorded, its boxes and its labels."""
+    """One segment's outputs as `detect eval` reads them: the folder's one view (manifest, boxes,
+    what reading left out; the report reads the same) with its labels and the images they cover."""
 
-    directory: Path
-    name: str
-    manifest: Manifest
-    detections: DetectionTable  # its boxes (one record, the track ids an optional column)
+    view: SegmentView
     labels: Mapping[FrameKey, Labels]
     images: frozenset[FrameKey]  # every image the run processed, labeled or not
     labels_dropped: int = 0  # unusable label rows (NaN, negative, unknown type or camera), when run and here
@@ -40,12 +37,32 @@ class SegmentResults:
     sources: Sources = dataclasses.field(default_factory=dict)
     # why the labels `--gt` named were not used: they name no image of this segment the run processed
     labels_mismatch: str | None = None
-    # what reading left out, one line each (rows of detections.parquet that name another segment)
-    notes: tuple[str, ...] = ()
     # each label's range from the car (float32 metres, NaN where not known), in its image's label order
     label_ranges: Mapping[FrameKey, np.ndarray] = dataclasses.field(default_factory=dict)
     # each image's time of day, location and weather (None where not recorded), from either table
     conditions: Mapping[FrameKey, tuple[str | None, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def directory(self) -> Path:
+        return self.view.directory
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.view.manifest
+
+    @property
+    def detections(self) -> DetectionTable:
+        """Its boxes (one record, the track ids an optional column)."""
+        return self.view.detections
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What reading left out, one line each (rows of detections.parquet that name another segment)."""
+        return self.view.notes
 
     @property
     def threshold(self) -> float:
@@ -80,18 +97,13 @@ def find_segments(results: Path) -> SegmentFolders:
 def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
     """A segment's results; its labels from `gt` (camera_box file or folder) or `ground_truth.parquet`."""
     sources = segment_sources(directory)  # first: a rerun while this reads shows as a stale eval.json
-    manifest = read_manifest(directory)
-    name = manifest.segment_context_name
-    budget = segment_budget(directory, name)
-    table, read_notes = _read_detections(directory / DETECTIONS_FILE, budget)
-    detections, foreign = _own_rows(table, name)
-    detection_conditions = detections.image_conditions()
-    notes = (*read_notes, *([f"{directory / DETECTIONS_FILE}: {foreign} row(s) name another segment than "
-                             f"{printable(name, 64)}; left out"] if foreign else []))
-    truth = (read_ground_truth_table(directory / GROUND_TRUTH_FILE, budget)
+    view = read_segment_view(directory)
+    manifest, name, detections = view.manifest, view.name, view.detections
+    truth = (read_ground_truth_table(directory / GROUND_TRUTH_FILE, view.budget)
              if (directory / GROUND_TRUTH_FILE).is_file() else GroundTruthTable({}, 0, {}, {}))
     written, dropped, label_ranges = truth.labels, truth.dropped, truth.ranges
-    processed = processed_images(directory, name, detections.keys, written)
+    processed = view.processed(written)
+    detection_conditions = detections.image_conditions()
     mismatch = None
     if gt is not None:
         chosen = labels_from_camera_box(gt, name)
@@ -106,18 +118,9 @@ def load_segment(directory: Path, gt: str | None = None) -> SegmentResults:
         dropped += manifest.labels_dropped
     sizes = {k: (r.width, r.height) for k, r in finished_frames(directory, name).items()
              if check_size(r.width, r.height, MAX_SIDE**2) is None}
-    conditions = {**truth.conditions, **detection_conditions}
-    return SegmentResults(directory, name, manifest, detections, labels, processed, dropped, sizes, sources, mismatch,
-                          notes, label_ranges, conditions)
-
-
-def _own_rows(rows: DetectionTable, segment: str) -> tuple[DetectionTable, int]:
-    """The rows of `segment` and how many name another one (an edited or concatenated table):
-    those would be boxes on images this segment's results do not hold."""
-    own = np.array([s == segment for s in rows.segments], bool)
-    if own.all():
-        return rows, 0
-    return rows.take(own), int(len(rows) - own.sum())
+    # an image's conditions from either table: the detections' where they recorded any
+    conditions = {**truth.conditions, **{k: v for k, v in detection_conditions.items() if any(v)}}
+    return SegmentResults(view, labels, processed, dropped, sizes, sources, mismatch, label_ranges, conditions)
 
 
 def _labels_mismatch(gt: str, chosen: SegmentLabels, segment: str, processed: frozenset[FrameKey]) -> str | None:
@@ -145,10 +148,3 @@ def no_labels_message(results: Path, segments: list[tuple[str, Path]]) -> str:
     else:
         why = f"no {GROUND_TRUTH_FILE}: the input had no camera_box file or camera_labels"
     return f"{results}: no labels for {names} ({why}); name a camera_box file or folder with --gt PATH"
-
-
-def _read_detections(path: Path, budget: RowBudget) -> tuple[DetectionTable, list[str]]:
-    """The table's boxes (`read_detections`: an edited table's other rows are left out, never fatal),
-    and what reading it left out, one line each (rows that are not boxes, track ids it cannot use)."""
-    table = read_detections(path, budget)
-    return table, [note for note in (table.not_boxes, table.track_note) if note is not None]

@@ -9,7 +9,8 @@ source recorded no conditions is in no condition slice. The library does the mat
 slice is one faster-coco-eval run whose `area` is the range (metres; -1 when unknown) and whose
 area ranges are the bands; a condition slice is the images of that condition taken from the run
 the whole evaluation already made, so it costs no second matching. Every slice is pooled over all
-the segments evaluated, as the top level is.
+the segments evaluated, as the top level is. Each slice's AP50 at LEVEL_2 gets a bootstrap interval
+when its images span enough independent blocks of frames (`slice_intervals`: compare's rule).
 
 A dimension no image or box of the run has a value of is "not available" (its input had no
 `stats`, no calibration and no 3D labels, or its results were written before these columns).
@@ -25,8 +26,9 @@ import numpy as np
 from faster_coco_eval import COCO, COCOeval_faster
 
 from detect.core.cameras import CameraName
-from detect.core.records import LEVEL_1, LEVEL_2
+from detect.core.records import LEVEL_1, LEVEL_2, FrameKey
 from detect.evaluate.pooled import AREA_RANGES, Pool
+from detect.evaluate.slice_intervals import FrameBook, Intervals, ap50_intervals
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -72,11 +74,20 @@ class Slice(Generic[T]):
     levels: dict[str, list[T]]
     lo: float | None = None
     hi: float | None = None
+    intervals: Intervals | None = None  # LEVEL_2's AP50 intervals and the blocks behind them
 
     def to_json(self) -> dict[str, object]:
         bounds = {"lo": self.lo, "hi": self.hi} if self.lo is not None else {}
-        return {"slice": self.name, **bounds,
-                "levels": {level: [dataclasses.asdict(row) for row in rows] for level, rows in self.levels.items()}}
+        blocks = {} if self.intervals is None else {"blocks": self.intervals.blocks}
+        return {"slice": self.name, **bounds, **blocks,
+                "levels": {level: [self._row(level, row) for row in rows] for level, rows in self.levels.items()}}
+
+    def _row(self, level: str, row: T) -> dict[str, object]:
+        out: dict[str, object] = dataclasses.asdict(row)
+        if self.intervals is not None and level == f"LEVEL_{LEVEL_2}":
+            interval = self.intervals.ap50.get(str(out.get("name")))
+            out["ap50_interval"] = None if interval is None else list(interval)
+        return out
 
 
 class SlicePools:
@@ -87,6 +98,11 @@ class SlicePools:
         self.ranges = {level: Pool(self.types) for level in (LEVEL_1, LEVEL_2)}
         self.ranged = False  # a label or a detection of the run had a range
         self.conditions: dict[str, dict[str, dict[int, Pool]]] = {name: {} for name in CONDITIONS}
+        self.book = FrameBook()
+
+    def add_images(self, images: Mapping[int, FrameKey]) -> None:
+        """The frame of each image (by COCO id) a chunk may hold: the blocks of the intervals."""
+        self.book.add(images)
 
     def add_conditions(self, level: int, run: COCOeval_faster, gt: COCO, dt: COCO, cameras: dict[int, CameraName],
                        threshold: float, conditions: Mapping[int, tuple[str | None, ...]]) -> None:
@@ -113,14 +129,19 @@ class SlicePools:
         out: dict[str, list[Slice[T]] | str] = {}
         if self.ranged:
             out["range"] = [Slice(band_name(lo, hi), {f"LEVEL_{level}": rows(pool, band)
-                                                      for level, pool in self.ranges.items()}, lo, hi)
+                                                      for level, pool in self.ranges.items()}, lo, hi,
+                                  self._intervals(self.ranges[LEVEL_2], band))
                             for band, (lo, hi) in enumerate(RANGE_BANDS, start=1)]
         else:
             out["range"] = NOT_AVAILABLE
         for name, values in self.conditions.items():
-            out[name] = [Slice(value, {f"LEVEL_{level}": rows(pool, 0) for level, pool in pools.items()})
+            out[name] = [Slice(value, {f"LEVEL_{level}": rows(pool, 0) for level, pool in pools.items()},
+                               intervals=self._intervals(pools[LEVEL_2], 0))
                          for value, pools in sorted(values.items())] or NOT_AVAILABLE
         return out
+
+    def _intervals(self, pool: Pool, area: int) -> Intervals:
+        return ap50_intervals(pool, area, self.types, self.book)
 
 
 def slices_json(slices: Mapping[str, list[Slice[T]] | str]) -> dict[str, object]:

@@ -6,19 +6,21 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError
 from detect.core.records import FrameKey
-from detect.results.detections_table import read_detections
+from detect.results.detections_table import DetectionTable, read_detections
 from detect.results.eval_record import EvalRecord, read_eval_record
 from detect.results.frames import list_frames
-from detect.results.results_folder import Manifest, processed_images, read_manifest
+from detect.results.results_folder import Manifest
 from detect.results.results_tables import (
     RowBudget,
     segment_budget,
 )
+from detect.results.segment_view import SegmentView, read_segment_view
 from detect.results.source_images import NamedSources
 from detect.results.table import DETECTIONS_FILE
 
@@ -28,21 +30,34 @@ MIN_GAP_FRAMES = 10  # thumbnails of one camera at least 1 s apart at Waymo's 10
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SegmentData:
-    """One segment's outputs, as the report needs them."""
+    """One segment's outputs as the report needs them: the folder's one view (manifest, boxes, the
+    images processed; `detect eval` reads the same) with the boxes as a table, the evaluation and
+    the pictures' sources."""
 
-    directory: Path
-    manifest: Manifest
+    view: SegmentView
     detections: pd.DataFrame  # one row per box: camera, timestamp, label, score (at or above the drawing threshold: drawn)
     threshold: float
     evaluation: EvalRecord | None
-    images: frozenset[tuple[str, int]] = frozenset()  # (camera, timestamp) of every processed image, boxes or not
     # what building its page left out, one line each (a frame that cannot be read: no thumbnail, no crop)
     notes: list[str] = dataclasses.field(default_factory=list)
     sources: NamedSources = NamedSources()  # segment files the user named: its camera images are read from there
 
     @property
+    def directory(self) -> Path:
+        return self.view.directory
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.view.manifest
+
+    @property
     def name(self) -> str:
-        return self.manifest.segment_context_name
+        return self.view.name
+
+    @property
+    def images(self) -> frozenset[FrameKey]:
+        """Every image the run processed, boxes or not."""
+        return self.view.images
 
     def animation(self, name: str) -> str | None:
         """`<name>.mp4` when it exists (a browser plays it), else `<name>.gif`, else None."""
@@ -90,18 +105,17 @@ class SegmentData:
     @property
     def timestamps(self) -> list[int]:
         """The segment's frames: every timestamp with a processed image, in order."""
-        return sorted({ts for _, ts in self.images})
+        return sorted({k.frame_timestamp_micros for k in self.images})
 
     def frame_count(self, camera: str | None = None) -> int:
         """How many frames an animation of `camera` holds (None: the mosaic, every timestamp)."""
-        return len({ts for c, ts in self.images if camera is None or c == camera})
+        return len({k.frame_timestamp_micros for k in self.images if camera is None or k.camera_name.name == camera})
 
     def boxes_per_image(self) -> pd.DataFrame:
         """Drawn boxes per processed image (rows: camera, timestamp, in camera order) and class
         (columns, most boxes first); 0 where an image has none."""
-        order = {c.name: int(c) for c in CameraName}
-        index = pd.MultiIndex.from_tuples(sorted(self.images, key=lambda k: (order.get(k[0], 0), k[1])),
-                                          names=["camera", "timestamp"])
+        index = pd.MultiIndex.from_tuples(sorted(((k.camera_name.name, k.frame_timestamp_micros) for k in self.images),
+                                                 key=lambda k: (CameraName[k[0]], k[1])), names=["camera", "timestamp"])
         drawn = self.drawn
         counts = drawn.groupby(["camera", "timestamp", "label"]).size().unstack("label", fill_value=0)
         labels = list(drawn["label"].value_counts().index)
@@ -162,32 +176,25 @@ def drawn_count(directory: Path, manifest: Manifest) -> int | None:
 def load(directory: Path, sources: NamedSources = NamedSources()) -> SegmentData:
     """A segment's outputs; a directory without a manifest is refused with one line. `sources`: the
     segment files the user named (the close-ups are cut from their images)."""
-    manifest = read_manifest(directory)
-    name = manifest.segment_context_name
-    notes: list[str] = []
-    detections = _detections(directory / DETECTIONS_FILE, segment_budget(directory, name), notes)
-    evaluation = read_eval_record(directory)
-    shown = detections[["camera", "timestamp"]].drop_duplicates()  # an image per pair, not a key per box
-    table = [FrameKey(name, int(ts), CameraName[str(c)]) for c, ts in
-             zip(shown["camera"], shown["timestamp"], strict=True) if str(c) in CameraName.__members__]
-    images = processed_images(directory, name, table)
-    return SegmentData(directory, manifest, detections, manifest.threshold, evaluation,
-                       frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in images), notes, sources=sources)
+    view = read_segment_view(directory, labels=True, table_required=False)
+    notes = [note for note in view.notes if note != view.detections.track_note]  # the tracks section says that one
+    return SegmentData(view, _table(view.detections), view.manifest.threshold, read_eval_record(directory), notes,
+                       sources=sources)
 
 
-def _detections(path: Path, budget: RowBudget, notes: list[str] | None = None) -> pd.DataFrame:
-    """The table's boxes (`read_detections`, as eval reads them) as camera name, timestamp, label, score;
-    a line in `notes` when some rows are not boxes."""
-    columns = ["camera", "timestamp", "label", "score"]
+def _detections(path: Path, budget: RowBudget) -> pd.DataFrame:
+    """The table's boxes (`read_detections`, as eval reads them) as camera name, timestamp, label, score."""
     if not path.is_file() and not path.is_symlink():
-        return pd.DataFrame(columns=columns)
-    table = read_detections(path, budget, labels=True)
-    if table.not_boxes is not None and notes is not None:
-        notes.append(table.not_boxes)
+        return _table(DetectionTable.empty(path, labels=True))
+    return _table(read_detections(path, budget, labels=True))
+
+
+def _table(table: DetectionTable) -> pd.DataFrame:
+    """Boxes as camera name, timestamp, label, score."""
     known = {int(c): c.name for c in CameraName}
     return pd.DataFrame({
         "camera": [known[c] for c in table.cameras.tolist()],
         "timestamp": table.timestamps,
-        "label": table.labels,
+        "label": table.labels if table.labels is not None else np.zeros(len(table), str),
         "score": table.scores.astype(float),
-    })[columns]
+    })[["camera", "timestamp", "label", "score"]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from detect.core.resample import BLOCK_SECONDS, MIN_BLOCKS
 from detect.report import filters, gallery, safe
 from detect.report.failures_section import failures_section
 from detect.report.html import Markup, count_cell, img, num, table
@@ -27,10 +28,11 @@ LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,
                        assets: Path | None = None, notes: list[str] | None = None, heading: bool = True,
-                       sources: NamedSources = NamedSources()) -> str:
+                       sources: NamedSources = NamedSources(), failures: bool = True) -> str:
     """The section for `eval.json` in `directory` with the error counts of `matches.parquet` (of
     `segment`, or of the whole run for None); with `assets`, the galleries too (a frame they
-    cannot read is a line in `notes`). Without `heading`, the page gives the section its title."""
+    cannot read is a line in `notes`). Without `heading`, the page gives the section its title;
+    without `failures`, the slices and error kinds are left to the page's "Where it fails"."""
     protocol = report.protocol
     library = report.library
     threshold = safe.number(report.data.get("threshold"), 2)
@@ -51,8 +53,8 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
     parts.append(_levels(report))
     parts.append(_tracking(report.tracking))
     parts.append(_by_size_and_camera(level_2, report.cameras))
-    parts.append(_slices(report.slices, directory))
-    parts.append(failures_section(report))
+    if failures:
+        parts.append(where_and_why(report, directory))
     if (directory / PR_CURVES_FILE).is_file():
         parts.append("<h3>Precision and recall</h3><p class='muted'>Dots: the drawing threshold; diamonds: the "
                      "F1-best threshold.</p>" + linked(PR_CURVES_FILE, "precision-recall curves per type"))
@@ -63,6 +65,11 @@ def evaluation_section(report: EvalRecord, directory: Path, segment: str | None 
         chosen = gallery.select(matches, report.threshold, track_ids=gallery.TrackIds.read(directory))
         parts.append(_galleries(chosen, directory, assets, gallery.source_images(directory, chosen, sources), notes))
     return "".join(parts)
+
+
+def where_and_why(report: EvalRecord, directory: Path) -> str:
+    """The slices (where and when) and the error kinds with the confusion matrix (why)."""
+    return _slices(report.slices, directory) + failures_section(report)
 
 
 def _outcomes(counts: dict[str, gallery.Outcome], level_2: Sequence[Mapping[str, object]]) -> str:
@@ -121,19 +128,31 @@ def _slices(slices: Mapping[str, object], directory: Path) -> str:
                 labels = safe.count(row.get("labels"))
                 if labels:
                     rows.append([dimension.replace("_", " "), piece.get("slice"), row.get("name"), labels,
-                                 num(row.get("ap50"), 3), num(row.get("recall"), 3)])
+                                 num(row.get("ap50"), 3), _interval(row.get("ap50_interval"), piece.get("blocks")),
+                                 num(row.get("recall"), 3)])
     if not rows and not absent:
         return ""
     out = ("<h3>Where and when</h3><p class='muted'>LEVEL_2, by range from the car (the tied 3D label's, else the "
            "ground-plane estimate) and by the images' conditions; in a slice, labels outside it are ignored and a "
-           "false alarm counts where its own range puts it. R: recall at the drawing threshold.</p>")
+           "false alarm counts where its own range puts it. R: recall at the drawing threshold. 95%: the AP50's "
+           f"interval from a bootstrap over blocks of {BLOCK_SECONDS:g} s of consecutive frames, given where the "
+           f"slice holds at least {MIN_BLOCKS} such blocks (else the blocks it has).</p>")
     if rows:
-        out += table(["by", "slice", "type", "labels", "AP50", "R"], rows, css="slices")
+        out += table(["by", "slice", "type", "labels", "AP50", "95%", "R"], rows, css="slices")
     if (directory / RANGE_BANDS_FILE).is_file():
         out += linked(RANGE_BANDS_FILE, "AP50 and recall per type by range band")
     if absent:
         out += f"<p class='muted'>Not available (no such context in the input): {safe.text(', '.join(absent))}.</p>"
     return out
+
+
+def _interval(interval: object, blocks: object) -> str:
+    """An AP50 interval as "0.61-0.83"; without one, the slice's blocks ("3 blocks"), or "-"."""
+    values = safe.items(interval)
+    if len(values) == 2 and all(safe.number(v, 3) != "-" for v in values):
+        return f"{safe.number(values[0], 2)}-{safe.number(values[1], 2)}"
+    count = safe.count(blocks)
+    return f"{count} block{'s' if count != 1 else ''}" if isinstance(blocks, int) and count else "-"
 
 
 def _thresholds(report: EvalRecord, directory: Path) -> str:

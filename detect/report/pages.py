@@ -17,7 +17,7 @@ from detect.model.coco_classes import describe_classes
 from detect.model.facts import COCO_LABEL_MAP, ModelFacts
 from detect.report import charts, filters, gallery, pictures, safe, worst_moments
 from detect.report.data import SegmentData, drawn_count
-from detect.report.evaluation import evaluation_section
+from detect.report.evaluation import evaluation_section, where_and_why
 from detect.report.headline import contents, headline, threshold_text
 from detect.report.html import Markup, write_page
 from detect.report.html import count_cell as _count_cell
@@ -124,7 +124,7 @@ def segment_page(data: SegmentData) -> Path:
 
 def _segment_lead(data: SegmentData) -> str:
     """The run in one line: what was read, by what, and how many boxes the frames show."""
-    cameras = len({c for c, _ in data.images})
+    cameras = len({k.camera_name for k in data.images})
     model = data.manifest.model.short_name or data.manifest.model.description or "an unnamed model"
     status = data.manifest.status
     css = status if status.replace("_", "").isalpha() else "unknown"
@@ -216,11 +216,11 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
                              _table(["input", "error"], [[s.get("path"), s.get("error")] for s in failed])))
     evaluation = read_eval_record(root)
     if evaluation is not None:
-        failing = where_it_fails(root, segments, evaluation.threshold)
+        failing = where_and_why(evaluation, root) + where_it_fails(root, segments, evaluation.threshold)
         if failing:
             sections.append(("where-it-fails", "Where it fails", failing))
         sections.append(("evaluation", "Against Waymo's labels, pooled",
-                         evaluation_section(evaluation, root, heading=False)))
+                         evaluation_section(evaluation, root, heading=False, failures=False)))
     images = sum(m.counts.images_processed or 0 for _, m in segments)
     threshold = next(iter(thresholds)) if len(thresholds) == 1 else None
     lead = (f"{counted(len(segments), 'segment')}, {counted(images, 'image')}; "
@@ -238,7 +238,7 @@ def index_page(root: Path, segments: Sequence[tuple[Path, Manifest]],
 
 
 def where_it_fails(root: Path, segments: Sequence[tuple[Path, Manifest]], threshold: float | None) -> str:
-    """The index's view of what went wrong across the run: the worst moments of every segment."""
+    """The worst moments of every segment of the run (the index's "Where it fails" ends with them)."""
     notes: list[str] = []
     worst = worst_moments.section(root, segments, threshold, real_folder(root / ASSETS), notes)
     parts = [f"<h3 id='worst-moments'>The worst moments</h3>{worst}" if worst else "",

@@ -103,7 +103,8 @@ def _animation(data: SegmentData, name: str, frames: dict[Image, Path]) -> Pictu
         link = f"<p class='muted'><a href='{safe.href(path)}'>{safe.text(path)}</a> (full size)</p>"
         return Picture(f"<figure>{media}<figcaption>{safe.text(caption)} {link}</figcaption></figure>",
                        frozenset({f"animation {name}"}))
-    shows = frozenset((c, ts) for c, ts in data.images if name == MOSAIC or c == name)
+    shows = frozenset((k.camera_name.name, k.frame_timestamp_micros) for k in data.images
+                      if name == MOSAIC or k.camera_name.name == name)
     if gif:
         frame = frames.get(next(iter(shows))) if len(shows) == 1 else None
         target = frame.relative_to(data.directory).as_posix() if frame is not None else gif

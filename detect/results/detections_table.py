@@ -70,6 +70,12 @@ class DetectionTable:
             keys.append(key)
         return keys
 
+    @classmethod
+    def empty(cls, path: Path, labels: bool = False) -> DetectionTable:
+        """No boxes (a segment whose run wrote no table)."""
+        return cls(path, [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4), np.float32),
+                   np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(0, str) if labels else None)
+
     def image_conditions(self) -> dict[FrameKey, tuple[str | None, ...]]:
         """Each image's conditions (`box_context.CONDITIONS`) from its first box; None where not recorded."""
         out: dict[FrameKey, tuple[str | None, ...]] = {}

@@ -70,9 +70,14 @@ class FrameIndex:
 
     @classmethod
     def of(cls, images: Iterable[FrameKey]) -> FrameIndex:
+        return cls.of_frames((key.segment_context_name, key.frame_timestamp_micros) for key in images)
+
+    @classmethod
+    def of_frames(cls, frames: Iterable[tuple[str, int]]) -> FrameIndex:
+        """The index of frames given as (segment, timestamp), each as often as it comes."""
         times: dict[str, set[int]] = {}
-        for key in images:
-            times.setdefault(key.segment_context_name, set()).add(key.frame_timestamp_micros)
+        for segment, timestamp in frames:
+            times.setdefault(segment, set()).add(timestamp)
         segments: list[SegmentFrames] = []
         numbers: dict[tuple[str, int], int] = {}
         for name in sorted(times):
@@ -88,6 +93,9 @@ class FrameIndex:
     def number(self, key: FrameKey) -> int:
         """The frame `key`'s image belongs to."""
         return self._numbers[(key.segment_context_name, key.frame_timestamp_micros)]
+
+    def frame_number(self, segment: str, timestamp: int) -> int:
+        return self._numbers[(segment, timestamp)]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -128,6 +136,17 @@ class BlockBootstrap:
             np.add.at(edges, start + self.length[segment], -1.0)
             yield np.cumsum(edges[:-1])
 
+    def weight_chunks(self, replicates: int, seed: int, size: int) -> Iterator[np.ndarray]:
+        """`weights`' resamples, `size` at a time as [size, frames] arrays (the same sequence)."""
+        chunk: list[np.ndarray] = []
+        for weights in self.weights(replicates, seed):
+            chunk.append(weights)
+            if len(chunk) == size:
+                yield np.stack(chunk)
+                chunk = []
+        if chunk:
+            yield np.stack(chunk)
+
     def intervals(self, differences: Sequence[Difference], replicates: int,
                   seed: int) -> list[list[tuple[float, float] | None]]:
         """Per difference, per number: the 2.5th and 97.5th percentiles of B - A over the resamples
@@ -139,11 +158,12 @@ class BlockBootstrap:
         for weights in self.weights(replicates, seed):
             for values, difference in zip(drawn, differences, strict=True):
                 values.append(difference(weights))
-        return [[_percentiles(column) for column in np.asarray(values, np.float64).reshape(replicates, -1).T]
+        return [[percentile_interval(column) for column in np.asarray(values, np.float64).reshape(replicates, -1).T]
                 for values in drawn]
 
 
-def _percentiles(values: np.ndarray) -> tuple[float, float] | None:
+def percentile_interval(values: np.ndarray) -> tuple[float, float] | None:
+    """The 2.5th and 97.5th percentiles of the defined (not NaN) values; None when none is."""
     defined = values[~np.isnan(values)]
     if not len(defined):
         return None
