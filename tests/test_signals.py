@@ -55,6 +55,20 @@ def wait_for_lines(proc: subprocess.Popen, journal: Path, lines: int, total: int
     pytest.fail(f"the run ended (exit {proc.poll()}) before {lines} frames were journaled")
 
 
+def wait_until_it_handles(proc: subprocess.Popen, sig: signal.Signals, seconds: float = 120.0) -> None:
+    """Until the process has a handler for `sig` (its /proc status's caught-signal mask), so a signal
+    sent now lands in detect's code, not in the interpreter's own start-up (which a loaded machine
+    can stretch past any fixed sleep)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught >> (int(sig) - 1) & 1:
+            return
+        time.sleep(0.005)
+    pytest.fail(f"the process did not handle {sig.name} within {seconds:g} s (exit {proc.poll()})")
+
+
 def signal_mid_run(args: list[str], journal: Path, lines: int, sig: signal.Signals, attempts: int = 3) -> subprocess.Popen:
     """Start `detect args` and send `sig` once `lines` frames are journaled, the run still under way.
 
@@ -82,7 +96,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
     args = ["run", str(segment), "--model", str(stub_dynamic_dir), "--quiet", "--no-eval", "--no-report",
             "--batch-size", "2", "--out", str(out), "--workers", "2", "--render", "processes"]
     proc = signal_mid_run(args, out / SEGMENT / ".detect" / "journal.jsonl", lines, sig)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=300)  # a hang guard: a lost signal fails on the exit code below
     code, message = MESSAGES[sig]
     run_file = (out / "run.json").read_text() if (out / "run.json").exists() else None
     assert (proc.returncode, err.strip().splitlines()) == (code, [message]), (err, run_file)  # nothing else
@@ -98,7 +112,7 @@ def test_a_signal_mid_run_is_recorded_and_resume_gives_the_clean_outputs(segment
 @pytest.mark.signals
 def test_sigterm_while_starting_is_one_line(segment, stub_dynamic_dir, tmp_path):
     proc = start(["run", str(segment), "--model", str(stub_dynamic_dir), "--out", str(tmp_path / "out")])
-    time.sleep(0.3)  # Python is importing the command's modules
+    wait_until_it_handles(proc, signal.SIGTERM)  # detect's guard is up: Python is importing the command's modules
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from detect.core.records import FrameKey, WaymoType
 from detect.core.resample import MIN_BLOCKS, BlockBootstrap, FrameIndex, percentile_interval
@@ -89,7 +89,7 @@ class _Curve:
     and past the last hit no recall is reached. Its labels: the frame of each image's, and how many."""
 
     hit_frame: np.ndarray
-    misses_before: sparse.csr_matrix  # [hits, frames]: false alarms after the previous hit, up to this one
+    misses_before: Any  # scipy.sparse.csr_matrix [hits, frames]: false alarms after the previous hit, up to this one
     label_frame: np.ndarray
     label_count: np.ndarray
 
@@ -100,6 +100,8 @@ class _Curve:
         misses = np.flatnonzero(~ranked.hit)
         misses = misses[misses < (hits[-1] if len(hits) else 0)]
         gap = np.searchsorted(hits, misses)  # the hit each false alarm comes before
+        from scipy import sparse  # ~0.5 s: only when an interval is computed
+
         matrix = sparse.csr_matrix((np.ones(len(misses)), (gap, frame[misses])), shape=(len(hits), frames))
         return cls(frame[hits], matrix, frame_of_rank[ranked.label_image], ranked.label_count.astype(np.float64))
 

@@ -8,7 +8,9 @@ this process with one render thread (so every stage runs here); a first run warm
 is the thread CPU time of the functions named in `STAGES`, timed by wrappers, exclusive: a stage
 called inside another (the chips inside the drawing) counts only as itself. "rest" is the
 process's CPU (os.times: TensorFlow's native decode threads, the reader, the queues) less the
-stages. Where the whole run's functions go: `python -m cProfile -s tottime` of the same run.
+stages; the decode, with and without the model's input resize, is then measured alone on the same
+images, to show what of "rest" is TensorFlow's. Where the whole run's functions go: `python -m
+cProfile -s tottime` of the same run.
 The stages are found by name, so the same command against an older checkout (PYTHONPATH) gives
 the "before" (a stage its code lacks shows 0).
 """
@@ -31,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from detect.engine.tuning import keep_freed_memory
-from detect.tools.bench_runs import SHARED_FRAME, make_segments
+from detect.tools.bench_runs import SHARED_FRAME, cpu_seconds, make_segments
 
 ROOT = Path(__file__).resolve().parents[2]
-# stage -> (module under detect, function or Class.method) pairs.
+# stage -> (module under detect, function or Class.method) pairs; `a|b`: a module that moved (the
+# first found is timed).
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "draw (boxes, verdicts, watermark)": (("render.draw", "draw_detections"), ("render.verdicts", "judge"),
                                           ("render.verdicts", "draw_errors"), ("render.draw", "paint_watermark")),
@@ -43,15 +46,15 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "trails": (("render.trails", "paint_trails"), ("render.trails", "trail_rects")),
     "mosaic tile (shrink the raw frame)": (("render.mosaic_tile", "shrink"),),
     "mosaic tile (draw)": (("render.mosaic_tile", "draw_mosaic_tile"),),
-    "PNG frame (fpng + write)": (("sinks.frames", "write_frame"),),
-    "JPEG tile (encode, write, read back)": (("sinks.mosaic_tiles", "write_tile"),),
-    "GIF frame (camera: shrink, quantize, LZW)": (("sinks.animations", "prepare_animation_frame"),),
-    "mosaic frame (compose, quantize, LZW)": (("sinks.animations", "render_mosaic_frame"),),
-    "GIF files (append, write)": (("sinks.gif", "GifWriter.append"),),
+    "PNG frame (fpng + write)": (("results.frames", "write_frame"),),
+    "JPEG tile (encode, write, read back)": (("results.mosaic_tiles", "write_tile"),),
+    "GIF frame (camera: shrink, quantize, LZW)": (("results.animations", "prepare_animation_frame"),),
+    "mosaic frame (compose, quantize, LZW)": (("results.animations", "render_mosaic_frame"),),
+    "GIF files (append, write)": (("results.gif", "GifWriter.append"),),
     "track (live, for the pictures)": (("track.live", "LiveTracks.update"),),
-    "track (the table, at the end)": (("sinks.tracks", "track_table"),),
-    "table (detections.parquet)": (("sinks.table", "write_table"),),
-    "journal": (("sinks.journal", "Journal.append"),),
+    "track (the table, at the end)": (("results.track_ids|results.tracks", "track_table"),),
+    "table (detections.parquet)": (("results.table", "write_table"),),
+    "journal": (("results.journal", "Journal.append"),),
     "decode (tf.data's Python side, frame copies)": (("model.inputs", "decode_stream"),),
 }
 
@@ -98,15 +101,25 @@ class StageClock:
                 self.seconds[stage] = self.seconds.get(stage, 0.0) + spent - nested
 
 
+def _module(name: str) -> Any:
+    """`detect.<name>` (`a|b`: the first of these there), or where an older checkout had it (results/
+    was sinks/); None when none is there."""
+    for candidate in [c for n in name.split("|") for c in (n, n.replace("results.", "sinks.", 1))]:
+        try:
+            return importlib.import_module(f"detect.{candidate}")
+        except ModuleNotFoundError:
+            continue
+    return None
+
+
 def install(clock: StageClock) -> Callable[[], None]:
     """Every function of `STAGES` timed by `clock`, wherever a loaded detect module holds it (its
     own module, modules that imported it by name, the class of a method); returns the undo."""
     undo: list[tuple[object, str, object]] = []
     for stage, names in STAGES.items():
         for module_name, qualname in names:
-            try:
-                module = importlib.import_module(f"detect.{module_name}")
-            except ModuleNotFoundError:  # not in this checkout
+            module = _module(module_name)
+            if module is None:  # not in this checkout
                 continue
             owner_name, _, attr = qualname.rpartition(".")
             owner = getattr(module, owner_name, None) if owner_name else module
@@ -165,6 +178,7 @@ def measure(args: argparse.Namespace, out: Path) -> int:
 
     run()  # warm-up: graphs traced, caches filled
     rows: dict[str, list[float]] = {}
+    inside: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         clock = StageClock()
         restore = install(clock)
@@ -180,12 +194,34 @@ def measure(args: argparse.Namespace, out: Path) -> int:
         stages["whole process"] = cpu_ms
         for stage, ms in stages.items():
             rows.setdefault(stage, []).append(ms)
+        for stage, ms in inside_rest(segment, settings).items():
+            inside.setdefault(stage, []).append(ms)
     outputs = "frames" if not args.no_png else "no frames"
     outputs += ", GIFs" if not args.no_gif else ", no GIFs"
     print(f"CPU ms an image by stage, stub model, {args.images} images ({outputs}), median of {args.repeats} runs")
     for stage, values in rows.items():
         print(f"  {stage:<46} {statistics.median(values):7.2f}")
+    print("inside the rest, measured alone on the same images (process CPU: TensorFlow's threads)")
+    for stage, values in inside.items():
+        print(f"  {stage:<46} {statistics.median(values):7.2f}")
     return 0
+
+
+def inside_rest(segment: Path, settings: Any) -> dict[str, float]:
+    """CPU ms an image of the decode alone (tf.data, the full frame kept as the run keeps it), with
+    and without the model's input resize: the part of "rest" that is TensorFlow's native work."""
+    from detect.model.inputs import decode_stream
+    from detect.waymo.readers import iter_frames
+
+    def cpu_ms(input_size: Any) -> float:
+        items = ((i, f.jpeg) for i, f in enumerate(iter_frames(str(segment))))
+        start, images = cpu_seconds(), 0
+        for _ in decode_stream(items, input_size=input_size, keep_full=True):  # each frame dropped at once
+            images += 1
+        return 1000 * (cpu_seconds() - start) / images
+
+    resized, decoded = cpu_ms(settings.input_size), cpu_ms(None)
+    return {"JPEG decode (tf.data)": decoded, "the model's input resize": resized - decoded}
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ ONE_UNIT_FILES = frozenset({
     "test_fuzz.py", "test_gallery_filters.py", "test_hardening_pages.py", "test_hardening_redraw.py",
     "test_input_sizes.py", "test_nanodet.py", "test_onnx_exports.py", "test_openvino_cache.py", "test_output_pins.py",
     "test_ray_engine.py", "test_real_model.py", "test_redraw.py", "test_report.py", "test_runtimes.py",
-    "test_signals.py", "test_slices.py", "test_ssdlite.py", "test_tiles.py", "test_track_baseline.py",
+    "test_signals.py", "test_slice_intervals.py", "test_slices.py", "test_ssdlite.py", "test_tiles.py", "test_track_baseline.py",
     "test_tracking.py", "test_tracking_runs.py",
 })
 # Tests of a whole file that use none of its module fixtures and take long: a unit of their own, so
