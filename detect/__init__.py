@@ -26,8 +26,9 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time each is imported 
     from detect.core.records import CameraFrame, Detections, FrameFailure, FrameKey, FrameResult
     from detect.engine.events import SILENT, Collect, Reporter
     from detect.engine.local import process_segment
+    from detect.engine.local_engine import LocalEngine, run_segment
     from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status
-    from detect.engine.runner import LocalEngine, RunResult, run_many, run_segment
+    from detect.engine.runner import RunResult, run_many
     from detect.engine.spec import ModelSpec, RayOptions, RunSpec, SegmentSettings
     from detect.model.detector import Detector
     from detect.render.draw import DrawStyle, draw_detections
@@ -51,7 +52,7 @@ _LAZY = {
     "FrameKey": "detect.core.records",
     "FrameResult": "detect.core.records",
     "InputError": "detect.core.errors",
-    "LocalEngine": "detect.engine.runner",
+    "LocalEngine": "detect.engine.local_engine",
     "ModelError": "detect.core.errors",
     "ModelSpec": "detect.engine.spec",
     "OutputError": "detect.core.errors",
@@ -75,7 +76,7 @@ _LAZY = {
     "read_keys": "detect.waymo.readers",
     "resolve": "detect.waymo.sources",
     "run_many": "detect.engine.runner",
-    "run_segment": "detect.engine.runner",
+    "run_segment": "detect.engine.local_engine",
 }
 
 

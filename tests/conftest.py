@@ -83,7 +83,7 @@ def load_each_model_once(monkeypatch):
     checksum (~0.1 s of a stub-model run) are not repeated. For tests about what a run writes or
     refuses, not about loading (a model edited in place is loaded again: its files are in the key)."""
     import detect.engine.loading
-    import detect.engine.runner
+    import detect.engine.local_engine
     from detect.engine.loading import model_path
 
     def once(spec, *args, **kwargs):
@@ -95,7 +95,7 @@ def load_each_model_once(monkeypatch):
             _LOADED[key] = detect.engine.loading.load_model(spec, *args, **kwargs)
         return _LOADED[key]
 
-    monkeypatch.setattr(detect.engine.runner, "load_model", once)
+    monkeypatch.setattr(detect.engine.local_engine, "load_model", once)
 
 
 @pytest.fixture(scope="session")

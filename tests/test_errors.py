@@ -34,7 +34,7 @@ from detect.waymo.schema import CAMERA, OBJECT_ID, TIMESTAMP
 
 VEHICLE, PEDESTRIAN, SIGN, CYCLIST = (int(t) for t in (WaymoType.VEHICLE, WaymoType.PEDESTRIAN, WaymoType.SIGN,
                                                        WaymoType.CYCLIST))
-TRAFFIC_LIGHT, BICYCLE = 10, 2
+TRAFFIC_LIGHT, BICYCLE, STOP_SIGN = 10, 2, 13
 ALL_TYPES = ErrorRules(default_class_map(), (VEHICLE, PEDESTRIAN, SIGN, CYCLIST), COCO_PROTOCOL)
 # The types a run on the real frame scores: it has no SIGN labels, so SIGN is not judged.
 LABELLED_TYPES = ErrorRules(default_class_map(), (VEHICLE, PEDESTRIAN, CYCLIST), COCO_PROTOCOL)
@@ -77,6 +77,25 @@ def test_types_the_model_cannot_output_are_left_out_and_riders_are_one_cyclist()
     judged = judge(rider, waymo_labels(((95, 0, 160, 100), CYCLIST)), ALL_TYPES, DrawStyle())
     assert judged.states == (HIT,) and judged.texts == ("rider 0.75",)  # sqrt(0.8 * 0.7)
     np.testing.assert_array_equal(judged.xyxy[0], [95, 0, 160, 100])
+
+
+def test_a_detection_of_a_type_the_segment_has_no_labels_of_is_drawn_grey_as_not_evaluated():
+    """A stop sign where the labels have no SIGN (the rules do not judge it) is drawn as the other
+    classes are, thin and grey, with its chip as `unscored` says, and counted as drawn; not dropped."""
+    from detect.render.verdicts import boxes_drawn
+
+    found = detections(((10, 10, 110, 110), 0.9, CAR, "car"), ((800, 10, 840, 50), 0.6, STOP_SIGN, "stop sign"),
+                       ((500, 10, 540, 60), 0.7, TRAFFIC_LIGHT, "traffic light"))
+    truth = waymo_labels(((10, 10, 110, 110), VEHICLE))
+    judged = judge(found, truth, LABELLED_TYPES, DrawStyle(threshold=0.5, unscored="chips"))
+    assert list(zip(judged.states, judged.texts, strict=True)) == [
+        (HIT, "car 0.90"), (OTHER, "traffic light 0.70"), (OTHER, "stop sign 0.60")]
+    np.testing.assert_array_equal(judged.xyxy[2], [800, 10, 840, 50])
+    assert boxes_drawn(found, DrawStyle(threshold=0.5), LABELLED_TYPES, truth) == 3
+    hidden = judge(found, truth, LABELLED_TYPES, DrawStyle(threshold=0.5, unscored="none"))
+    assert hidden.states == (HIT,)
+    judged_sign = judge(found, truth, ALL_TYPES, DrawStyle(threshold=0.5))  # where SIGN is judged: a false alarm
+    assert judged_sign.states == (HIT, OTHER, FALSE_ALARM)
 
 
 def test_a_vehicle_at_iou_0_6_is_a_hit_under_coco_and_a_miss_under_waymo_in_the_picture():

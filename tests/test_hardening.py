@@ -373,18 +373,18 @@ def test_two_files_of_one_segment_never_overwrite_each_other(stub_dynamic_dir, t
 
 @pytest.mark.slow
 def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynamic_dir, tmp_path, monkeypatch):
-    import detect.engine.runner
+    import detect.engine.local_engine
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.engine.runner.process_segment
+    real = detect.engine.local_engine.process_segment
 
     def flaky(source, *args, **kwargs):
         if source.uri.endswith("a.parquet"):
             raise MemoryError("no memory for this one")
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.engine.runner, "process_segment", flaky)
+    monkeypatch.setattr(detect.engine.local_engine, "process_segment", flaky)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 1
     entries = {Path(e["path"]).name: e for e in json.loads((out / "run.json").read_text())["segments"]}
@@ -394,18 +394,18 @@ def test_any_failure_of_one_segment_is_recorded_and_the_others_go_on(stub_dynami
 
 
 def test_run_json_is_written_when_a_run_is_interrupted(stub_dynamic_dir, tmp_path, monkeypatch, capsys):
-    import detect.engine.runner
+    import detect.engine.local_engine
 
     write_camera_image_parquet(tmp_path / "in" / "a.parquet", frames("seg_a", jpeg()))
     write_camera_image_parquet(tmp_path / "in" / "b.parquet", frames("seg_b", jpeg()))
-    real = detect.engine.runner.process_segment
+    real = detect.engine.local_engine.process_segment
 
     def interrupted(source, *args, **kwargs):
         if source.uri.endswith("b.parquet"):
             raise KeyboardInterrupt
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(detect.engine.runner, "process_segment", interrupted)
+    monkeypatch.setattr(detect.engine.local_engine, "process_segment", interrupted)
     out = tmp_path / "out"
     assert run([tmp_path / "in", "--out", out], stub_dynamic_dir) == 130
     entries = {Path(e["path"]).name: e["status"] for e in json.loads((out / "run.json").read_text())["segments"]}

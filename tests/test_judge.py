@@ -32,7 +32,8 @@ def test_a_frame_is_judged_hit_false_alarm_and_found_labels_per_threshold():
     assert frame.hits.tolist() == [True, False, True]
     assert frame.labels_found(0.5).tolist() == [True, False, False]  # the 0.2 car is below 0.5
     assert frame.labels_found(0.1).tolist() == [True, False, True]
-    assert frame.unmapped_rows(len(FOUND)) == [2]  # the traffic light; the stop sign is mapped, not judged
+    # not judged: the traffic light (no Waymo type) and the stop sign (SIGN, a type these rules do not judge)
+    assert frame.unjudged_rows(len(FOUND)) == [2, 4]
 
 
 def test_the_rules_judge_as_match_frame_does():
@@ -45,7 +46,7 @@ def test_the_rules_judge_as_match_frame_does():
 def test_a_frame_without_detections_finds_no_label():
     frame = RULES.match(Detections.empty(), TRUTH)
     assert frame.hits.tolist() == [] and frame.labels_found(0.0).tolist() == [False, False, False]
-    assert frame.unmapped_rows(0) == []
+    assert frame.unjudged_rows(0) == []
 
 
 def test_rows_are_grouped_by_image_in_table_order():

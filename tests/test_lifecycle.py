@@ -250,7 +250,7 @@ def test_what_the_engine_derives_is_beside_the_settings_not_in_them():
     assert recorded_errors(judged) == {"protocol": "coco", "class_map": "default COCO -> Waymo map",
                                        "types": ["VEHICLE", "PEDESTRIAN", "SIGN", "CYCLIST"]}
     for job in (SegmentJob.judged(settings, None, None),  # no labels
-                SegmentJob.judged(dataclasses.replace(settings, draw="detections"), ALL_TYPES, None),
+                SegmentJob.judged(dataclasses.replace(settings, draw_mode="detections"), ALL_TYPES, None),
                 SegmentJob.judged(settings, ALL_TYPES, (0,)),  # a model whose class maps to no Waymo type
                 SegmentJob.judged(settings, {int(WaymoType.SIGN)}, (1, 2, 3))):  # labels of none of its types
         # not judged: the protocol and the map are still recorded (the evaluation and the tracker use them)

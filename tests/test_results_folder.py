@@ -48,7 +48,7 @@ def test_eval_and_the_report_count_the_images_the_journal_names_not_a_stray_fram
     done = set(journal.load(run, TINY_SEGMENT)[0])
     assert len(list_frames(run)) == len(done) + 1
     assert load_segment(run).images == done == processed_images(run, TINY_SEGMENT)
-    assert load_report_data(run).images == {(k.camera_name.name, k.frame_timestamp_micros) for k in done}
+    assert load_report_data(run).images == done  # one view: the same keys
 
 
 @pytest.mark.slow

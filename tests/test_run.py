@@ -65,10 +65,10 @@ def test_run_writes_both_segments_and_a_rerun_skips_them(inputs, stub_dynamic_di
     first = capsys.readouterr().out.splitlines()
     assert first[0] == "model: stub model (fixed boxes, not a detector), dynamic batch; knows COCO label map;"
     assert first[1].startswith("  sha256 ")  # the model is named above the table, in lines under 100 characters
-    # The boxes the errors drawing shows (4 an image of the 6 the table keeps: the stop sign, a type
-    # without labels here, is not judged), as the pages count them.
+    # The boxes the errors drawing shows (5 an image of the 6 the table keeps: the bicycle scores below
+    # the threshold; the stop sign, a type without labels here, is drawn grey, not judged), as the pages count them.
     drawn = manifest(out / REAL_SEGMENT)["counts"]["drawn"]
-    assert drawn == 20 and first[3].split() == [REAL_SEGMENT, "done", "5", str(drawn), first[3].split()[-1]]
+    assert drawn == 25 and first[3].split() == [REAL_SEGMENT, "done", "5", str(drawn), first[3].split()[-1]]
     assert first[-1].startswith("2 segments: 2 done, 0 with failed frames, 0 skipped, 0 failed; 20 images in ")
 
     written = {p: p.stat().st_mtime_ns for p in out.rglob("*")

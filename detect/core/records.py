@@ -10,10 +10,20 @@ import numpy as np
 from detect.core.cameras import CameraName
 from detect.core.names import printable
 
+# A box record's columns, declared once: one image's `Detections` holds its boxes in these dtypes,
+# and a segment's detections table (written and read back by `detect.results`: `table.SCHEMA`,
+# `detections_table.DetectionTable`) holds them as its columns, with the optional ones beside
+# (a track id, `NO_TRACK` where none; a range; the image's conditions).
+XYXY_DTYPE = np.float32  # pixel (xmin, ymin, xmax, ymax)
+SCORE_DTYPE = np.float32
+CLASS_ID_DTYPE = np.int32  # the model's class (COCO ids for the default model)
+TRACK_ID_DTYPE = np.int64
+NO_TRACK = -1  # a box the tracker kept no track for (null in the table)
+
 
 def boxes_array(values: object, name: str) -> np.ndarray:
-    """float32 `[N, 4]` boxes (an empty input is `[0, 4]`), or a ValueError naming `name`."""
-    xyxy = np.asarray(values, dtype=np.float32)
+    """`XYXY_DTYPE` `[N, 4]` boxes (an empty input is `[0, 4]`), or a ValueError naming `name`."""
+    xyxy = np.asarray(values, dtype=XYXY_DTYPE)
     if xyxy.size == 0:
         xyxy = xyxy.reshape(0, 4)
     if xyxy.ndim != 2 or xyxy.shape[1] != 4:
@@ -76,7 +86,7 @@ class Detections:
             raise ValueError(f"invalid must be >= 0, got {self.invalid}")
         xyxy = boxes_array(self.xyxy, "xyxy")
         n = xyxy.shape[0]
-        scores = np.asarray(self.scores, dtype=np.float32).reshape(-1)
+        scores = np.asarray(self.scores, dtype=SCORE_DTYPE).reshape(-1)
         class_ids = np.asarray(self.class_ids).reshape(-1)
         if scores.shape != (n,):
             raise ValueError(f"scores must have shape ({n},), got {scores.shape}")
@@ -92,7 +102,7 @@ class Detections:
             raise ValueError("xyxy boxes must have xmin <= xmax and ymin <= ymax")
         object.__setattr__(self, "xyxy", xyxy)
         object.__setattr__(self, "scores", scores)
-        object.__setattr__(self, "class_ids", class_ids.astype(np.int32))
+        object.__setattr__(self, "class_ids", class_ids.astype(CLASS_ID_DTYPE))
         object.__setattr__(self, "labels", labels)
 
     def __len__(self) -> int:
@@ -100,7 +110,7 @@ class Detections:
 
     @classmethod
     def empty(cls) -> Detections:
-        return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int32), ())
+        return cls(np.zeros((0, 4), XYXY_DTYPE), np.zeros(0, SCORE_DTYPE), np.zeros(0, CLASS_ID_DTYPE), ())
 
     def select(self, mask_or_index: np.ndarray) -> Detections:
         """A new Detections holding the rows picked by a boolean mask or an index array."""

@@ -39,9 +39,8 @@ from detect.results.manifest import (
     invalid_boxes,
     now_iso,
     versions,
-    write_manifest,
 )
-from detect.results.results_folder import Manifest, read_manifest
+from detect.results.results_folder import Manifest, read_manifest, write_manifest
 from detect.results.table import DETECTIONS_FILE, label_counts, write_table
 from detect.results.track_ids import live_tracking_notes, track_table, tracking_record
 from detect.track.live import LiveTracks
@@ -218,7 +217,7 @@ class SegmentLifecycle:
         """
         started = clock()
         settings = job.settings
-        if settings.draw_labels and labels is None:
+        if settings.needs_labels and labels is None:
             raise InputError(f"{keys.source.uri}: --gt asks for labels, but none were found (no camera_box file "
                              f"beside a v2 file, no camera_labels in a v1 file); name them with --gt PATH")
         segment = keys.segment_context_name
@@ -339,13 +338,13 @@ class SegmentLifecycle:
             self._journal.close()
             self._journal = None
 
-    def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, object]) -> dict[str, object]:
+    def _manifest(self, report: SegmentReport, loop_seconds: float, engine: dict[str, object]) -> Manifest:
         source = self.keys.source
         outputs = sorted(p.name for p in report.segment_dir.iterdir() if p.is_file() and not p.name.startswith("."))
         values = self.timings.values
         per_image = {k: round(1000 * v / max(report.images_processed, 1), 2) for k, v in sorted(values.items())}
         invalid = invalid_boxes(self.results.values())
-        return {
+        return Manifest.from_json({
             "tool": "detect",
             "status": report.status,
             "segment_context_name": report.segment_context_name,
@@ -383,4 +382,4 @@ class SegmentLifecycle:
             "versions": versions(),
             "started_at": self.started_at,
             "finished_at": now_iso(),
-        }
+        }, report.segment_dir)

@@ -42,6 +42,7 @@ from detect.engine.events import Reporter
 from detect.engine.lifecycle import SegmentLifecycle
 from detect.engine.loading import MODEL_ENV, load_model
 from detect.engine.outcomes import SegmentOutcome, SegmentReport, failed_outcome, outcome_of
+from detect.engine.protocol import Record
 from detect.engine.ray_cluster import (
     DECODE_CPUS,
     DETECTOR_CPUS,
@@ -65,7 +66,6 @@ from detect.engine.ray_stages import (
     render_frames,
     tensorflow_on_cpu,
 )
-from detect.engine.runner import Record
 from detect.engine.spec import ModelSpec, RunSpec, SegmentJob
 from detect.engine.summary import invalid_boxes_warning
 from detect.model.detector import DEFAULT_BATCH_SIZE

@@ -10,7 +10,9 @@ and each image's trail is rebuilt from the table. The frames and the evaluation 
 judged with one protocol and one class map: the run's, or those the request names, recorded.
 Frames are decoded to the run's own pixels without TensorFlow (`detect.model.full_frames`) and go
 through the run's render pool and drawing (`render_pixels`), and the animations through the same
-`AnimationSet`, so a redraw at 0.4 writes the bytes a fresh run at 0.4 writes.
+`AnimationSet`, so a redraw at 0.4 writes the bytes a fresh run at 0.4 writes
+(`detect.engine.redraw_pixels`). What it reads from the run's records and writes back into them is
+`detect.engine.redraw_record`'s.
 
 One segment at a time, in its lock, with no link planted where it writes (`layout.no_links`).
 Everything is read, decoded and checked first (`_plan`): a value the manifest holds that cannot be
@@ -25,44 +27,38 @@ in it is whole (each one is written under a temp name and renamed).
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from detect.core.errors import InputError, OutputError, RecordError
+from detect.core.errors import InputError, OutputError
 from detect.core.files import UnreadableFileError
 from detect.core.names import printable
 from detect.core.records import FrameKey, FrameResult
 from detect.engine.outcomes import boxes_drawn
+from detect.engine.redraw_pixels import redraw_pixels
+from detect.engine.redraw_record import check_floor, recorded_settings, redrawn_resume_key, updated_manifest
 from detect.engine.redraw_source import CheckedSource, checked_source
-from detect.engine.render_pool import open_renderer, start_processes
-from detect.engine.spec import SegmentJob, SegmentSettings, SettingsRecord, recorded_class_map, scaled_threads
-from detect.engine.stages import Rendered, StageTimings
-from detect.model.classmap import DEFAULT_MAP_SOURCE, ClassMap, load_class_map
-from detect.model.full_frames import decode_full_frames
+from detect.engine.render_pool import start_processes
+from detect.engine.spec import SegmentJob, SegmentSettings, SettingsRecord, scaled_threads
+from detect.model.classmap import DEFAULT_MAP_SOURCE, ClassMap
 from detect.results import journal
-from detect.results.animations import AnimationSet
 from detect.results.ground_truth import GROUND_TRUTH_FILE, read_ground_truth
 from detect.results.layout import SegmentLock, is_marked, no_links, temp_files
-from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso, write_manifest
-from detect.results.results_folder import Manifest, json_object, read_manifest
+from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, MANIFEST_FILE, now_iso
+from detect.results.results_folder import Manifest, json_object, read_manifest, write_manifest
 from detect.results.source_images import NamedSources
 from detect.results.table import DETECTIONS_FILE, write_table
 from detect.results.track_ids import track_table, tracker_params, tracking_record
-from detect.track.live import ImageTracks
 from detect.track.params import TrackerParams
-from detect.track.trail_history import Trails
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.context.read import read_context
-from detect.waymo.readers import iter_frames
-from detect.waymo.sources import recorded_path
 
 REDRAWING = "redrawing"  # a manifest's status while a redraw is under way (and after one that crashed)
 
@@ -73,7 +69,7 @@ class RedrawRequest:
     and how many workers draw."""
 
     threshold: float | None = None
-    draw: str | None = None  # one of DRAW_MODES
+    draw_mode: str | None = None  # one of DRAW_MODES
     unscored: str | None = None  # one of detect.render.draw.UNSCORED
     class_map: Path | None = None  # None: the run's
     protocol: str | None = None  # None: the run's
@@ -143,10 +139,11 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
     for stale in list(temp_files(directory)):
         stale.unlink()  # half-written files of a run or a redraw that was killed
 
-    # The commit point's first half: from here on the folder says it is being redrawn.
-    data = _updated_manifest(plan, status=REDRAWING)
-    data["tracking"] = tracking_record(params, None)  # what a second redraw (after a crash) tracks with
-    write_manifest(directory / MANIFEST_FILE, data)
+    # The commit point's first half: from here on the folder says it is being redrawn (and records
+    # the tracker a second redraw, after a crash, tracks with).
+    redrawing = updated_manifest(manifest, plan.source, plan.record, status=REDRAWING,
+                                 tracking=tracking_record(params, None))
+    write_manifest(directory / MANIFEST_FILE, redrawing)
     journal.save_settings(directory, plan.resume_key | {"redraw": "unfinished"})
 
     ids = np.full(0, -1, np.int64)
@@ -162,19 +159,20 @@ def _redraw(directory: Path, request: RedrawRequest, started: float,
     # the render processes draw while this process's main thread mostly waits on them: room for `alongside`
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redraw-alongside") as side:
         beside = side.submit(alongside, settings) if alongside is not None else None
-        written = _redraw_pixels(directory, plan.source, job, results, plan.labels, ids if tracked else None)
+        written = redraw_pixels(directory, plan.source, job, results, plan.labels, ids if tracked else None)
     if beside is not None:
         beside.result()
 
-    data = _updated_manifest(plan, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE)
     labels = plan.labels.get if plan.labels is not None and job.rules is not None else None
-    data["counts"] = dict(json_object(data.get("counts"))) | {"drawn": boxes_drawn(results.values(), settings.style, job.rules,
-                                                                               labels)}
-    data["tracking"] = tracking_record(params, ids)
-    data["redraw"] = {"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
-                      "threshold": settings.style.threshold}
-    write_manifest(directory / MANIFEST_FILE, data)  # the commit point's second half
-    journal.save_settings(directory, _resume_key(plan.resume_key, settings, job))
+    drawn = boxes_drawn(results.values(), settings.style, job.rules, labels)
+    finished = updated_manifest(
+        manifest, plan.source, plan.record, status=COMPLETE_WITH_FAILURES if manifest.failures else COMPLETE,
+        counts=dict(json_object(manifest.data.get("counts"))) | {"drawn": drawn},
+        tracking=tracking_record(params, ids),
+        redraw={"at": now_iso(), "images": len(results), "seconds": round(time.perf_counter() - started, 3),
+                "threshold": settings.style.threshold})
+    write_manifest(directory / MANIFEST_FILE, finished)  # the commit point's second half
+    journal.save_settings(directory, redrawn_resume_key(plan.resume_key, job))
     return Redrawn(directory, manifest.segment_context_name, len(results), settings.style.threshold, written,
                    time.perf_counter() - started, settings.protocol, map_path(settings.class_map))
 
@@ -188,8 +186,8 @@ def _plan(directory: Path, request: RedrawRequest) -> _Plan:
                          f"--resume before redrawing")
     if manifest.input_path is None and not request.source:
         raise InputError(f"{directory / MANIFEST_FILE}: names no source file; cannot redraw")
-    recorded = _recorded(manifest, request)
-    _check_floor(directory, manifest, recorded, request.threshold)
+    recorded = recorded_settings(manifest, request.class_map)
+    check_floor(directory, manifest, recorded, request.threshold)
     results = _journal(directory, manifest.segment_context_name)
     source = checked_source(directory, manifest, request.source, recorded.settings.frame_filter, results)
     run = recorded.settings
@@ -198,12 +196,13 @@ def _plan(directory: Path, request: RedrawRequest) -> _Plan:
         style = dataclasses.replace(style, threshold=request.threshold)
     if request.unscored is not None:
         style = dataclasses.replace(style, unscored=request.unscored)
-    asked = dataclasses.replace(run, style=style, draw=request.draw or run.draw, protocol=request.protocol or run.protocol)
+    asked = dataclasses.replace(run, style=style, draw_mode=request.draw_mode or run.draw_mode,
+                                protocol=request.protocol or run.protocol)
     settings = dataclasses.replace(asked, mode="resume", render="auto", workers=request.workers or scaled_threads(2),
                                    decode_threads=scaled_threads(1))
     start_processes(settings)  # they start up while the labels and the tracker are prepared
-    labels = _labels(directory, manifest) if settings.draw != "detections" else None
-    if settings.draw_labels and labels is None:
+    labels = _labels(directory, manifest) if settings.draw_mode != "detections" else None
+    if settings.needs_labels and labels is None:
         raise InputError(f"{directory}: --draw errors asks for labels, but the run had none; cannot redraw")
     label_types = None if labels is None else labels.types | set(recorded.judged_types)
     job = SegmentJob.judged(settings, label_types, manifest.model.knows_classes)
@@ -212,35 +211,6 @@ def _plan(directory: Path, request: RedrawRequest) -> _Plan:
     record = SettingsRecord(asked, recorded.batch_size, recorded.score_floor,
                             () if job.rules is None else tuple(job.rules.types))
     return _Plan(manifest, record, job, source, results, labels, params, resume_key)
-
-
-def _recorded(manifest: Manifest, request: RedrawRequest) -> SettingsRecord:
-    """The run's settings as its manifest records them (the request's class map in place of the
-    recorded one, which is then not read)."""
-    settings = manifest.data.get("settings")
-    if not isinstance(settings, Mapping) or not isinstance(settings.get("draw"), Mapping):
-        raise InputError(f"{manifest.directory / MANIFEST_FILE}: records no drawing settings; cannot redraw")
-    override = None if request.class_map is None else load_class_map(request.class_map)  # a ClassMap is never falsy
-    try:
-        return SettingsRecord.from_json(settings, track=manifest.data.get("tracking") is not None,
-                                        class_map=lambda source: override or recorded_class_map(source))
-    except RecordError as err:
-        raise InputError(f"{manifest.directory / MANIFEST_FILE}: its settings cannot be read back ({err}); "
-                         f"cannot redraw") from None
-
-
-def _check_floor(directory: Path, manifest: Manifest, recorded: SettingsRecord, threshold: float | None) -> None:
-    """A threshold below the run's score floor would draw boxes the run never kept: refused."""
-    if threshold is None:
-        return
-    floor = recorded.score_floor if recorded.score_floor is not None else manifest.model.score_floor
-    if floor is not None and threshold < floor:
-        raise InputError(f"{directory}: cannot redraw at {threshold:g}: the run kept only boxes scoring {floor:g} or "
-                         f"more (its score floor); redraw at {floor:g} or above, or run the model again with "
-                         f"--score-floor {threshold:g}")
-    if floor is None and threshold < recorded.settings.style.threshold:
-        raise InputError(f"{directory}: cannot redraw at {threshold:g}: the run records no score floor, so which "
-                         f"boxes below its threshold {recorded.settings.style.threshold:g} it kept is unknown")
 
 
 def _journal(directory: Path, segment: str) -> Mapping[FrameKey, FrameResult]:
@@ -277,74 +247,6 @@ def map_path(class_map: ClassMap) -> Path | None:
     return None if class_map.source == DEFAULT_MAP_SOURCE else Path(class_map.source)
 
 
-def _redraw_pixels(directory: Path, source: CheckedSource, job: SegmentJob, results: Mapping[FrameKey, FrameResult],
-                   labels: SegmentLabels | None, ids: np.ndarray | None) -> tuple[str, ...]:
-    """Every finished image decoded, drawn and written as the run did; the animations rebuilt."""
-    settings, keys = job.settings, source.keys
-    if not settings.needs_full_frames:
-        return ()
-    tracks = _image_tracks(results, ids) if ids is not None else {}
-    timings = StageTimings()
-    renderer = open_renderer(directory, job, timings)
-    cameras = {k.camera_name for k in results}
-    animations = (AnimationSet(directory, mp4=settings.mp4, gif=settings.gif, mosaic=len(cameras) >= 2,
-                               executor=renderer.executor) if settings.animations else None)
-    by_index: dict[int, FrameKey] = {}
-    window: collections.deque[concurrent.futures.Future[Rendered]] = collections.deque()
-
-    def numbered() -> Iterator[tuple[int, bytes]]:
-        for index, frame in enumerate(f for f in iter_frames(keys.source, settings.frame_filter, keys)
-                                      if f.key in results):
-            by_index[index] = frame.key
-            yield index, frame.jpeg
-
-    def consume(future: concurrent.futures.Future[Rendered]) -> None:
-        rendered = future.result()
-        if animations is not None and rendered.animation is not None:
-            animations.add(rendered.animation)
-
-    drawn = 0
-    try:
-        for decoded in decode_full_frames(numbered(), threads=settings.decode_threads, max_pixels=settings.max_pixels):
-            key = by_index.pop(decoded.index)
-            frame_labels = labels.get(key) if labels is not None and job.rules is not None else None
-            window.append(renderer.submit(decoded, key, results[key].detections, frame_labels, tracks.get(key)))
-            drawn += 1
-            while len(window) > 2 * settings.workers + 2:
-                consume(window.popleft())
-        while window:
-            consume(window.popleft())
-        if drawn != len(results):
-            raise InputError(f"{directory}: cannot redraw: its source file {printable(source.uri, 200)} has changed "
-                             f"since the run ({len(results) - drawn} of the run's {len(results)} images are no longer readable)")
-        if animations is not None:
-            animations.close()
-    except BaseException:
-        if animations is not None:
-            animations.abort()
-        raise
-    finally:
-        renderer.close()
-    written = ["frames"] if settings.write_frames else []
-    written += (["GIFs"] if settings.gif else []) + (["MP4s"] if settings.mp4 else [])
-    return tuple(written + (["mosaic"] if animations is not None and len(cameras) >= 2 else []))
-
-
-def _image_tracks(results: Mapping[FrameKey, FrameResult], ids: np.ndarray) -> dict[FrameKey, ImageTracks]:
-    """Each image's track ids (the table's rows are in (timestamp, camera) order, an image's boxes
-    as the journal holds them) and trails, each camera's images in time order, as the run gives them."""
-    trails = Trails()
-    out: dict[FrameKey, ImageTracks] = {}
-    offset = 0
-    for key in sorted(results, key=lambda k: (k.frame_timestamp_micros, int(k.camera_name))):
-        detections = results[key].detections
-        own = ids[offset:offset + len(detections)]
-        offset += len(detections)
-        out[key] = ImageTracks(own, trails.update(int(key.camera_name), key.frame_timestamp_micros, own,
-                                                  detections.xyxy))
-    return out
-
-
 def _tracker(settings: SegmentSettings, manifest: Manifest, new_threshold: bool) -> TrackerParams | None:
     """The tracker as the manifest records it (a run's, or what `detect track` set); with a new
     threshold, its scores follow that threshold (as a fresh run's do), its lost buffer kept."""
@@ -361,25 +263,3 @@ def _tracker(settings: SegmentSettings, manifest: Manifest, new_threshold: bool)
     return tracker_params(settings.style.threshold, **overrides)
 
 
-def _updated_manifest(plan: _Plan, *, status: str) -> dict[str, object]:
-    """The manifest with the redraw's settings and the file it read (its fingerprint, taken now
-    when the run recorded none)."""
-    data = dict(plan.manifest.data)
-    data["input"] = dict(json_object(data.get("input"))) | {
-        "path": recorded_path(plan.source.keys.source),
-        "fingerprint": None if plan.source.fingerprint is None else plan.source.fingerprint.to_json()}
-    data["settings"] = plan.record.to_json()
-    data["status"] = status
-    return data
-
-
-def _resume_key(previous: Mapping[str, object], settings: SegmentSettings, job: SegmentJob) -> dict[str, object]:
-    """settings.json as a fresh run with the new drawing settings writes it (so `--resume` with them
-    goes on, and with the old ones is refused)."""
-    style = dataclasses.asdict(settings.style)
-    key = {k: v for k, v in previous.items() if k != "redraw"}
-    key |= {f"draw_{k}": v for k, v in style.items() if k not in ("classes", "palette")}
-    rules = job.rules
-    key["draw"] = settings.draw
-    key["errors"] = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
-    return key

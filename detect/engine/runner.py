@@ -1,4 +1,5 @@
-"""Many segments, resumable by default, with an engine: this machine (`LocalEngine`) or Ray.
+"""Many segments, resumable by default, with an engine (`detect.engine.protocol`): this machine's
+(`detect.engine.local_engine`) or Ray's. The refusals before a model loads are here too.
 
 Every segment lands in `OUT/<segment dir>/` exactly as `detect segment` writes it; `OUT/run.json`
 (one file per shard) records what happened to each input, so a rerun skips finished work without
@@ -9,43 +10,26 @@ when the run is interrupted.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
 
-from detect.core.atomic import atomic_write_bytes
-from detect.core.errors import DetectError, OutputError, UsageError, error_text
+from detect.core.errors import DetectError, OutputError, UsageError
 from detect.core.names import segment_dir_name
-from detect.core.signals import Terminated, raise_if_interrupted
+from detect.core.signals import Terminated
 from detect.engine.events import SILENT, Reporter
 from detect.engine.lifecycle import finished_manifest, reopen_refusal
-from detect.engine.loading import LoadedModel, expected_facts, load_model, loading_line, model_kind, watermark
-from detect.engine.local import process_segment
-from detect.engine.outcomes import SegmentOutcome, SegmentReport, Status, failed_outcome, outcome_of
+from detect.engine.loading import expected_facts, model_kind, watermark
+from detect.engine.outcomes import SegmentOutcome, Status
+from detect.engine.protocol import Engine
 from detect.engine.spec import RunSpec, SegmentSettings
-from detect.engine.summary import invalid_boxes_warning
 from detect.model.facts import ModelFacts
 from detect.results import journal, layout
 from detect.results.layout import RunLock
-from detect.results.layout_version import stamped
 from detect.results.manifest import COMPLETE, COMPLETE_WITH_FAILURES, now_iso
-from detect.results.run_record import read_run_record, run_file_name
+from detect.results.run_record import RunRecord, read_run_record, run_file_name, write_run_record
 from detect.waymo.readers import SegmentKeys, read_keys
 from detect.waymo.sources import SegmentSource, resolve, resolve_one
-
-Record = Callable[[SegmentOutcome], None]
-
-
-class Engine(Protocol):
-    """Runs the segments that need work; calls `record` with each one's outcome as it ends, and
-    returns the facts of the model it loaded."""
-
-    name: str
-
-    def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> ModelFacts: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,28 +48,13 @@ def marked_for(settings: SegmentSettings, kind: str) -> SegmentSettings:
     return dataclasses.replace(settings, style=dataclasses.replace(settings.style, watermark=watermark(kind)))
 
 
-def run_segment(spec: RunSpec, reporter: Reporter = SILENT, model: LoadedModel | None = None,
-                keys: SegmentKeys | None = None) -> tuple[SegmentReport, LoadedModel]:
-    """`detect segment`: the one input of `spec` with the local engine; the report and the model.
-    `keys`: the input's, when the caller read them (`refuse_segment` did)."""
-    keys = refuse_segment(spec, keys)  # before the model loads
-    if model is None:
-        reporter.status(loading_line(spec.model))
-        model = load_model(spec.model)
-    for line in model.notices:
-        reporter.message(line)
-    report = process_segment(keys.source, spec.out, model.detector, marked_for(spec.settings, model.kind),
-                             model_facts=model.facts, progress=reporter.progress("detect"), keys=keys)
-    return report, model
-
-
 def refuse_segment(spec: RunSpec, keys: SegmentKeys | None = None) -> SegmentKeys:
     """`detect segment`'s refusals that need no model, raised before it loads: its folder in OUT
     holds a run's outputs (without --resume or --overwrite), or outputs of other settings (the
     `detect redraw` command when only the drawing differs). The input's keys (read when not given)."""
     (path,) = spec.inputs
     keys = keys or read_keys(resolve_one(path))
-    refusals = _reopen_refusals(spec, [keys.segment_context_name])
+    refusals = reopen_refusals(spec, [keys.segment_context_name])
     if refusals:
         raise refusals[0]
     return keys
@@ -98,7 +67,7 @@ def refuse_rerun(spec: RunSpec, sources: Sequence[SegmentSource]) -> None:
     previous = previous_outcomes(Path(spec.out) / run_file_name(spec.shard))
     names = [name for s in sources if isinstance(name := (previous.get(s.uri) or {}).get("segment_context_name"), str)
              and name]
-    refusals = [str(r) for r in _reopen_refusals(spec, names) if isinstance(r, UsageError)]
+    refusals = [str(r) for r in reopen_refusals(spec, names) if isinstance(r, UsageError)]
     if len(refusals) > 1:
         raise UsageError(f"{refusals[0]} ({len(refusals) - 1} more segment(s) in {spec.out} too: "
                          f"`detect redraw {spec.out}` with the same flags redraws them all)")
@@ -106,7 +75,7 @@ def refuse_rerun(spec: RunSpec, sources: Sequence[SegmentSource]) -> None:
         raise UsageError(refusals[0])
 
 
-def _reopen_refusals(spec: RunSpec, names: Sequence[str]) -> list[DetectError]:
+def reopen_refusals(spec: RunSpec, names: Sequence[str]) -> list[DetectError]:
     """Why the folders of these segments in OUT cannot be reopened with `spec`'s settings, as far as
     the flags decide (`reopen_refusal`); a settings file that cannot be read is left to the segment."""
     settings = marked_for(spec.settings, model_kind(spec.model))
@@ -174,41 +143,6 @@ def _run_locked(spec: RunSpec, engine: Engine, reporter: Reporter, clock: Callab
         done = [outcomes[s.uri] for s in sources if s.uri in outcomes]
         write_run_file(run_file, done, previous, clock() - started, spec, stopped_by)
     return RunResult(tuple(outcomes[s.uri] for s in sources), clock() - started, facts)
-
-
-class LocalEngine:
-    """Segments one after the other on this machine, each through the overlapped local pipeline."""
-
-    name = "local"
-
-    def __init__(self, model: LoadedModel | None = None) -> None:
-        self._model = model
-
-    def run(self, todo: list[SegmentSource], spec: RunSpec, claims: dict[str, str], record: Record,
-            reporter: Reporter) -> ModelFacts:
-        model = self._model
-        if model is None:  # loaded once, only when some segment needs work
-            reporter.status(loading_line(spec.model))
-            model = load_model(spec.model)
-        for line in model.notices:
-            reporter.message(line)
-        for number, source in enumerate(todo, 1):
-            raise_if_interrupted()  # a Ctrl-C a library swallowed (while the model loaded...) stops the run here
-            started = time.perf_counter()
-            try:
-                report = process_segment(source, spec.out, model.detector, spec.settings, model_facts=model.facts,
-                                         claims=claims, progress=reporter.progress(f"[{number}/{len(todo)}]"))
-            except Exception as error:  # one broken segment never stops the others, whatever broke it
-                message = error_text(error)
-                record(failed_outcome(source.uri, message, time.perf_counter() - started))
-                reporter.message(f"detect: segment failed: {message}")
-                continue
-            for note in (invalid_boxes_warning(report), *report.notes):
-                if note:
-                    reporter.message(note)
-            record(outcome_of(source.uri, report))
-        raise_if_interrupted()
-        return model.facts
 
 
 def plan_sources(paths: Sequence[str], shard: tuple[int, int] | None) -> list[SegmentSource]:
@@ -301,4 +235,4 @@ def write_run_file(path: Path, outcomes: list[SegmentOutcome], previous: dict[st
         },
         "segments": sorted(merged.values(), key=lambda e: str(e["path"])),
     }
-    atomic_write_bytes(path, (json.dumps(stamped(data), indent=2) + "\n").encode())
+    write_run_record(path, RunRecord.from_json(data, path.name))

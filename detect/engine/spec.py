@@ -75,7 +75,7 @@ class SegmentSettings:
     style: DrawStyle = DrawStyle()
     mode: Mode = "new"
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images (by their header) are skipped, never decoded
-    draw: str = "auto"  # see DRAW_MODES; `--gt` asks for "errors"
+    draw_mode: str = "auto"  # see DRAW_MODES; `--gt` asks for "errors"
     ground_truth: str | None = None  # where the labels are when not beside the input (`--gt PATH`)
     class_map: ClassMap = dataclasses.field(default_factory=default_class_map)  # model class -> Waymo type
     protocol: str = "coco"  # the IoU a match needs per type (detect.core.matching.PROTOCOLS)
@@ -94,8 +94,8 @@ class SegmentSettings:
         for name in ("workers", "decode_threads"):
             if int(getattr(self, name)) < 1:
                 raise UsageError(f"{name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
-        if self.draw not in DRAW_MODES:
-            raise UsageError(f"draw must be one of {', '.join(DRAW_MODES)}, got {self.draw!r}")
+        if self.draw_mode not in DRAW_MODES:
+            raise UsageError(f"draw mode must be one of {', '.join(DRAW_MODES)}, got {self.draw_mode!r}")
         if self.protocol not in PROTOCOLS:
             raise UsageError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if self.render not in RENDER_MODES:
@@ -114,9 +114,9 @@ class SegmentSettings:
         return None if self.tile is not None else self.input_size
 
     @property
-    def draw_labels(self) -> bool:
-        """Errors drawn on request: the segment must have labels."""
-        return self.draw == "errors"
+    def needs_labels(self) -> bool:
+        """Errors drawn on request (`--draw errors`, `--gt`): the segment must have labels."""
+        return self.draw_mode == "errors"
 
     @property
     def tracker(self) -> TrackerParams | None:
@@ -144,12 +144,16 @@ class SegmentSettings:
             "input_size": size_record(self.input_size),
             "write_frames": self.write_frames,
             "frame_format": self.frame_format,
-            **{f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")},
             "cameras": [c.name for c in f.cameras] if f.cameras else None,
-            "draw": self.draw,
             "tile": None if self.tile is None else self.tile.to_json(),
             "track": self.track,  # its parameters follow draw_threshold
-        }
+        } | self.drawing_key()
+
+    def drawing_key(self) -> dict[str, object]:
+        """The resume key's entries for how the frames are drawn: the style (`draw_*`, its classes
+        and palette aside) and the drawing mode (`draw`)."""
+        style = {f"draw_{k}": v for k, v in dataclasses.asdict(self.style).items() if k not in ("classes", "palette")}
+        return style | {"draw": self.draw_mode}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +178,7 @@ class SegmentJob:
         types = tuple(settings.class_map.types_for(None if model_classes is None else list(model_classes)))
         if label_types is not None:
             types = tuple(t for t in types if t in label_types)
-        if settings.draw == "detections" or label_types is None or not types:
+        if settings.draw_mode == "detections" or label_types is None or not types:
             return cls(settings)
         return cls(settings, ErrorRules(settings.class_map, types, PROTOCOLS[settings.protocol]))
 
@@ -189,9 +193,14 @@ class SegmentJob:
 
     def resume_key(self, model: ResumeModel, segment: str) -> dict[str, object]:  # JSON, compared key by key
         """The settings' resume key and how the frames were judged (settings.json)."""
+        return self.settings.resume_key(model, segment) | self.redrawable_key()
+
+    def redrawable_key(self) -> dict[str, object]:
+        """The resume key's entries `detect redraw` changes without the model: how the frames are
+        drawn (`SegmentSettings.drawing_key`) and judged (`errors`)."""
         rules = self.rules
         judged = None if rules is None else f"{rules.protocol.name} protocol, {rules.class_map.source}"
-        return self.settings.resume_key(model, segment) | {"errors": judged}
+        return self.settings.drawing_key() | {"errors": judged}
 
 
 
@@ -242,7 +251,7 @@ class SettingsRecord:
             "max_pixels": s.max_pixels,
             "score_floor": self.score_floor,
             "tile": None if s.tile is None else s.tile.to_json(),
-            "draw_mode": s.draw,
+            "draw_mode": s.draw_mode,
             # how the frames are judged, and with what (recorded when they are not: the evaluation and the tracker use them)
             "errors": {"protocol": s.protocol, "class_map": s.class_map.source,
                        "types": [WaymoType(t).name for t in self.judged_types]},
@@ -256,8 +265,8 @@ class SettingsRecord:
         `track`: whether the run tracked (the manifest's `tracking`); `class_map`: the map for
         the source the record names (the default reads the file it names)."""
         f = jf.Fields(jf.section(value, "settings"), "settings")
-        errors = jf.Fields(f.get("errors", {}, lambda v, name: jf.optional(v, lambda x: jf.section(x, name)) or {}),
-                           "settings.errors")
+        judging = jf.Fields(f.get("errors", {}, lambda v, name: jf.optional(v, lambda x: jf.section(x, name)) or {}),
+                            "settings.errors")
         whole = _whole_at_most
         try:
             settings = SegmentSettings(
@@ -275,16 +284,16 @@ class SettingsRecord:
                 decode_threads=f.get("decode_threads", 1, whole(1, MAX_THREADS)),
                 max_pixels=f.get("max_pixels", DEFAULT_MAX_PIXELS, whole(MIN_SIDE * MIN_SIDE, MAX_SIDE * MAX_SIDE)),
                 tile=f.get("tile", None, _optional(TileSpec.from_json)),
-                draw=f.get("draw_mode", "auto", lambda v, name: jf.choice(v, name, DRAW_MODES)),
-                protocol=errors.get("protocol", "coco", lambda v, name: jf.choice(v, name, tuple(PROTOCOLS))),
-                class_map=class_map(errors.get("class_map", DEFAULT_MAP_SOURCE, lambda v, name: jf.text(v, name, 4096))),
+                draw_mode=f.get("draw_mode", "auto", lambda v, name: jf.choice(v, name, DRAW_MODES)),
+                protocol=judging.get("protocol", "coco", lambda v, name: jf.choice(v, name, tuple(PROTOCOLS))),
+                class_map=class_map(judging.get("class_map", DEFAULT_MAP_SOURCE, lambda v, name: jf.text(v, name, 4096))),
                 track=track)
         except (UsageError, ValueError) as err:  # a value each field allows, refused in combination
             if isinstance(err, RecordError):
                 raise
             raise RecordError(f"settings: {err}") from None
         no_types: list[int] = []
-        types = errors.get("types", no_types, lambda v, name: [_waymo_type(t, f"{name}[]") for t in jf.items(v, name, 16)])
+        types = judging.get("types", no_types, lambda v, name: [_waymo_type(t, f"{name}[]") for t in jf.items(v, name, 16)])
         return cls(settings, batch_size=f.get("batch_size", None, _optional(whole(1, MAX_THREADS))),
                    score_floor=f.get("score_floor", None, _optional(lambda v, name: jf.number(v, name, 0.0, 1.0))),
                    judged_types=tuple(types))

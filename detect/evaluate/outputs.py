@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from detect.core.atomic import atomic_path, atomic_write_bytes
+from detect.core.atomic import atomic_path
 from detect.core.records import WaymoType
 from detect.core.resample import BLOCK_SECONDS, MIN_BLOCKS
 from detect.evaluate.matches import Match
@@ -22,8 +21,8 @@ from detect.evaluate.slice_intervals import Intervals
 from detect.evaluate.slice_plots import plot_range_bands
 from detect.evaluate.slices import NOT_AVAILABLE, slices_json
 from detect.model.classmap import ClassMap
-from detect.results.layout import EVAL_FILE, PR_CURVES_FILE, RANGE_BANDS_FILE, THRESHOLDS_FILE
-from detect.results.layout_version import stamped
+from detect.results.eval_record import EvalRecord, write_eval_record
+from detect.results.layout import PR_CURVES_FILE, RANGE_BANDS_FILE, THRESHOLDS_FILE
 from detect.waymo.schema import CAMERA, KEY_FIELDS, OBJECT_ID, SEGMENT, TIMESTAMP
 
 LIBRARY = "faster-coco-eval"
@@ -134,7 +133,7 @@ def matches_table(matches: list[Match]) -> pa.Table:
 def write_outputs(out: Path, evaluation: Evaluation, report: dict[str, object]) -> list[Path]:
     """eval.json, pr_curves.png and thresholds.png in `out`, each written atomically
     (matches.parquet: `MatchesWriter`)."""
-    written = [atomic_write_bytes(out / EVAL_FILE, (json.dumps(stamped(report), indent=2, allow_nan=False) + "\n").encode())]
+    written = [write_eval_record(out, EvalRecord.from_json(report))]
     plots = [(PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)]
     if isinstance(evaluation.slices.get("range"), list):
         plots.append((RANGE_BANDS_FILE, plot_range_bands))

@@ -19,7 +19,8 @@ from detect.core.records import Detections, Labels
 from detect.model.classmap import ClassMap, WaymoBoxes
 
 # The verdicts: a detection that matched a label, one that matched none, a label no detection at
-# the threshold matched, and a detection of a model class no Waymo type covers (not judged).
+# the threshold matched, and a detection not judged (a model class no Waymo type covers, or a type
+# these rules do not judge: one the segment has no labels of).
 HIT, FALSE_ALARM, MISSED, OTHER = "hit", "false alarm", "missed label", "other class"
 
 
@@ -53,9 +54,10 @@ class FrameMatch:
         return FrameMatch(self.boxes, self.detections, self.labels,
                           _match(self.boxes, self.detections, labels, self.labels, protocol))
 
-    def unmapped_rows(self, rows: int) -> list[int]:
-        """The input rows (of `rows`) no Waymo-typed box stands for: classes the map leaves out."""
-        covered = {row for box_rows in self.boxes.rows for row in box_rows}
+    def unjudged_rows(self, rows: int) -> list[int]:
+        """The input rows (of `rows`) no judged box stands for: classes the map leaves out, and those
+        whose Waymo type is not judged (a stop sign where the labels have no SIGN)."""
+        covered = {row for i in self.detections.tolist() for row in self.boxes.rows[i]}
         return [row for row in range(rows) if row not in covered]
 
 

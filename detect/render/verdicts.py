@@ -8,7 +8,8 @@ counts, as at LEVEL_2), so the picture and `matches.parquet` name the same objec
 - hit: a detection at or above the threshold that matched a label: solid, sky blue;
 - false alarm: one that matched none: dashed, vermillion, its chip starts with "FA";
 - missed label: a label no detection at or above the threshold matched: dotted, yellow;
-- other classes (the model's classes no Waymo type covers, e.g. traffic light): thin, grey.
+- other classes, not evaluated (the model's classes no Waymo type covers, e.g. traffic light, and
+  those of a type the segment has no labels of, e.g. a stop sign): thin, grey.
 
 Colors from Okabe and Ito's palette (told apart with each common color-vision deficiency), each
 state with its own line style too, so grey-scale prints and every reader can tell them apart.
@@ -92,7 +93,7 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
         text = chip_text(name, int(mapped.class_ids[i]), score, style, track_id)
         boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text,
                       short_chip_text(score, style, track_id), track_id))
-    for row in frame.unmapped_rows(len(detections)) if style.unscored != "none" else ():
+    for row in frame.unjudged_rows(len(detections)) if style.unscored != "none" else ():
         score = float(detections.scores[row])
         if score < style.threshold or not _wanted((row,), detections, style):
             continue

@@ -22,7 +22,8 @@ CROPS = ("Close-ups from the camera image, only the object in question drawn: a 
          "a missed label dotted yellow; in white the detection that matched it below the threshold, else the box "
          "that overlaps it most. Each links to its drawn frame.")
 LEGEND = ("In the frames: <b>hits</b> solid sky blue; <b>false alarms</b> dashed vermillion, their label starting "
-          "with FA; <b>missed labels</b> dotted yellow; classes no Waymo type covers thin grey.")
+          "with FA; <b>missed labels</b> dotted yellow; boxes not evaluated (classes no Waymo type covers, types "
+          "without labels) thin grey.")
 
 
 def evaluation_section(report: EvalRecord, directory: Path, segment: str | None = None,

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
-from detect.core.records import FrameKey
+from detect.core.records import CLASS_ID_DTYPE, SCORE_DTYPE, XYXY_DTYPE, FrameKey
 from detect.results import box_context
 from detect.results.results_tables import (
     COORDINATES,
@@ -36,17 +36,19 @@ from detect.waymo.schema import CAMERA, SEGMENT, TIMESTAMP
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DetectionTable:
-    """The boxes of one detections.parquet (its rows that are detections, in the table's order)."""
+    """The boxes of one detections.parquet (its rows that are detections, in the table's order): the
+    columns of `Detections`, in its dtypes (`detect.core.records`), for every image, with each box's
+    image key and the optional columns."""
 
     path: Path
     segments: list[str]  # each box's segment name
     timestamps: np.ndarray  # int64
     cameras: np.ndarray  # int64, a camera Waymo has
-    xyxy: np.ndarray  # float32 [N, 4] as the table holds them: finite, ordered
-    scores: np.ndarray  # float32, finite
-    class_ids: np.ndarray  # int32, 0 to 2**31 - 1
+    xyxy: np.ndarray  # XYXY_DTYPE [N, 4] as the table holds them: finite, ordered
+    scores: np.ndarray  # SCORE_DTYPE, finite
+    class_ids: np.ndarray  # CLASS_ID_DTYPE, 0 to 2**31 - 1
     labels: np.ndarray | None = None  # str per box; None: not asked for
-    track_ids: np.ndarray | None = None  # int64 per box, -1 for none; None: no track ids it can use
+    track_ids: np.ndarray | None = None  # TRACK_ID_DTYPE per box, NO_TRACK for none; None: no track ids it can use
     range_m: np.ndarray | None = None  # float32 metres per box, NaN where unknown; None: no range column
     conditions: np.ndarray | None = None  # object [N, 3]: each box's image's time of day, location, weather
     not_boxes: str | None = None  # one line when some rows were left out as not boxes
@@ -110,9 +112,9 @@ def read_detections(path: Path, budget: RowBudget, *, labels: bool = False) -> D
         timestamps = table.column(TIMESTAMP).cast(pa.int64()).take(taken).to_numpy(zero_copy_only=False)
         names = table.column("label").cast(pa.string()).take(taken).to_pandas().astype(str).to_numpy() if labels else None
         segments = [str(s) for s in table.column(SEGMENT).take(taken).to_pylist()]
-        xyxy = np.stack([numbers(table, c)[rows].astype(np.float32) for c in COORDINATES], axis=1).reshape(-1, 4)
-        scores = numbers(table, "score")[rows].astype(np.float32)
-        class_ids = numbers(table, "class_id")[rows].astype(np.int32)
+        xyxy = np.stack([numbers(table, c)[rows].astype(XYXY_DTYPE) for c in COORDINATES], axis=1).reshape(-1, 4)
+        scores = numbers(table, "score")[rows].astype(SCORE_DTYPE)
+        class_ids = numbers(table, "class_id")[rows].astype(CLASS_ID_DTYPE)
         cameras = numbers(table, CAMERA)[rows].astype(np.int64)
     except (pa.ArrowException, ValueError) as err:
         raise InputError(f"{path}: not a detections table ({first_line(err)})") from None

@@ -1,5 +1,6 @@
-"""An `eval.json` read back: `detect eval` writes it from its typed `Evaluation` (in a segment's
-folder, and at the top of a run for the run as a whole); the report reads it.
+"""An `eval.json`, written and read back: `detect eval` makes it from its typed `Evaluation` (in a
+segment's folder, and at the top of a run for the run as a whole) and writes it here
+(`write_eval_record`); the report reads it (`read_eval_record`).
 
 It may have been edited like the rest of a results folder: the drawing threshold the matches were
 judged at is checked here (a number from 0 to 1, else not recorded: the page then shows no
@@ -10,11 +11,13 @@ are shown. One that cannot be used reads as none (`read_results_json`).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from detect.core.atomic import atomic_write_bytes
 from detect.results.layout import EVAL_FILE
-from detect.results.layout_version import EVAL
+from detect.results.layout_version import EVAL, stamped
 from detect.results.results_folder import fraction, json_object, read_results_json
 
 
@@ -28,6 +31,10 @@ class EvalRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> EvalRecord:
         return cls(fraction(data.get("threshold")), data)
+
+    def to_json(self) -> dict[str, object]:
+        """eval.json as written: `layout_version` first, then its sections in their order."""
+        return stamped(self.data)
 
     # The sections a page shows as they are (each checked and escaped where it is shown): {} when
     # the file holds no JSON object there.
@@ -91,6 +98,12 @@ class EvalRecord:
         rows = json_object(self.data.get("levels")).get(level)
         last = rows[-1] if isinstance(rows, list) and rows else None
         return last if isinstance(last, Mapping) else None
+
+
+def write_eval_record(directory: Path, record: EvalRecord) -> Path:
+    """eval.json in `directory`, atomically (`EvalRecord.to_json`; no NaN: strict JSON)."""
+    return atomic_write_bytes(directory / EVAL_FILE,
+                              (json.dumps(record.to_json(), indent=2, allow_nan=False) + "\n").encode())
 
 
 def read_eval_record(directory: Path) -> EvalRecord | None:

@@ -1,19 +1,14 @@
-"""The run manifest: what went in, what came out, what failed, how long each stage took."""
+"""The run manifest's name, statuses and the parts a run records in it: the versions it ran with, its
+failures and its invalid boxes (the record itself, written and read: `results_folder.Manifest`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
 import platform
 from collections.abc import Iterable
 from importlib import metadata
-from pathlib import Path
-from typing import Any
 
-from detect.core.atomic import atomic_write_bytes
 from detect.core.records import FrameFailure, FrameResult
-from detect.results.layout_version import stamped
 
 MANIFEST_FILE = "manifest.json"
 COMPLETE = "complete"
@@ -51,20 +46,6 @@ def invalid_boxes(results: Iterable[FrameResult]) -> list[dict[str, object]]:
              "camera": r.key.camera_name.name, "invalid_boxes": r.detections.invalid} for r in rows]
 
 
-def write_manifest(path: Path, manifest: dict[str, object]) -> None:
-    """manifest.json, atomically, in the current layout (`layout_version` first)."""
-    atomic_write_bytes(path, (json.dumps(stamped(manifest), indent=2, default=_default) + "\n").encode())
-
-
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
-
-def _default(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, (set, frozenset, tuple)):
-        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
-    return str(value)

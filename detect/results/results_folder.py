@@ -1,6 +1,7 @@
-"""Reading a segment's results folder back: its manifest as a typed record, and which images the run
-processed. The one reader eval, export, report, compare and gif share (the writers are beside it;
-eval.json and run files are read back by `eval_record` and `run_record` through `read_results_json`).
+"""A segment's results folder read back: its manifest as a typed record (written and read here: the
+one form, `Manifest.to_json` / `Manifest.from_json`), and which images the run processed. The one
+reader eval, export, report, compare and gif share (eval.json and run files are written and read
+back by `eval_record` and `run_record`, through `read_results_json`).
 
 A results folder is shared and may be edited: every value is checked here, once. What a reader
 cannot use reads as "not recorded" (the drawing threshold falls back to `DEFAULT_THRESHOLD`, the
@@ -12,17 +13,20 @@ when they cannot be used (`read_results_json`). The report escapes what it shows
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
+from detect.core.atomic import atomic_write_bytes
 from detect.core.errors import InputError, first_line
 from detect.core.files import UnreadableFileError, read_json_object
 from detect.core.records import FrameKey, FrameResult
 from detect.model.facts import ModelFacts
 from detect.results import journal
 from detect.results.frames import list_frames
-from detect.results.layout_version import MANIFEST, upgraded
+from detect.results.layout_version import MANIFEST, stamped, upgraded
 from detect.results.manifest import MANIFEST_FILE
 
 # The drawing threshold of a results folder whose manifest does not record one (a hand edit).
@@ -116,8 +120,10 @@ class InputRecord:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Manifest:
-    """A segment's manifest.json as read back: every section a reader acts on, typed and checked
-    once here; `settings` stays the JSON object the engine's `SettingsRecord.from_json` decodes."""
+    """A segment's manifest.json: every section a reader acts on, typed and checked once here;
+    `settings` stays the JSON object the engine's `SettingsRecord` writes and decodes. A run
+    builds one with `from_json` from the sections it records, a redraw or `detect track` changes
+    sections with `with_sections`, and `write_manifest` writes `to_json`: one form, read and written."""
 
     directory: Path
     segment_context_name: str  # as recorded, else the folder's name
@@ -154,6 +160,14 @@ class Manifest:
         """The recorded settings, the JSON object `SettingsRecord.from_json` decodes ({}: none)."""
         return json_object(self.data.get("settings"))
 
+    def to_json(self) -> dict[str, object]:
+        """The manifest as written: `layout_version` first, then its sections in their order."""
+        return stamped(self.data)
+
+    def with_sections(self, **sections: object) -> Manifest:
+        """This manifest with these top-level sections in place of its own (one it lacks goes last)."""
+        return Manifest.from_json({**self.data, **sections}, self.directory)
+
     @classmethod
     def from_json(cls, data: Mapping[str, object], directory: Path) -> Manifest:
         name = data.get("segment_context_name")
@@ -188,18 +202,19 @@ class Manifest:
 def recorded_max_boxes(manifest: Mapping[str, object]) -> int | None:
     """The most boxes drawn on an image a manifest records (`settings.draw.max_boxes`), or None when
     it records no whole number from 0 there (no cap)."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    value = draw.get("max_boxes") if isinstance(draw, Mapping) else None
+    value = _recorded_style(manifest).get("max_boxes")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def recorded_threshold(manifest: Mapping[str, object]) -> float | None:
     """The drawing threshold a manifest records (`settings.draw.threshold`), or None when it does
     not hold a number from 0 to 1 there."""
-    settings = manifest.get("settings")
-    draw = settings.get("draw") if isinstance(settings, Mapping) else None
-    return fraction(draw.get("threshold") if isinstance(draw, Mapping) else None)
+    return fraction(_recorded_style(manifest).get("threshold"))
+
+
+def _recorded_style(manifest: Mapping[str, object]) -> Mapping[str, object]:
+    """The drawing style a manifest records (`settings.draw`; the drawing mode is `settings.draw_mode`)."""
+    return json_object(json_object(manifest.get("settings")).get("draw"))
 
 
 def fraction(value: object) -> float | None:
@@ -217,6 +232,21 @@ def read_manifest(directory: Path) -> Manifest:
     except UnreadableFileError as err:
         raise InputError(f"{path}: cannot read the manifest ({first_line(err)})") from None
     return Manifest.from_json(upgraded(data, MANIFEST, path), directory)
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    """manifest.json, atomically, in the current layout (`Manifest.to_json`)."""
+    atomic_write_bytes(path, (json.dumps(manifest.to_json(), indent=2, default=_default) + "\n").encode())
+
+
+def _default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    return str(value)
 
 
 def read_results_json(path: Path, kind: str) -> Mapping[str, object] | None:

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from detect.core.cameras import CameraName
 from detect.core.errors import InputError, first_line
 from detect.core.files import open_regular
+from detect.core.records import NO_TRACK, TRACK_ID_DTYPE
 from detect.results.frames import list_frames
 from detect.results.journal import journal_path
 from detect.results.results_folder import finished_frames, read_manifest
@@ -171,7 +172,7 @@ def not_boxes(path: Path, rows: np.ndarray, then: str = "left out") -> str | Non
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TrackIds:
-    """A table's track ids: int64 per row, -1 for none (None: the table has none it can use) and
+    """A table's track ids: `TRACK_ID_DTYPE` per row, `NO_TRACK` for none (None: none it can use) and
     why they were left out (None: they were not, or the table has no track_id column)."""
 
     ids: np.ndarray | None
@@ -194,7 +195,7 @@ def read_track_ids(table: pa.Table, rows: np.ndarray, path: Path) -> TrackIds:
     if bad.any():
         return TrackIds(None, f"{path}: track_id holds {float(values[bad][0])!r}, not a whole number; {left_out}")
     with np.errstate(invalid="ignore"):
-        ids = np.where(values >= 0, values, -1).astype(np.int64)
+        ids = np.where(values >= 0, values, NO_TRACK).astype(TRACK_ID_DTYPE)
     twice = _twice(table, ids, rows)
     if twice is not None:
         return TrackIds(None, f"{path}: {twice} (an edited or merged table): which box it follows is unknown, so its "

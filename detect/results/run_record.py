@@ -1,6 +1,6 @@
 """A run file read back: `run.json` at the top of a run's output (`run-shard-I-of-N.json`, one per
-shard, when shards share it), what `detect run` did with each input. The runner writes it and
-reads its last one back to carry outcomes over; the report shows every one.
+shard, when shards share it), what `detect run` did with each input. The runner writes it
+(`write_run_record`) and reads its last one back to carry outcomes over; the report shows every one.
 
 A run file may be edited like the rest of a results folder: one that cannot be used reads as
 none (the segments' manifests still say what is complete), and an entry that is not a JSON
@@ -10,10 +10,12 @@ object is left out. Values a page shows stay JSON, checked where they are shown.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from detect.results.layout_version import RUN
+from detect.core.atomic import atomic_write_bytes
+from detect.results.layout_version import RUN, stamped
 from detect.results.results_folder import json_object, read_results_json, whole
 
 RUN_FILE = "run.json"
@@ -40,6 +42,10 @@ class RunRecord:
         listed = entries if isinstance(entries, list) else []
         return cls(name, tuple(e for e in listed if isinstance(e, dict)), data)
 
+    def to_json(self) -> dict[str, object]:
+        """The run file as written: `layout_version` first, then its keys in their order."""
+        return stamped(self.data)
+
     @property
     def tally(self) -> dict[str, int | None]:
         """`this_run`'s counts of inputs by outcome (done, done_with_failures, skipped, failed): a whole
@@ -59,6 +65,11 @@ class RunRecord:
     def failed(self) -> list[Mapping[str, object]]:
         """The entries of inputs that failed."""
         return [e for e in self.entries if e.get("status") == "failed"]
+
+
+def write_run_record(path: Path, record: RunRecord) -> None:
+    """The run file at `path`, atomically (`RunRecord.to_json`)."""
+    atomic_write_bytes(path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
 
 
 def read_run_record(path: Path) -> RunRecord | None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from detect.core.atomic import atomic_path
-from detect.core.records import FrameResult
+from detect.core.records import CLASS_ID_DTYPE, SCORE_DTYPE, TRACK_ID_DTYPE, XYXY_DTYPE, FrameResult
 from detect.results import box_context
 from detect.waymo.context.segment import SegmentContext
 from detect.waymo.schema import CAMERA, KEY_FIELDS, SEGMENT, TIMESTAMP
@@ -21,16 +21,14 @@ DETECTIONS_FILE = "detections.parquet"
 SCHEMA = pa.schema(
     [
         *KEY_FIELDS,
-        ("class_id", pa.int32()),
+        # a box's columns as `Detections` declares them (detect.core.records)
+        ("class_id", pa.from_numpy_dtype(CLASS_ID_DTYPE)),
         ("label", pa.string()),
-        ("score", pa.float32()),
-        ("xmin", pa.float32()),
-        ("ymin", pa.float32()),
-        ("xmax", pa.float32()),
-        ("ymax", pa.float32()),
+        ("score", pa.from_numpy_dtype(SCORE_DTYPE)),
+        *((name, pa.from_numpy_dtype(XYXY_DTYPE)) for name in ("xmin", "ymin", "xmax", "ymax")),
         *box_context.FIELDS,  # each box's range and its image's conditions, null where not known
         # the object's track (unique in the segment), null where the tracker kept none or did not run
-        ("track_id", pa.int64()),
+        ("track_id", pa.from_numpy_dtype(TRACK_ID_DTYPE)),
     ]
 )
 
@@ -59,10 +57,10 @@ def to_table(results: Iterable[FrameResult]) -> pa.Table:
 
 def with_track_ids(table: pa.Table, ids: np.ndarray) -> pa.Table:
     """`table` with its `track_id` column set from `ids` (one per row; -1: null, no track)."""
-    ids = np.asarray(ids, np.int64).reshape(-1)
+    ids = np.asarray(ids, TRACK_ID_DTYPE).reshape(-1)
     if len(ids) != table.num_rows:
         raise ValueError(f"expected one track id per row ({table.num_rows}), got {len(ids)}")
-    column = pa.array(ids, pa.int64(), mask=ids < 0)
+    column = pa.array(ids, pa.from_numpy_dtype(TRACK_ID_DTYPE), mask=ids < 0)
     return table.set_column(table.schema.get_field_index("track_id"), "track_id", column)
 
 

@@ -20,8 +20,8 @@ from detect.core.records import FrameKey, FrameResult
 from detect.model.classmap import ClassMap
 from detect.results import box_context
 from detect.results.layout import SegmentLock, has_pictures, is_marked
-from detect.results.manifest import MANIFEST_FILE, write_manifest
-from detect.results.results_folder import read_manifest
+from detect.results.manifest import MANIFEST_FILE
+from detect.results.results_folder import read_manifest, write_manifest
 from detect.results.results_tables import (
     COORDINATES,
     RowBudget,
@@ -127,9 +127,7 @@ def _retrack(directory: Path, class_map: ClassMap, threshold: float | None, lost
     if note is not None:
         notes.append(note)
     write_table(path, table, lambda _: ids)
-    data = dict(manifest.data)
-    data["tracking"] = tracking_record(params, ids)
-    write_manifest(directory / MANIFEST_FILE, data)
+    write_manifest(directory / MANIFEST_FILE, manifest.with_sections(tracking=tracking_record(params, ids)))
     written += [path, directory / MANIFEST_FILE]
     tracks = len(np.unique(ids[ids >= 0]))
     return f"{printable(manifest.segment_context_name)}: {tracks} track(s) over {int((ids >= 0).sum())} of {len(ids)} boxes"

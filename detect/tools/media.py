@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                height=1000)
     screenshot(default / "report.html", out / "report_failures.png", 1000, "h3:has-text('Where the AP goes')",
                height=760)
-    screenshot(work / "default" / "index.html", out / "index_where_it_fails.png", 1000, "#where-it-fails", height=1000)
+    screenshot(work / "default" / "index.html", out / "index_where_it_fails.png", 1000, "#worst-moments", height=1000)
     screenshot(work / "compare" / "compare.html", out / "compare_disagree.png", 1000,
                "h2:has-text('Where they disagree most')", height=800)
     print(f"media: pictures in {out}; runs in {work}")

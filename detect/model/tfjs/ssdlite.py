@@ -31,7 +31,7 @@ from detect.model.coco_classes import COCO80_IDS
 from detect.model.contract import ModelOutputs
 from detect.model.defaults import ModelDefaults
 from detect.model.tfjs.graph_def import TfjsGraph, as_function
-from detect.model.tfjs.heads import Head, SizeCost
+from detect.model.tfjs.heads import Head
 
 NAME = "ssdlite"
 DESCRIPTION = "SSDLite MobileNet v2 trained on COCO"
@@ -51,18 +51,10 @@ CAST = "ToFloat"
 SIZE = 300
 ANCHORS = 1917
 NMS_IOU = 0.6
-# `python -m detect.tools.sweep --models models/ssdlite_mobilenet_v2_coco --sizes native 300 600` (docs/models.md):
-# native, the resize as the graph does it, boxes Waymo's vehicles best (AP50 0.253 against 0.208 at
-# 300, about two of 50); 300 boxes MOT17's people a little better (0.219 against 0.193, 276 labels)
-# in 0.6x the time. 0.5 is coco-ssd's own minScore (the real frame's F1-best: 0.30 vehicles, 0.44
-# pedestrians).
+# The defaults the sweep over input sizes chose (`python -m detect.tools.sweep`): what each size gave
+# and why this one is in docs/models.md ("ssdlite --input-size"). 0.5 is coco-ssd's own minScore.
 DEFAULTS = ModelDefaults(input_size="native", threshold=0.5, nms_iou=NMS_IOU)
 BUILT_IN = "the graph's Postprocessor/Decode of its 1,917 anchors (no NMS)"
-DEFAULTS_REASON = ("native (the full frame, resized to 300x300 by the graph's own op) finds Waymo's vehicles best: "
-                   "AP50 0.253 against 0.208 at 300 (50 labels); 300 boxes MOT17's people a little better (0.219 "
-                   "against 0.193, 276 labels) in 0.6x the model time (python -m detect.tools.sweep; docs/models.md)")
-SIZE_COSTS = {"native": SizeCost(0.253, 0.363, 0.193, 1.0), "300": SizeCost(0.208, 0.368, 0.219, 0.60),
-              "600": SizeCost(0.246, 0.361, 0.202, 0.63)}
 
 
 def without_loop(tf: Any, graph: TfjsGraph, path: Path) -> TfjsGraph:
@@ -122,5 +114,4 @@ def build(tf: Any, graph: TfjsGraph, path: Path) -> Any:
 
 HEAD = Head(name=NAME, description=DESCRIPTION, short_name=SHORT_NAME, upstream=UPSTREAM, license=LICENSE,
             package_files=PACKAGE_FILES, input=INPUT, outputs=OUTPUTS, defaults=DEFAULTS, build=build,
-            package=PACKAGE, input_multiple=None, size_costs=SIZE_COSTS, defaults_reason=DEFAULTS_REASON,
-            built_in=BUILT_IN)
+            package=PACKAGE, input_multiple=None, built_in=BUILT_IN)
