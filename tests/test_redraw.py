@@ -150,7 +150,7 @@ def test_a_crashed_redraw_says_redrawing_and_a_second_one_finishes_it(runs, low,
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(redraw, "_redraw_pixels", crash)
+    monkeypatch.setattr(redraw, "redraw_pixels", crash)  # the pixels stage, as the command calls it
     with pytest.raises(KeyboardInterrupt):
         redraw.redraw_segment(low, redraw.RedrawRequest(threshold=0.6))
     manifest = json.loads((low / "manifest.json").read_text())
