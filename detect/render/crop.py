@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from detect.render.chips import RGB
-from detect.render.draw import paint_outline
+from detect.render.outline import paint_outline
 
 CROP_SIDE = 240  # pixels: the picture as the page shows it (a grid of 240-px cells)
 MARGIN = 24  # source pixels of context on each side of the box

@@ -35,10 +35,10 @@ from detect.render.draw import (
     PlacedChips,
     draw_boxes,
     legend_font_size,
-    paint_outline,
     scaled_line_width,
     selected_rows,
 )
+from detect.render.outline import paint_outline
 from detect.render.trails import TRACK_LEGEND, FrameTracks
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
