@@ -293,6 +293,10 @@ def test_a_collecting_reporter_keeps_the_messages():
     ({"labels": ()}, r"labels must have 1 entries, got 0"),
     ({"xyxy": np.array([[5.0, 0, 1, 1]])}, r"xyxy boxes must have xmin <= xmax and ymin <= ymax"),
     ({"invalid": -1}, r"invalid must be >= 0, got -1"),
+    ({"track_ids": np.array([1, 2])}, r"track_ids must have shape \(1,\), got \(2,\)"),
+    ({"track_ids": np.array([[1]])}, r"track_ids must have shape \(1,\), got \(1, 1\)"),
+    ({"track_ids": np.array([1.0])}, r"track_ids must be integers, got dtype float64"),
+    ({"track_ids": np.array([-2])}, r"track_ids must be >= -1 \(-1: no track\), got -2"),
 ])
 def test_detections_say_what_is_wrong(kwargs, message):
     fields = {"xyxy": np.array([[0.0, 0, 1, 1]]), "scores": np.array([0.5]), "class_ids": np.array([1]),

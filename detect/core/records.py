@@ -72,7 +72,9 @@ class Detections:
 
     `xyxy` is float32 `[N, 4]` as `(xmin, ymin, xmax, ymax)`; `scores` float32 `[N]`;
     `class_ids` int32 `[N]` (COCO ids for the default model); `labels` one name per box;
-    `invalid` how many rows the model emitted that were dropped as invalid (not in the arrays).
+    `invalid` how many rows the model emitted that were dropped as invalid (not in the arrays);
+    `track_ids` int64 `[N]`, each box's track (`NO_TRACK`: the tracker kept none for it), or None
+    where the image was not tracked (an optional column, as supervision's `tracker_id`).
     """
 
     xyxy: np.ndarray
@@ -80,6 +82,7 @@ class Detections:
     class_ids: np.ndarray
     labels: tuple[str, ...]
     invalid: int = 0  # rows the model emitted that were dropped as invalid (NaN, zero area, ...)
+    track_ids: np.ndarray | None = None  # TRACK_ID_DTYPE per box, NO_TRACK for none; None: not tracked
 
     def __post_init__(self) -> None:
         if self.invalid < 0:
@@ -104,13 +107,21 @@ class Detections:
         object.__setattr__(self, "scores", scores)
         object.__setattr__(self, "class_ids", class_ids.astype(CLASS_ID_DTYPE))
         object.__setattr__(self, "labels", labels)
+        if self.track_ids is not None:
+            object.__setattr__(self, "track_ids", _track_ids(self.track_ids, n))
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
     @classmethod
-    def empty(cls) -> Detections:
-        return cls(np.zeros((0, 4), XYXY_DTYPE), np.zeros(0, SCORE_DTYPE), np.zeros(0, CLASS_ID_DTYPE), ())
+    def empty(cls, *, tracked: bool = False) -> Detections:
+        """No boxes (`tracked`: of an image that was tracked, an empty `track_ids` column)."""
+        return cls(np.zeros((0, 4), XYXY_DTYPE), np.zeros(0, SCORE_DTYPE), np.zeros(0, CLASS_ID_DTYPE), (),
+                   track_ids=np.zeros(0, TRACK_ID_DTYPE) if tracked else None)
+
+    def with_track_ids(self, track_ids: np.ndarray | None) -> Detections:
+        """The same boxes with `track_ids` as their track column (one per box; None: untracked)."""
+        return dataclasses.replace(self, track_ids=track_ids)
 
     def select(self, mask_or_index: np.ndarray) -> Detections:
         """A new Detections holding the rows picked by a boolean mask or an index array."""
@@ -123,17 +134,36 @@ class Detections:
             self.class_ids[index],
             tuple(self.labels[i] for i in index),
             invalid=self.invalid,
+            track_ids=None if self.track_ids is None else self.track_ids[index],
         )
 
     def equals(self, other: Detections, atol: float = 1e-3) -> bool:
-        """Same boxes, classes and labels, scores and coordinates within `atol`."""
+        """Same boxes, classes, labels and track ids (or both untracked), scores and coordinates within `atol`."""
         return (
             len(self) == len(other)
             and self.labels == other.labels
             and np.array_equal(self.class_ids, other.class_ids)
+            and _same_tracks(self.track_ids, other.track_ids)
             and np.allclose(self.scores, other.scores, atol=atol)
             and np.allclose(self.xyxy, other.xyxy, atol=atol)
         )
+
+
+def _same_tracks(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return a is None and b is None or a is not None and b is not None and np.array_equal(a, b)
+
+
+def _track_ids(values: object, n: int) -> np.ndarray:
+    """`TRACK_ID_DTYPE` `[n]` track ids, each `NO_TRACK` or >= 0, or a ValueError saying what is wrong."""
+    ids = np.asarray(values)
+    if ids.shape != (n,):
+        raise ValueError(f"track_ids must have shape ({n},), got {ids.shape}")
+    if n and not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"track_ids must be integers, got dtype {ids.dtype}")
+    ids = ids.astype(TRACK_ID_DTYPE)
+    if n and ids.min() < NO_TRACK:
+        raise ValueError(f"track_ids must be >= {NO_TRACK} ({NO_TRACK}: no track), got {int(ids.min())}")
+    return ids
 
 
 @dataclasses.dataclass(frozen=True)
