@@ -46,8 +46,8 @@ def live_ids(order: list[FrameKey], by_key: dict[FrameKey, Detections], live: Li
     live = live or LiveTracks(PARAMS, default_class_map())
     got = {}
     for key in order:
-        tracks = live.update(key, by_key[key])
-        got[key] = None if tracks is None else tracks.track_ids.tolist()
+        tracked, _ = live.update(key, by_key[key])
+        got[key] = None if tracked.track_ids is None else tracked.track_ids.tolist()
     return got, live
 
 
@@ -67,14 +67,15 @@ def test_each_image_gets_the_trails_of_its_tracked_boxes_ending_at_the_box():
     by_key = images()
     live = LiveTracks(PARAMS, default_class_map())
     for key in sorted(by_key, key=lambda k: (k.frame_timestamp_micros, int(k.camera_name))):
-        tracks = live.update(key, by_key[key])
-    assert tracks is not None and key.camera_name == CameraName.FRONT_RIGHT
-    tracked = {int(i): row for row, i in enumerate(tracks.track_ids) if i >= 0}
-    assert set(tracks.trails) == set(tracked)
+        detections, trails = live.update(key, by_key[key])
+    assert detections.track_ids is not None and key.camera_name == CameraName.FRONT_RIGHT
+    assert detections.equals(by_key[key].with_track_ids(detections.track_ids), atol=0)  # the boxes as given
+    tracked = {int(i): row for row, i in enumerate(detections.track_ids) if i >= 0}
+    assert set(trails) == set(tracked)
     for track_id, row in tracked.items():
         x0, _, x1, y1 = by_key[key].xyxy[row]
-        np.testing.assert_allclose(tracks.trails[track_id][-1], [(x0 + x1) / 2, y1])
-        assert len(tracks.trails[track_id]) == 11  # a second of points at 10 Hz, this one included
+        np.testing.assert_allclose(trails[track_id][-1], [(x0 + x1) / 2, y1])
+        assert len(trails[track_id]) == 11  # a second of points at 10 Hz, this one included
 
 
 def test_a_resume_seeded_with_the_finished_images_gives_the_uninterrupted_ids():

@@ -201,13 +201,13 @@ class _OverlappedStages:
             if isinstance(outcome, Detections):
                 with self._lock:
                     self._keys[decoded.index] = frame.key
-                tracks = None
+                trails = None
                 if self.live is not None:
                     t = self.clock()
-                    tracks = self.live.update(frame.key, outcome)
+                    outcome, trails = self.live.update(frame.key, outcome)
                     self.timings.add("track", self.clock() - t)
                 consumer.put(decoded.index, self.renderer.submit(decoded, frame.key, outcome, self.labels(frame.key),
-                                                                 tracks))
+                                                                 trails))
             else:
                 consumer.put(decoded.index, outcome)
 

@@ -14,14 +14,13 @@ import numpy as np
 
 from detect.core.errors import InputError
 from detect.core.names import printable
-from detect.core.records import FrameKey, FrameResult
+from detect.core.records import Detections, FrameKey, FrameResult
 from detect.engine.redraw_source import CheckedSource
 from detect.engine.render_pool import open_renderer
 from detect.engine.spec import SegmentJob
 from detect.engine.stages import Rendered, StageTimings
 from detect.model.full_frames import decode_full_frames
 from detect.results.animations import AnimationSet
-from detect.track.live import ImageTracks
 from detect.track.trail_history import Trails
 from detect.waymo.camera_labels import SegmentLabels
 from detect.waymo.readers import iter_frames
@@ -33,7 +32,7 @@ def redraw_pixels(directory: Path, source: CheckedSource, job: SegmentJob, resul
     settings, keys = job.settings, source.keys
     if not settings.needs_full_frames:
         return ()
-    tracks = _image_tracks(results, ids) if ids is not None else {}
+    tracked = _tracked_images(results, ids) if ids is not None else {}
     timings = StageTimings()
     renderer = open_renderer(directory, job, timings)
     cameras = {k.camera_name for k in results}
@@ -58,7 +57,8 @@ def redraw_pixels(directory: Path, source: CheckedSource, job: SegmentJob, resul
         for decoded in decode_full_frames(numbered(), threads=settings.decode_threads, max_pixels=settings.max_pixels):
             key = by_index.pop(decoded.index)
             frame_labels = labels.get(key) if labels is not None and job.rules is not None else None
-            window.append(renderer.submit(decoded, key, results[key].detections, frame_labels, tracks.get(key)))
+            detections, trails = tracked.get(key, (results[key].detections, None))
+            window.append(renderer.submit(decoded, key, detections, frame_labels, trails))
             drawn += 1
             while len(window) > 2 * settings.workers + 2:
                 consume(window.popleft())
@@ -80,16 +80,18 @@ def redraw_pixels(directory: Path, source: CheckedSource, job: SegmentJob, resul
     return tuple(written + (["mosaic"] if animations is not None and len(cameras) >= 2 else []))
 
 
-def _image_tracks(results: Mapping[FrameKey, FrameResult], ids: np.ndarray) -> dict[FrameKey, ImageTracks]:
-    """Each image's track ids (the table's rows are in (timestamp, camera) order, an image's boxes
-    as the journal holds them) and trails, each camera's images in time order, as the run gives them."""
+def _tracked_images(results: Mapping[FrameKey, FrameResult],
+                    ids: np.ndarray) -> dict[FrameKey, tuple[Detections, dict[int, np.ndarray]]]:
+    """Each image's detections with the table's track ids (its rows are in (timestamp, camera) order,
+    an image's boxes as the journal holds them) and its trails, each camera's images in time order,
+    as the run gives them."""
     trails = Trails()
-    out: dict[FrameKey, ImageTracks] = {}
+    out: dict[FrameKey, tuple[Detections, dict[int, np.ndarray]]] = {}
     offset = 0
     for key in sorted(results, key=lambda k: (k.frame_timestamp_micros, int(k.camera_name))):
         detections = results[key].detections
         own = ids[offset:offset + len(detections)]
         offset += len(detections)
-        out[key] = ImageTracks(own, trails.update(int(key.camera_name), key.frame_timestamp_micros, own,
-                                                  detections.xyxy))
+        out[key] = (detections.with_track_ids(own),
+                    trails.update(int(key.camera_name), key.frame_timestamp_micros, own, detections.xyxy))
     return out

@@ -23,6 +23,7 @@ import multiprocessing.connection
 import os
 import signal
 import threading
+from collections.abc import Mapping
 from multiprocessing import shared_memory
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,6 @@ from detect.engine.stages import Rendered, StageTimings, render_frame, render_pi
 from detect.engine.tuning import keep_freed_memory, lower_thread_priority
 from detect.model.inputs import DecodedImage
 from detect.results.animations import AnimationFrame
-from detect.track.live import ImageTracks
 
 # Slots per worker: one frame being drawn, one waiting, so a worker never idles on the copy.
 SLOTS_PER_WORKER = 2
@@ -53,7 +53,7 @@ class Renderer:
     executor: concurrent.futures.Executor
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, trails: Mapping[int, np.ndarray] | None = None) -> concurrent.futures.Future[Rendered]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -87,9 +87,9 @@ class ThreadRenderer(Renderer):
         self.executor = self._pool
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, trails: Mapping[int, np.ndarray] | None = None) -> concurrent.futures.Future[Rendered]:
         return self._pool.submit(render_frame, decoded, key, detections, self.segment_dir, self.job,
-                                 self.timings, labels, tracks)
+                                 self.timings, labels, trails)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -112,7 +112,7 @@ class ProcessRenderer(Renderer):
         self._lock = threading.Lock()
 
     def submit(self, decoded: DecodedImage, key: FrameKey, detections: Detections,
-               labels: Labels | None, tracks: ImageTracks | None = None) -> concurrent.futures.Future[Rendered]:
+               labels: Labels | None, trails: Mapping[int, np.ndarray] | None = None) -> concurrent.futures.Future[Rendered]:
         result = FrameResult(key, decoded.width, decoded.height, detections)
         if decoded.full is None:
             raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
@@ -120,7 +120,7 @@ class ProcessRenderer(Renderer):
         outer: concurrent.futures.Future[Rendered] = concurrent.futures.Future()
         try:
             inner = self._pool.submit(render_in_worker, slot.name, decoded.full.shape, key, detections,
-                                      self.segment_dir, self.job, labels, tracks)
+                                      self.segment_dir, self.job, labels, trails)
         except concurrent.futures.process.BrokenProcessPool as err:
             self._slots.release(slot)
             discard_pool(self.workers)
@@ -381,11 +381,11 @@ def _close(slot: shared_memory.SharedMemory) -> None:
 
 def render_in_worker(name: str, shape: tuple[int, ...], key: FrameKey, detections: Detections, segment_dir: Path,
                      job: SegmentJob, labels: Labels | None,
-                     tracks: ImageTracks | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
+                     trails: Mapping[int, np.ndarray] | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
     """Runs in a render process: the frame in slot `name`, drawn in place, written, prepared."""
     frame = np.ndarray(shape, np.uint8, buffer=attach(name).buf)
     try:
-        return render_pixels(frame, key, detections, segment_dir, job, labels, tracks)
+        return render_pixels(frame, key, detections, segment_dir, job, labels, trails)
     finally:
         del frame  # no view may outlive the call: the slot is reused for the next frame
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -22,12 +22,11 @@ from detect.engine.spec import SegmentJob
 from detect.model.inputs import DecodedImage
 from detect.render.draw import draw_detections, paint_watermark
 from detect.render.mosaic_tile import detection_boxes, draw_mosaic_tile, error_boxes, shrink
-from detect.render.trails import FrameTracks
+from detect.render.trails import numbered
 from detect.render.verdicts import draw_errors, judge, judged_legend
 from detect.results.animations import AnimationFrame, mosaic_tile_width, prepare_animation_frame
 from detect.results.frames import write_frame
 from detect.results.mosaic_tiles import write_tile
-from detect.track.live import ImageTracks
 from detect.waymo.readers import SegmentKeys
 from detect.waymo.selection import FrameFilter, duplicate_rows, select
 
@@ -96,7 +95,7 @@ def detect_images(detector: BatchDetector, batch: list[DecodedImage], keys: list
 
 def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, segment_dir: Path,
                  job: SegmentJob, timings: StageTimings, labels: Labels | None = None,
-                 tracks: ImageTracks | None = None) -> Rendered:
+                 trails: Mapping[int, np.ndarray] | None = None) -> Rendered:
     """Thread worker: `render_pixels` on the decoded frame, its step times added to `timings`."""
     result = FrameResult(key, decoded.width, decoded.height, detections)
     if not job.settings.needs_full_frames:
@@ -104,7 +103,7 @@ def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, s
     if decoded.full is None:
         raise ValueError(f"{key}: the full frame was not kept, so it cannot be drawn")
     frame = decoded.full if decoded.full.flags.writeable else decoded.full.copy()  # drawn on in place
-    animation, seconds = render_pixels(frame, key, detections, segment_dir, job, labels, tracks)
+    animation, seconds = render_pixels(frame, key, detections, segment_dir, job, labels, trails)
     for stage, value in seconds.items():
         timings.add(stage, value)
     return Rendered(result, animation)
@@ -112,8 +111,9 @@ def render_frame(decoded: DecodedImage, key: FrameKey, detections: Detections, s
 
 def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segment_dir: Path,
                   job: SegmentJob, labels: Labels | None = None,
-                  tracks: ImageTracks | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
-    """Draw on `frame` in place (the labels first, when asked; `tracks`: the boxes' ids and trails),
+                  trails: Mapping[int, np.ndarray] | None = None) -> tuple[AnimationFrame | None, dict[str, float]]:
+    """Draw on `frame` in place (the labels first, when asked; a tracked image, `detections.track_ids`
+    set, with its ids as its camera numbers them and the tracks' `trails`, keyed by the segment's ids),
     write it, prepare its animation frame; the mosaic's tile is the raw frame shrunk, then drawn
     for the size the mosaic is shown at (kept beside the frames when frames are written, for the
     animations rebuilt from them). The same code runs in a render thread or a render process;
@@ -122,17 +122,19 @@ def render_pixels(frame: np.ndarray, key: FrameKey, detections: Detections, segm
     seconds: dict[str, float] = {}
     t0 = time.thread_time()
     raw_tile, scale = shrink(frame, mosaic_tile_width(settings.gif_width))  # before the frame is drawn on
-    drawn_tracks = None if tracks is None else FrameTracks.numbered(tracks.track_ids, tracks.trails, int(key.camera_name))
+    drawn_trails = None
+    if detections.track_ids is not None:
+        detections, drawn_trails = numbered(detections, trails or {}, int(key.camera_name))
     if job.rules is not None and labels is not None:
-        judged = judge(detections, labels, job.rules, settings.style, drawn_tracks)
+        judged = judge(detections, labels, job.rules, settings.style, drawn_trails)
         draw_errors(frame, judged, line_width=settings.style.line_width)
         annotated = paint_watermark(frame, settings.style)
         boxes = error_boxes(judged, judged_legend(judged))
     else:
-        drawn = draw_detections(frame, detections, settings.style, in_place=True, tracks=drawn_tracks)  # ours
+        drawn = draw_detections(frame, detections, settings.style, in_place=True, trails=drawn_trails)  # ours
         assert isinstance(drawn, np.ndarray)
         annotated = drawn
-        boxes = detection_boxes(detections, settings.style, drawn_tracks)
+        boxes = detection_boxes(detections, settings.style, drawn_trails)
     tile = draw_mosaic_tile(raw_tile, boxes, scale, settings.style.watermark)
     t1 = time.thread_time()
     seconds["draw"] = t1 - t0

@@ -15,7 +15,7 @@ from detect.render.chip_layout import Chip, Rect, frame_font_size, lay_out_chips
 from detect.render.chip_text import chip_text, chip_texts, short_chip_text
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip, paint_chip_at
 from detect.render.outline import clip_all, paint_outline
-from detect.render.trails import TRACK_LEGEND, FrameTracks, paint_trails, trail_rects
+from detect.render.trails import NO_TRAILS, TRACK_LEGEND, TrackTrails, drawn_track_ids, paint_trails, trail_rects
 
 # A fixed, high-contrast palette (Tableau 20 reordered so neighbouring COCO ids differ strongly).
 # A class keeps its color across frames, cameras and runs: color = palette[class_id % len].
@@ -188,13 +188,13 @@ def selected_rows(detections: Detections, style: DrawStyle) -> np.ndarray:
 
 def draw_detections(
     image: np.ndarray | Image.Image, detections: Detections, style: DrawStyle | None = None,
-    *, in_place: bool = False, tracks: FrameTracks | None = None,
+    *, in_place: bool = False, trails: TrackTrails | None = None,
 ) -> np.ndarray | Image.Image:
     """`detections` drawn on a copy of `image`, returned as the same kind of image (array in,
     array out; PIL in, PIL out). The input is left untouched, unless `in_place` asks to draw on
     `image` itself (a writable C-contiguous array the caller owns; saves a full-frame copy).
-    `tracks` (the segment is tracked): each box's id in its chip (`#17 car 0.83`), its trail
-    behind it in its class color, and a legend line that says so.
+    A tracked image (`detections.track_ids` set): each box's id in its chip (`#17 car 0.83`), its
+    trail (`trails`, keyed by those ids) behind it in its class color, and a legend line that says so.
 
     Drawing works on the numpy array: on a 1920x1280 frame this avoids two full-frame copies
     through Pillow's 4-byte pixel layout (~20 ms a frame here) and hands fpng its input as is.
@@ -208,25 +208,25 @@ def draw_detections(
         canvas = _checked(image)
     else:
         canvas = to_array(image)
-    chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
+    chosen, texts, colors, ids = chosen_boxes(detections, style)
+    tracked = detections.track_ids is not None
     height, width = canvas.shape[:2]
-    reserved = [r for r in (track_legend_rect(width, height) if tracks is not None else None,
+    reserved = [r for r in (track_legend_rect(width, height) if tracked else None,
                             watermark_rect(width, height, style)) if r is not None]
     draw_boxes(canvas, chosen.xyxy, texts, colors, line_width=style.line_width, font_size=style.font_size,
-               dashed=style.dashed, reserved=reserved, trails=tracks.trails_of(ids, colors) if tracks is not None else None)
-    if tracks is not None:
+               dashed=style.dashed, reserved=reserved, trails=(trails or NO_TRAILS).of(ids, colors) if tracked else None)
+    if tracked:
         paint_track_legend(canvas)
     paint_watermark(canvas, style)
     return Image.fromarray(canvas, mode="RGB") if isinstance(image, Image.Image) else canvas
 
 
-def chosen_boxes(detections: Detections, style: DrawStyle, tracks: FrameTracks | None = None
+def chosen_boxes(detections: Detections, style: DrawStyle
                  ) -> tuple[Detections, list[tuple[str, ...]], list[RGB], list[int | None]]:
     """The boxes `draw_detections` draws, best first: their detections, chip texts (longest first:
     `#17 car 0.83`, `car .83`, `.83`), class colors and track ids (None: untracked)."""
-    rows = selected_rows(detections, style)
-    chosen = detections.select(rows)
-    ids: list[int | None] = tracks.ids_of(rows, len(detections)) if tracks is not None else [None] * len(rows)
+    chosen = detections.select(selected_rows(detections, style))
+    ids = drawn_track_ids(chosen)
     texts = [
         chip_texts(chip_text(label, int(cid), score, style, track_id),
                    short_chip_text(score, style, track_id, label or str(int(cid))), short_chip_text(score, style))

@@ -21,7 +21,7 @@ from detect.core.records import Detections
 from detect.render.chip_layout import font_size_for
 from detect.render.chips import RGB, chip_height, chip_width, paint_chip
 from detect.render.draw import WATERMARK_COLOR, DrawStyle, chosen_boxes, draw_boxes
-from detect.render.trails import TRACK_LEGEND, FrameTracks
+from detect.render.trails import NO_TRAILS, TRACK_LEGEND, TrackTrails
 from detect.render.verdicts import COLORS, LINES, MISSED, OTHER, Judged, LegendEntry
 
 # The report page's content width: the mosaic is shown this wide (the README's copy, ~880 px, a
@@ -80,15 +80,17 @@ def error_boxes(judged: Judged, legend: tuple[LegendEntry, ...]) -> TileBoxes:
                      judged.trails, trail_colors)
 
 
-def detection_boxes(detections: Detections, style: DrawStyle, tracks: FrameTracks | None = None) -> TileBoxes:
-    """The boxes `draw_detections` draws, best score first, in their class colors."""
-    chosen, texts, colors, ids = chosen_boxes(detections, style, tracks)
+def detection_boxes(detections: Detections, style: DrawStyle, trails: TrackTrails | None = None) -> TileBoxes:
+    """The boxes `draw_detections` draws, best score first, in their class colors (a tracked
+    image's with their trails and the track legend)."""
+    chosen, texts, colors, ids = chosen_boxes(detections, style)
     n = len(chosen)
-    trails, trail_colors = tracks.trails_of(ids, colors) if tracks is not None else ({}, {})
-    legend: tuple[LegendEntry, ...] = ((None, TRACK_LEGEND),) if tracks is not None else ()
+    tracked = detections.track_ids is not None
+    drawn_trails, trail_colors = (trails or NO_TRAILS).of(ids, colors) if tracked else ({}, {})
+    legend: tuple[LegendEntry, ...] = ((None, TRACK_LEGEND),) if tracked else ()
     line = "dashed" if style.dashed else "solid"
     return TileBoxes(np.asarray(chosen.xyxy, np.float64).reshape(-1, 4), tuple(texts), tuple(colors), (line,) * n,
-                     (False,) * n, (False,) * n, legend, trails, trail_colors)
+                     (False,) * n, (False,) * n, legend, drawn_trails, trail_colors)
 
 
 @dataclasses.dataclass(frozen=True)

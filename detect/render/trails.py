@@ -1,7 +1,7 @@
 """Trails behind tracked boxes: a line through the bottom-centre points of the object's last second,
 2-3 times as thick as the boxes' lines over a dark edge, thinner and fainter towards its oldest point,
-drawn on a uint8 `(H, W, 3)` canvas in place; and `FrameTracks`, what the drawing takes of the
-tracker for one image."""
+drawn on a uint8 `(H, W, 3)` canvas in place; and `TrackTrails`, one image's trails as its picture
+numbers them (the boxes' ids travel in `Detections.track_ids`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
+from detect.core.records import Detections
 from detect.core.track_numbers import camera_track_number, camera_track_numbers
 from detect.render.chips import RGB
 
@@ -20,36 +21,37 @@ TRACK_LEGEND = "#N: the camera's Nth track, line: last second"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class FrameTracks:
-    """One image's tracks as the drawing takes them: a track id per box of its detections (in the
-    detections' row order; -1: not tracked) and each track's trail, `[n, 2]` bottom-centre points
-    oldest first (`detect.track.trail_history` keeps them; a redraw rebuilds them from the table)."""
+class TrackTrails:
+    """One image's trails as its picture shows them: each track's `[n, 2]` bottom-centre points,
+    oldest first, keyed by the number the picture gives the track (the number its boxes carry in
+    `Detections.track_ids`; `numbered`). `detect.track.trail_history` keeps them while a segment
+    runs; a redraw rebuilds them from the table."""
 
-    track_ids: np.ndarray
-    trails: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    points: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        ids = np.asarray(self.track_ids)
-        if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-            raise ValueError(f"track_ids must be a 1-D integer array, got shape {ids.shape} and dtype {ids.dtype}")
-        object.__setattr__(self, "track_ids", ids.astype(np.int64))
-
-    def ids_of(self, rows: Sequence[int] | np.ndarray, boxes: int) -> list[int | None]:
-        """The track id of each of `rows` (None: not tracked); `boxes` is the detections' length."""
-        if len(self.track_ids) != boxes:
-            raise ValueError(f"expected one track id per box ({boxes}), got {len(self.track_ids)}")
-        return [None if self.track_ids[r] < 0 else int(self.track_ids[r]) for r in rows]
-
-    def trails_of(self, ids: Sequence[int | None], colors: Sequence[RGB]) -> tuple[dict[int, np.ndarray], dict[int, RGB]]:
+    def of(self, ids: Sequence[int | None], colors: Sequence[RGB]) -> tuple[dict[int, np.ndarray], dict[int, RGB]]:
         """The trails of the drawn boxes' tracks (`ids`, one per drawn box) and each one's color."""
-        chosen = {i: c for i, c in zip(ids, colors, strict=True) if i is not None and i in self.trails}
-        return {i: self.trails[i] for i in chosen}, chosen
+        chosen = {i: c for i, c in zip(ids, colors, strict=True) if i is not None and i in self.points}
+        return {i: self.points[i] for i in chosen}, chosen
 
-    @classmethod
-    def numbered(cls, track_ids: np.ndarray, trails: Mapping[int, np.ndarray], camera: int) -> FrameTracks:
-        """One image's tracks with the numbers the pictures show: its camera's tracks 1, 2, 3, ...
-        (`track_ids` and `trails` keyed by the segment's ids, as the tracker gives them)."""
-        return cls(camera_track_numbers(track_ids, camera), {camera_track_number(i, camera): p for i, p in trails.items()})
+
+NO_TRAILS = TrackTrails()
+
+
+def numbered(detections: Detections, trails: Mapping[int, np.ndarray], camera: int) -> tuple[Detections, TrackTrails]:
+    """A tracked image's boxes and trails with the numbers its picture shows: its camera's tracks 1,
+    2, 3, ... (`detections.track_ids` and `trails` keyed by the segment's ids, as the tracker gives them)."""
+    if detections.track_ids is None:
+        raise ValueError("numbered needs the detections of a tracked image (track_ids is None)")
+    return (detections.with_track_ids(camera_track_numbers(detections.track_ids, camera)),
+            TrackTrails({camera_track_number(i, camera): p for i, p in trails.items()}))
+
+
+def drawn_track_ids(detections: Detections) -> list[int | None]:
+    """Each box's track id as the drawing takes it (None: not tracked, or the image was not)."""
+    if detections.track_ids is None:
+        return [None] * len(detections)
+    return [None if i < 0 else i for i in detections.track_ids.tolist()]
 
 
 def trail_rects(trails: Mapping[int, np.ndarray], line_width: int) -> list[tuple[int, int, int, int]]:

@@ -39,7 +39,7 @@ from detect.render.draw import (
     selected_rows,
 )
 from detect.render.outline import paint_outline
-from detect.render.trails import TRACK_LEGEND, FrameTracks
+from detect.render.trails import NO_TRAILS, TRACK_LEGEND, TrackTrails
 
 COLORS: dict[str, RGB] = {HIT: (86, 180, 233), FALSE_ALARM: (213, 94, 0), MISSED: (240, 228, 66), OTHER: (150, 150, 150)}
 LINES = {HIT: "solid", FALSE_ALARM: "dashed", MISSED: "dotted", OTHER: "solid"}
@@ -74,9 +74,10 @@ class Judged:
 
 
 def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: DrawStyle,
-          tracks: FrameTracks | None = None) -> Judged:
+          trails: TrackTrails | None = None) -> Judged:
     """Every box to draw on one frame with its state, best-scoring detections first, then the
-    missed labels (largest first); `tracks` (a tracked segment) adds each detection's id and trail."""
+    missed labels (largest first); a tracked image (`detections.track_ids` set) adds each
+    detection's id and its trail (of `trails`)."""
     frame = rules.match(detections, labels)
     mapped, dt, gt = frame.boxes, frame.detections, frame.labels
     label_kept = np.zeros(len(labels), bool)
@@ -89,7 +90,7 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
             continue
         state = HIT if frame.hits[j] else FALSE_ALARM
         name = _name(mapped.rows[i], detections, int(mapped.types[i]))
-        track_id = _track_id(mapped.rows[i], tracks, len(detections))
+        track_id = _track_id(mapped.rows[i], detections)
         text = chip_text(name, int(mapped.class_ids[i]), score, style, track_id)
         boxes.append((score, mapped.xyxy[i], state, f"FA {text}" if state == FALSE_ALARM and text else text,
                       short_chip_text(score, style, track_id), track_id))
@@ -97,7 +98,7 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
         score = float(detections.scores[row])
         if score < style.threshold or not _wanted((row,), detections, style):
             continue
-        track_id = _track_id((row,), tracks, len(detections))
+        track_id = _track_id((row,), detections)
         text = chip_text(detections.labels[row], int(detections.class_ids[row]), score, style, track_id)
         chips = style.unscored == "chips"
         boxes.append((score, detections.xyxy[row].astype(np.float64), OTHER, text if chips else None,
@@ -115,11 +116,11 @@ def judge(detections: Detections, labels: Labels, rules: ErrorRules, style: Draw
     left_out = sorted({int(t) for t in labels.types[~label_kept]})
     judged = Judged(np.asarray(xyxy, np.float64).reshape(-1, 4), tuple(states), tuple(texts), tuple(left_out),
                     shorts=tuple(shorts))
-    if tracks is None:
+    if detections.track_ids is None:
         return judged
     ids = [b[5] for b in boxes] + [None] * len(missed)
-    trails, _ = tracks.trails_of(ids, [COLORS[s] for s in states])
-    return dataclasses.replace(judged, track_ids=tuple(ids), trails=trails)
+    drawn_trails, _ = (trails or NO_TRAILS).of(ids, [COLORS[s] for s in states])
+    return dataclasses.replace(judged, track_ids=tuple(ids), trails=drawn_trails)
 
 
 def draw_errors(canvas: np.ndarray, judged: Judged, *, line_width: int | None = None) -> PlacedChips:
@@ -226,11 +227,12 @@ def _paint_sample(canvas: np.ndarray, state: str, left: int, top: int, step: int
     paint_outline(canvas, (left + lw, top + lw, right - lw - 1, bottom - lw - 1), COLORS[state], lw, LINES[state])
 
 
-def _track_id(rows: tuple[int, ...], tracks: FrameTracks | None, boxes: int) -> int | None:
+def _track_id(rows: tuple[int, ...], detections: Detections) -> int | None:
     """A drawn box's track id: its first tracked row's (a rider and its bicycle: the rider's)."""
-    if tracks is None:
+    ids = detections.track_ids
+    if ids is None:
         return None
-    return next((i for i in tracks.ids_of(rows, boxes) if i is not None), None)
+    return next((int(ids[r]) for r in rows if ids[r] >= 0), None)
 
 
 def _wanted(rows: tuple[int, ...], detections: Detections, style: DrawStyle) -> bool:

@@ -11,8 +11,6 @@ without ids, and `held_back` says which cameras, so the run can say that `detect
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from detect.core.records import Detections, FrameKey
@@ -21,18 +19,6 @@ from detect.track.groups import group_keys
 from detect.track.params import TrackerParams
 from detect.track.segment_tracker import SegmentTracker
 from detect.track.trail_history import DEFAULT_TRAIL_SECONDS, Trails
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ImageTracks:
-    """One image's track ids (one per box of its detections, -1: none) and each track's trail:
-    `[n, 2]` bottom-centre points, oldest first, ending at this image's box."""
-
-    track_ids: np.ndarray
-    trails: dict[int, np.ndarray]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "track_ids", np.asarray(self.track_ids, np.int64).reshape(-1))
 
 
 class LiveTracks:
@@ -45,11 +31,13 @@ class LiveTracks:
         self._held_back: set[int] = set()
         self._ids: dict[FrameKey, np.ndarray] = {}
 
-    def update(self, key: FrameKey, detections: Detections) -> ImageTracks | None:
-        """This image's ids and trails; None when its camera is no longer tracked live."""
+    def update(self, key: FrameKey, detections: Detections) -> tuple[Detections, dict[int, np.ndarray]]:
+        """This image's detections with their track ids set (`NO_TRACK`: none) and each track's
+        trail, `[n, 2]` bottom-centre points, oldest first, ending at this image's box, keyed by its
+        id; the detections as given and no trails when its camera is no longer tracked live."""
         camera = int(key.camera_name)
         if camera in self._held_back:
-            return None
+            return detections, {}
         xyxy, scores = detections.xyxy, detections.scores
         order = image_order(xyxy, scores)
         try:
@@ -57,11 +45,11 @@ class LiveTracks:
                                                 group_keys(detections.class_ids[order], self.class_map))
         except ValueError:  # time went back for this camera: no live ids from here on
             self._held_back.add(camera)
-            return None
+            return detections, {}
         ids = np.empty(len(order), np.int64)
         ids[order] = ids_in_order
         self._ids[key] = ids
-        return ImageTracks(ids, self._trails.update(camera, key.frame_timestamp_micros, ids, xyxy))
+        return detections.with_track_ids(ids), self._trails.update(camera, key.frame_timestamp_micros, ids, xyxy)
 
     def seed(self, done: dict[FrameKey, Detections]) -> None:
         """Images an earlier run of the segment finished (a resume), in time order, before the rest."""
