@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 
@@ -120,8 +121,12 @@ class Detections:
                    track_ids=np.zeros(0, TRACK_ID_DTYPE) if tracked else None)
 
     def with_track_ids(self, track_ids: np.ndarray | None) -> Detections:
-        """The same boxes with `track_ids` as their track column (one per box; None: untracked)."""
-        return dataclasses.replace(self, track_ids=track_ids)
+        """The same boxes with `track_ids` as their track column (one per box; None: untracked).
+        Only the new column is checked (the others were when this record was made): the live
+        tracker and the drawing call this for every image."""
+        tracked = copy.copy(self)
+        object.__setattr__(tracked, "track_ids", None if track_ids is None else _track_ids(track_ids, len(self)))
+        return tracked
 
     def select(self, mask_or_index: np.ndarray) -> Detections:
         """A new Detections holding the rows picked by a boolean mask or an index array."""
