@@ -17,6 +17,7 @@ from matplotlib.ticker import FuncFormatter
 from detect.core.matching import SMALL_SAMPLE
 from detect.core.names import counted
 from detect.evaluate.metrics import Evaluation
+from detect.evaluate.plot_layout import Margins, place_panels
 from detect.evaluate.thresholds import BINS, Sweep
 
 # The frames' colors are made for photos; on a white plot these read better (and apart, for
@@ -65,10 +66,11 @@ def pr_curves_figure(evaluation: Evaluation) -> Figure:
         if small:
             figure.text(0.5, 0.008, f"* fewer than {SMALL_SAMPLE} labels: too few for the AP to mean much",
                         ha="center", va="bottom", fontsize=8)
-        figure.tight_layout(rect=(0, 0.2 if small else 0.16, 1, 1))
+        # under the panel: its tick labels and xlabel, then the legend's three rows (and the note)
+        place_panels(figure, Margins(left=0.7, right=0.2, top=0.35, bottom=1.55 if small else 1.4))
     else:
         axes.text(0.5, 0.5, "no labels of the evaluated types", ha="center", va="center")
-        figure.tight_layout()
+        place_panels(figure, Margins(left=0.7, right=0.2, top=0.35, bottom=0.6))
     return figure
 
 
@@ -127,7 +129,11 @@ def thresholds_figure(evaluation: Evaluation) -> Figure:
         notes.append(f"* fewer than {SMALL_SAMPLE} labels: too few for the numbers to mean much")
     if notes:
         figure.text(0.5, 0.30 / figure.get_figheight(), "; ".join(notes), ha="center", fontsize=8)
-    figure.tight_layout(rect=(0, (0.55 if notes else 0.35) / figure.get_figheight(), 1, 1))
+    # left: a type's name (two lines when starred) and the tick labels; between the columns and
+    # the rows: the next panel's tick labels and axis label; under the last row: its labels, the
+    # legend and the notes
+    place_panels(figure, Margins(left=0.86, right=0.15, top=0.3, bottom=1.05 if notes else 0.85,
+                                 between_columns=0.95, between_rows=0.62), rows=len(sweeps), columns=2)
     return figure
 
 

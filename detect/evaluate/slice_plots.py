@@ -10,6 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from detect.evaluate.metrics import Evaluation
+from detect.evaluate.plot_layout import Margins, place_panels
 from detect.evaluate.pr_plots import PLOT_COLORS
 
 
@@ -47,5 +48,7 @@ def range_bands_figure(evaluation: Evaluation) -> Figure:
     if handles:
         figure.legend(handles, labels, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     figure.suptitle("By range from the car (LEVEL_2); beside each point, its labels", fontsize=9)
-    figure.tight_layout(rect=(0, 0.08, 1, 1))
+    # over the panels: the title and theirs; under them: the bands' names (each centred under its
+    # point: half of one reaches past a panel's side) and the legend
+    place_panels(figure, Margins(left=0.5, right=0.5, top=0.62, bottom=0.62, between_columns=0.9), columns=2)
     return figure
