@@ -2,31 +2,41 @@
 
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.models import load_models_script
+from helpers.models import cached_conversion, conversion_key, load_models_script
 
 tf = pytest.importorskip("tensorflow")
 from detect.model.detector import Detector  # noqa: E402
+from detect.model.sidecar import SIDECAR  # noqa: E402
 
 ZOO_NAME = "ssd_mobilenet_v2_320x320_coco17_tpu-8"
 
 
 @pytest.mark.slow
-def test_benchmark_model_meets_the_contract(tmp_path, real_frame_path):
+def test_benchmark_model_meets_the_contract(real_frame_path):
+    """`models/build_benchmark.py`'s model, built once per version of the scripts and the model code
+    (`cached_conversion`: ~12 s of CPU), and the facts its sidecar records."""
     bench = load_models_script("build_benchmark")
     images = bench.fixture_images(real_frame_path)
-    facts = bench.build_benchmark(tmp_path / "bench", calibration_images=images[:2])
+
+    def build(out: Path) -> Path:
+        bench.build_benchmark(out, calibration_images=images[:2])
+        return out
+
+    model = cached_conversion("benchmark", conversion_key("build_benchmark", real_frame_path.read_bytes()), build)
+    facts = json.loads((model / SIDECAR).read_text())
     assert facts["anchors"] == 1917 and facts["kind"] == "benchmark"
     assert 15_000_000 < facts["parameters"] < 20_000_000
-    detector = Detector(tmp_path / "bench", batch_size=2)
+    detector = Detector(model, batch_size=2)
     info = detector.info
     assert (info.kind, info.batch_size, info.call_style) == ("benchmark", None, "signature")
     assert info.description.startswith("SSD MobileNet v2 architecture with random weights")
-    raw = tf.saved_model.load(str(tmp_path / "bench")).signatures["serving_default"](
+    raw = tf.saved_model.load(str(model)).signatures["serving_default"](
         input_tensor=tf.constant(np.stack([images[3], images[3]])))  # 1920x886, batch 2
     assert raw["detection_boxes"].shape == (2, 100, 4)
     assert raw["raw_detection_boxes"].shape == (2, 1917, 4)
