@@ -8,14 +8,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers.plots import misplaced_texts
 from matplotlib.figure import Figure
 
 from detect.core.matching import SMALL_SAMPLE
 from detect.evaluate.metrics import Evaluation, TypeMetrics
-from detect.evaluate.plot_layout import Margins, place_panels
 from detect.evaluate.pr_plots import pr_curves_figure, reached, thresholds_figure
 from detect.evaluate.slice_plots import range_bands_figure
 from detect.evaluate.thresholds import sweep
+from detect.render.plot_layout import Margins, place_panels
 
 RECALLS = [i / 100 for i in range(101)]
 
@@ -60,34 +61,6 @@ def test_the_score_histograms_count_on_a_log_scale_so_a_few_hits_show_beside_hun
     assert heights[0] == 1 and heights[-1] >= 100  # one hit in a bin and a bin of many false alarms, both drawn
 
 
-def _texts_outside_or_over_another_panel(figure) -> list[str]:
-    """Every tick label, axis label and title of `figure`'s panels that reaches outside the figure or
-    into another panel, and every legend or note that reaches outside or into a panel."""
-    renderer = figure.canvas.get_renderer()
-    figure.draw(renderer)
-    page = figure.bbox
-    panels = [a.get_window_extent(renderer) for a in figure.axes]
-    bad = []
-    for index, axes in enumerate(figure.axes):
-        (x0, x1), (y0, y1) = sorted(axes.get_xlim()), sorted(axes.get_ylim())
-        texts = [*(t for t in axes.get_xticklabels() if x0 <= t.get_position()[0] <= x1),
-                 *(t for t in axes.get_yticklabels() if y0 <= t.get_position()[1] <= y1),
-                 axes.xaxis.label, axes.yaxis.label, axes.title]
-        for text in (t for t in texts if t.get_visible() and t.get_text()):
-            box = text.get_window_extent(renderer)
-            if box.x0 < page.x0 - 1 or box.x1 > page.x1 + 1 or box.y0 < page.y0 - 1 or box.y1 > page.y1 + 1:
-                bad.append(f"outside: {text.get_text()!r}")
-            bad += [f"over panel {other}: {text.get_text()!r}" for other, panel in enumerate(panels)
-                    if other != index and box.overlaps(panel)]
-    for legend in figure.legends:
-        box = legend.get_window_extent(renderer)
-        bad += ["legend over a panel" for panel in panels if box.overlaps(panel)]
-    for note in figure.texts:
-        box = note.get_window_extent(renderer)
-        bad += [f"note over a panel: {note.get_text()!r}" for panel in panels if box.overlaps(panel)]
-    return bad
-
-
 def test_the_plots_place_their_panels_so_no_label_leaves_the_picture_or_covers_a_panel():
     """The panels are placed in fixed margins (not measured by a second drawing): a starred
     two-line name, log counts in the hundreds, the legend and the note still fit."""
@@ -97,7 +70,7 @@ def test_the_plots_place_their_panels_so_no_label_leaves_the_picture_or_covers_a
     with_bands = dataclasses.replace(crafted(), slices={"range": bands})
     for figure in (pr_curves_figure(crafted()), thresholds_figure(crafted()), thresholds_figure(one_type),
                    range_bands_figure(with_bands)):
-        assert _texts_outside_or_over_another_panel(figure) == []
+        assert misplaced_texts(figure) == []
 
 
 def test_margins_that_leave_no_room_for_the_panels_are_refused():

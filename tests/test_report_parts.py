@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from helpers.plots import misplaced_texts
 
 from detect.core.cameras import CameraName
 from detect.core.records import Detections, FrameKey, FrameResult
-from detect.report.charts import timeline_figure
+from detect.report.charts import stages_figure, timeline_figure
 from detect.report.data import MIN_GAP_FRAMES, SegmentData, load, spread_busiest
 from detect.report.pages import index_page
 from detect.results.detections_table import DetectionTable
@@ -81,6 +82,12 @@ def test_the_timeline_has_a_point_per_frame_integer_ticks_and_its_legend_above_t
     legend = figure.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == ["all classes", "car", "person"]
     assert legend.get_window_extent().y0 >= front.get_window_extent().y1  # above the top panel, not over it
+
+
+def test_the_time_per_step_chart_makes_room_for_its_longest_step_name():
+    """The chart's left margin is measured from its step names, a stage we do not know by its own."""
+    for steps in ({"detect": 250.0, "decode": 80.0}, {"detect": 250.0, "a_stage_named_by_a_newer_version_of_detect": 4.0}):
+        assert misplaced_texts(stages_figure(steps)) == []
 
 
 def test_thumbnails_are_spread_over_the_segment_busiest_first():

@@ -17,8 +17,8 @@ from matplotlib.ticker import FuncFormatter
 from detect.core.matching import SMALL_SAMPLE
 from detect.core.names import counted
 from detect.evaluate.metrics import Evaluation
-from detect.evaluate.plot_layout import Margins, place_panels
 from detect.evaluate.thresholds import BINS, Sweep
+from detect.render.plot_layout import Margins, place_panels
 
 # The frames' colors are made for photos; on a white plot these read better (and apart, for
 # color-blind readers: Okabe-Ito blue, vermillion, reddish purple, grey).

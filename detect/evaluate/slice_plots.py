@@ -10,8 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from detect.evaluate.metrics import Evaluation
-from detect.evaluate.plot_layout import Margins, place_panels
 from detect.evaluate.pr_plots import PLOT_COLORS
+from detect.render.plot_layout import Margins, place_panels
 
 
 def plot_range_bands(evaluation: Evaluation, path: Path) -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from detect.core.atomic import atomic_path
+from detect.render.plot_layout import Margins, place_panels
 
 # matplotlib's default cycle: distinct on white, and a class keeps its color across the plots.
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -21,8 +23,6 @@ def _classes(drawn: pd.DataFrame) -> list[str]:
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    if figure.get_layout_engine() is None:
-        figure.tight_layout()
     with atomic_path(path) as tmp:
         figure.savefig(tmp, format="png")
     return path
@@ -89,6 +89,7 @@ def scores(detections: pd.DataFrame, threshold: float, path: Path) -> Path:
     axes.set(xlim=(0, 1), xlabel="score", ylabel="boxes (log)", title="Scores by class (every box in the table)")
     axes.legend(fontsize=8)
     axes.grid(True, alpha=0.3)
+    place_panels(figure, Margins(left=0.75, right=0.2, top=0.35, bottom=0.55))
     return _save(figure, path)
 
 
@@ -122,11 +123,17 @@ def stages_figure(ms_per_image: dict[str, float]) -> Figure:
     """Milliseconds per image by step, as horizontal bars named in a reader's words."""
     items = sorted(((step_name(k), v) for k, v in ms_per_image.items()), key=lambda kv: kv[1])
     figure = Figure(figsize=(6.5, 0.6 + 0.32 * max(1, len(items))), dpi=100)
-    FigureCanvasAgg(figure)
+    canvas = FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     axes.barh([k for k, _ in items], [v for _, v in items], color="#1f77b4")
     for y, (_, value) in enumerate(items):
         axes.text(value, y, f" {value:.1f}", va="center", fontsize=8)
     axes.set(xlabel="ms per image", title="Time per step")
     axes.tick_params(axis="y", labelsize=8)
+    # left: the longest step name, measured (a stage the manifest names that we do not know keeps its own)
+    renderer = canvas.get_renderer()
+    longest = max((renderer.get_text_width_height_descent(k, FontProperties(size=8), ismath=False)[0]
+                   for k, _ in items), default=0.0) / figure.dpi
+    # right: the value written past the longest bar
+    place_panels(figure, Margins(left=longest + 0.25, right=0.45, top=0.3, bottom=0.5))
     return figure

@@ -1,4 +1,4 @@
-"""Fixed margins for `detect eval`'s plots, in inches: where the labels, titles and legends go is
+"""Fixed margins for the plots (`detect eval`'s and the report's), in inches: where the labels, titles and legends go is
 known when a figure is made, so the panels are placed once instead of by matplotlib's
 `tight_layout`, which draws the whole figure an extra time to measure its texts (about half of
 each plot's cost: 0.65 -> 0.35 CPU-s for the threshold plot of three types)."""
