@@ -82,6 +82,7 @@ def test_the_timeline_has_a_point_per_frame_integer_ticks_and_its_legend_above_t
     legend = figure.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == ["all classes", "car", "person"]
     assert legend.get_window_extent().y0 >= front.get_window_extent().y1  # above the top panel, not over it
+    assert misplaced_texts(figure) == []  # the camera names and the legend within the picture, off the panels
 
 
 def test_the_time_per_step_chart_makes_room_for_its_longest_step_name():

@@ -39,8 +39,8 @@ def timeline_figure(per_image: pd.DataFrame) -> Figure:
     if len(per_image.columns) > MAX_CLASSES:
         per_image = per_image[classes].assign(other=per_image.drop(columns=classes).sum(axis=1))
         classes.append("other")
-    figure = Figure(figsize=(9, 1.4 + 1.5 * len(cameras)), dpi=100, layout="constrained")
-    FigureCanvasAgg(figure)
+    figure = Figure(figsize=(9, 1.4 + 1.5 * len(cameras)), dpi=100)
+    renderer = FigureCanvasAgg(figure).get_renderer()
     start = per_image.index.get_level_values("timestamp").min()
     axes_list = figure.subplots(len(cameras), 1, sharex=True, squeeze=False)[:, 0]
     for axes, camera in zip(axes_list, cameras, strict=True):
@@ -59,10 +59,15 @@ def timeline_figure(per_image: pd.DataFrame) -> Figure:
     axes_list[-1].set_xlabel("seconds from the segment's first frame")
     lines = {str(line.get_label()): line for axes in axes_list for line in axes.get_lines()}
     handles = {label: lines[label] for label in ["all classes", *classes] if label in lines}
-    # The title heads the legend: a suptitle and an outside legend overlap under constrained layout.
-    figure.legend(list(handles.values()), list(handles), loc="outside upper center", fontsize=8,
-                  ncols=min(5, len(handles)), frameon=False, title="Boxes drawn per frame, by class",
-                  title_fontproperties={"size": 11})
+    # The title heads the legend, over the panels: the top margin is the legend's measured height,
+    # the left one the longest camera name's (the panels' names stand level, left of their ticks).
+    legend = figure.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.995),
+                           fontsize=8, ncols=min(5, len(handles)), frameon=False,
+                           title="Boxes drawn per frame, by class", title_fontproperties={"size": 11})
+    names = max(renderer.get_text_width_height_descent(c, FontProperties(size=9), ismath=False)[0] for c in cameras)
+    place_panels(figure, Margins(left=names / figure.dpi + 0.55, right=0.2,
+                                 top=legend.get_window_extent(renderer).height / figure.dpi + 0.12, bottom=0.55,
+                                 between_rows=0.15), rows=len(cameras))
     return figure
 
 
