@@ -32,12 +32,15 @@ from detect.core.cameras import CameraName
 from detect.core.errors import UsageError
 from detect.core.records import LEVEL_1, LEVEL_2, FrameKey, Labels, WaymoType
 from detect.evaluate.coco import image_id
+from detect.evaluate.commands import run_eval
+from detect.evaluate.pr_plots import plot_pr_curves, plot_thresholds
 from detect.judge import HIT
 from detect.model.classmap import default_class_map, load_class_map
 from detect.render.label_boxes import TYPE_COLORS, draw_labels
 from detect.render.verdicts import COLORS as ERROR_COLORS
 from detect.render.verdicts import LEGEND_FILL
 from detect.results.ground_truth import GROUND_TRUTH_FILE
+from detect.results.layout import PR_CURVES_FILE, THRESHOLDS_FILE
 
 
 @pytest.mark.slow
@@ -178,6 +181,25 @@ def test_a_run_pools_the_matches_of_its_segments(tmp_path):
     pedestrian = row(report, "LEVEL_2", "PEDESTRIAN")
     assert pedestrian["ap50"] == pytest.approx((51 * 1 + 50 * 2 / 3) / 101, abs=1e-6)  # pooled, not averaged (1.0)
     assert set(report["cameras_level_2"]) == {"FRONT"}
+
+
+@pytest.mark.slow
+def test_a_pool_of_one_segment_writes_the_pictures_drawing_it_gives_and_two_segments_draw_their_own(tmp_path):
+    """A run of one segment writes the segment's pictures for the pool instead of drawing them again:
+    they are the bytes the pool's own evaluation draws. A pool of two draws its own."""
+    run = tmp_path / "run"
+    segment_folder(run, {FrameKey("a", T0, CameraName.FRONT): (labels((BOX_A, 2, 1)),
+                                                            dets((BOX_A, 0.9, PERSON), (ELSEWHERE, 0.6, PERSON)))}, name="a")
+    result = run_eval(run)
+    for name, plot in ((PR_CURVES_FILE, plot_pr_curves), (THRESHOLDS_FILE, plot_thresholds)):
+        plot(result.evaluation, tmp_path / name)
+        assert (run / name).read_bytes() == (tmp_path / name).read_bytes() == (run / "a" / name).read_bytes()
+    segment_folder(run, {FrameKey("b", T0, CameraName.FRONT): (labels((BOX_B, 2, 1)),
+                                                            dets((BOX_B, 0.7, PERSON), (ELSEWHERE, 0.8, PERSON)))}, name="b")
+    result = run_eval(run)
+    plot_thresholds(result.evaluation, tmp_path / "pooled.png")
+    assert (run / THRESHOLDS_FILE).read_bytes() == (tmp_path / "pooled.png").read_bytes()
+    assert (run / THRESHOLDS_FILE).read_bytes() != (run / "a" / THRESHOLDS_FILE).read_bytes()
 
 
 def test_export_coco_writes_stable_ids_the_library_reads(tmp_path):

@@ -65,10 +65,15 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
     target = Path(out or results)
     pooled_run = len(stream.directories) > 1 or stream.directories[0] != Path(results)
 
+    first_pictures: dict[str, bytes] = {}  # the first segment's pictures, by file name
+    pages_written: list[Path] = []
+
     def segment_pages(segment: SegmentResults, own: Evaluation) -> None:
         """In a run, each segment gets its own eval.json and curves too (its page shows them)."""
         if pooled_run and out is None:
-            write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory))
+            pages_written.append(segment.directory)
+            write_outputs(segment.directory, own, to_json(own, class_map) | computed_from([segment.source], segment.directory),
+                          pictures=first_pictures if len(pages_written) == 1 else None)
 
     with (MatchesWriter(target / MATCHES_FILE) as matches, ImagesWriter(target / IMAGES_FILE) as images,
           TrackingWriter(target / TRACKING_FILE, protocol) as tracks):
@@ -81,7 +86,9 @@ def run_eval(results: Path, gt: str | None = None, class_map_path: Path | None =
         if not evaluation.segments:  # nothing to evaluate: no matches.parquet is left behind either
             raise InputError(stream.nothing_message())
     report = to_json(evaluation, class_map) | computed_from(stream.evaluated, target)
-    written = [*write_outputs(target, evaluation, report), target / MATCHES_FILE, target / IMAGES_FILE,
+    # a pool of one segment draws what the segment drew: its pictures are written again, not drawn
+    same = first_pictures if len(pages_written) == 1 and len(evaluation.segments) == 1 else None
+    written = [*write_outputs(target, evaluation, report, pictures=same), target / MATCHES_FILE, target / IMAGES_FILE,
                *([target / TRACKING_FILE] if tracks.rows else [])]
     return EvalResult(evaluation, report, written, [*stream.finish_notes(evaluation.labels_dropped), *evaluation.notes],
                       class_map.source, library_version())
