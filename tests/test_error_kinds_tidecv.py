@@ -38,7 +38,7 @@ def assert_equal_to_tidecv(out: Path, work: Path) -> dict:
 def test_the_error_kinds_of_the_real_frame_equal_tidecv(coco_model, real_frame_path, tmp_path):
     out = tmp_path / "run"
     assert main(["segment", str(real_frame_path), "--model", str(coco_model), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--no-report"]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report"]) == 0
     assert main(["eval", str(out), "--quiet"]) == 0
     mean = assert_equal_to_tidecv(out, tmp_path / "coco")["mean"]
     assert mean["classification"] > 0.1 and mean["localisation"] > 0.05  # the frame's two largest kinds
@@ -59,6 +59,6 @@ def test_the_error_kinds_of_a_mot17_clip_equal_tidecv(coco_model, tmp_path):
         pytest.skip(f"the MOT17 fixture is not at {MOT17_CLIP} (it lives in ../shared, outside the repo)")
     out = tmp_path / "run"
     assert main(["run", str(MOT17_CLIP), "--model", str(coco_model), "--out", str(out), "--quiet", "--no-gif",
-                 "--no-png", "--no-report"]) == 0
+                 "--no-png", "--no-eval", "--no-report"]) == 0
     assert main(["eval", str(out), "--quiet"]) == 0
     assert list(assert_equal_to_tidecv(out, tmp_path / "coco")) == ["PEDESTRIAN", "mean"]

@@ -67,7 +67,7 @@ def iou(a: np.ndarray, b: np.ndarray) -> float:
 
 def detect_table(frame: Path, model: Path, out: Path, *extra: str) -> list[dict]:
     assert main(["segment", str(frame), "--model", str(model), "--out", str(out), "--quiet", "--no-png", "--no-gif",
-                 *extra]) == 0
+                 "--no-eval", "--no-report", *extra]) == 0
     return pq.read_table(out / REAL_SEGMENT / "detections.parquet").to_pylist()
 
 
@@ -145,7 +145,7 @@ def test_pedestrian_ap_equals_the_library_on_the_exported_coco_json(real_frame_p
 
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--model", str(person_saved_model), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report"]) == 0
     assert main(["eval", str(out), "--quiet"]) == 0
     report = json.loads((out / "eval.json").read_text())
     ours = next(r for r in report["levels"]["LEVEL_2"] if r["name"] == "PEDESTRIAN")
