@@ -54,7 +54,7 @@ def nanodet_run(nanodet_model, real_frame_path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("nanodet_run")
     (out.parent / "plain_map.json").write_text(json.dumps(PLAIN_MAP))
     assert main(["segment", str(real_frame_path), "--model", str(nanodet_model), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--class-map", str(out.parent / "plain_map.json")]) == 0
+                 "--no-gif", "--no-png", "--no-report", "--class-map", str(out.parent / "plain_map.json")]) == 0
     return out
 
 
@@ -189,7 +189,7 @@ def test_the_model_json_loads_directly_and_agrees_with_the_saved_model(nanodet_f
     out = tmp_path / "out"
     (tmp_path / "map.json").write_text(json.dumps(PLAIN_MAP))
     assert main(["segment", str(real_frame_path), "--model", str(nanodet_files[".json"]), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--class-map", str(tmp_path / "map.json")]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report", "--class-map", str(tmp_path / "map.json")]) == 0
     direct = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
     saved = pq.read_table(nanodet_run / REAL_SEGMENT / "detections.parquet")
     assert direct.num_rows == saved.num_rows > 0
