@@ -41,7 +41,7 @@ def ssd_run(ssd_model, real_frame_path, tmp_path_factory) -> Path:
     """`detect segment` on the real frame with the model's own defaults, then `detect eval`."""
     out = tmp_path_factory.mktemp("ssd_run")
     assert main(["segment", str(real_frame_path), "--model", str(ssd_model), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--no-report"]) == 0
     return out
 
 
