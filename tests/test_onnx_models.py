@@ -128,7 +128,7 @@ def test_a_run_on_the_real_frame_tables_the_boxes_above_the_floor_and_draws_thos
     the table keeps the bicycle (0.2, above the 0.05 floor), the frames and the counts draw car and person."""
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--model", str(yolo), "--out", str(out), "--quiet", "--no-gif",
-                 "--no-report"]) == 0
+                 "--no-eval", "--no-report"]) == 0
     rows = pq.read_table(out / REAL_SEGMENT / "detections.parquet").to_pylist()
     manifest = json.loads((out / REAL_SEGMENT / "manifest.json").read_text())
     assert manifest["model"]["format"] == "onnx" and manifest["model"]["runtime"]["name"] == "openvino"
