@@ -106,7 +106,8 @@ def test_a_bad_tile_is_refused():
 
 
 def test_tiled_equals_untiled_on_images_smaller_than_a_tile(tiny_v2_path, stub_dynamic_dir, tmp_path):
-    common = [str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--quiet", "--no-gif", "--no-eval", "--no-report"]
+    common = [str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--quiet", "--no-gif", "--no-png", "--no-eval",
+              "--no-report"]
     assert main(["segment", *common, "--out", str(tmp_path / "plain")]) == 0
     assert main(["segment", *common, "--out", str(tmp_path / "tiled"), "--tile", "128"]) == 0  # 96x64 images
     segment = next(p.name for p in (tmp_path / "plain").iterdir() if p.is_dir())
