@@ -94,7 +94,7 @@ def test_images_copies_the_original_jpegs_the_json_names(source, stub_dynamic_di
     path = request.getfixturevalue(source)
     out = tmp_path / "out"
     assert main(["segment", str(path), "--out", str(out), "--model", str(stub_dynamic_dir), "--quiet", "--no-gif",
-                 "--no-png", "--cameras", "FRONT", "SIDE_LEFT", "--no-report"]) == 0
+                 "--no-png", "--cameras", "FRONT", "SIDE_LEFT", "--no-eval", "--no-report"]) == 0
     segment = out / (REAL_SEGMENT if source == "real_frame_path" else TINY_SEGMENT)
     shutil.rmtree(segment / ".detect")  # sizes then come from the JPEG headers, so no note
     coco_dir = tmp_path / "coco"
@@ -148,7 +148,7 @@ def test_images_from_a_missing_input_is_a_note_and_the_json_is_still_written(tmp
 def test_images_are_never_written_through_a_planted_link(real_frame_path, stub_dynamic_dir, tmp_path):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--out", str(out), "--model", str(stub_dynamic_dir), "--quiet",
-                 "--no-gif", "--no-png", "--cameras", "FRONT", "--no-report"]) == 0
+                 "--no-gif", "--no-png", "--cameras", "FRONT", "--no-eval", "--no-report"]) == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "coco").mkdir()
