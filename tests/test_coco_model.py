@@ -49,7 +49,7 @@ def real_run(coco_model, real_frame_path, tmp_path_factory) -> Path:
     """`detect segment` on the real frame with the model's own defaults, then `detect eval`."""
     out = tmp_path_factory.mktemp("coco_run")
     assert main(["segment", str(real_frame_path), "--model", str(coco_model), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png"]) == 0
+                 "--no-gif", "--no-png", "--no-report"]) == 0
     assert main(["eval", str(out), "--quiet"]) == 0
     return out
 
@@ -226,7 +226,7 @@ def test_a_tfjs_model_json_loads_directly_and_agrees_with_the_saved_model(npm_fi
     size = json.loads((real_run / REAL_SEGMENT / "manifest.json").read_text())["settings"]["input_size"]
     size = size if isinstance(size, str) else "x".join(map(str, size))  # a model built before any-size graphs: native
     assert main(["segment", str(real_frame_path), "--model", str(npm_files[".json"]), "--out", str(out), "--quiet",
-                 "--no-gif", "--no-png", "--input-size", size]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report", "--input-size", size]) == 0
     direct = pq.read_table(out / REAL_SEGMENT / "detections.parquet")
     saved = pq.read_table(real_run / REAL_SEGMENT / "detections.parquet")
     assert direct.column("class_id").to_pylist() == saved.column("class_id").to_pylist()
