@@ -36,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("load_each_model_once")
 def run(stub_dynamic_dir, tiny_v2_path, tmp_path):
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(stub_dynamic_dir), "--out", str(out), "--quiet",
-                 "--no-gif"]) == 0
+                 "--no-gif", "--no-report"]) == 0
     return out / TINY_SEGMENT
 
 
