@@ -264,7 +264,7 @@ def test_the_manifest_and_the_summary_say_what_ran_the_model(tiny_model, tiny_v2
 
     out = tmp_path / "out"
     assert main(["segment", str(tiny_v2_path), "--model", str(tiny_model), "--out", str(out), "--runtime", "openvino",
-                 "--no-gif", "--no-png", "--no-eval"]) == 0
+                 "--no-gif", "--no-png", "--no-eval", "--no-report"]) == 0
     runtime = json.loads((out / TINY_SEGMENT / "manifest.json").read_text())["model"]["runtime"]
     assert (runtime["name"], runtime["requested"], runtime["precision"]) == ("openvino", "openvino", "f32")
     assert runtime["version"] == "2026.4.1" and runtime["postprocess_in_tensorflow"] == ["CombinedNonMaxSuppression"]
