@@ -228,7 +228,7 @@ def test_labels_are_drawn_dashed_in_their_type_color_with_a_legend():
 def test_gt_draws_the_real_labels_and_eval_reads_them_back(real_frame_path, stub_dynamic_dir, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["segment", str(real_frame_path), "--out", str(out), "--model", str(stub_dynamic_dir), "--gt",
-                 "--no-gif", "--quiet"]) == 0
+                 "--no-gif", "--no-eval", "--no-report", "--quiet"]) == 0
     directory = out / REAL_SEGMENT
     table = pq.read_table(directory / GROUND_TRUTH_FILE)
     assert table.num_rows == 66 and set(table.column("type").to_pylist()) == {1, 2, 4}
