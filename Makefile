@@ -7,6 +7,10 @@ STAMP  := $(VENV)/.installed
 CONSTRAINTS := constraints.txt
 # When make started: `make test` prints how long it took, venv and model builds included.
 START  := $(shell date +%s)
+# "TARGET: N s", and how many of them went to installing the venv when this make installed it.
+ELAPSED = sh -c 'now=$$(date +%s); set -- "$$1" $$(stat -c %Y $(STAMP)); \
+	if [ "$$2" -ge $(START) ]; then echo "$$1: $$((now - $(START))) s ($$(($$2 - $(START))) s of them installing $(VENV)/)"; \
+	else echo "$$1: $$((now - $(START))) s"; fi' --
 # The quick tier: no real model, no Ray, no process signalled (markers: pyproject.toml, tests/conftest.py).
 FAST   := not slow and not ray and not signals
 # pytest-xdist workers: on 2 cores, two workers overlap one test's waiting (process start-up, Ray,
@@ -64,12 +68,12 @@ test: $(STAMP) coco-model
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PYTEST)
-	@echo "make test: $$(( $$(date +%s) - $(START) )) s"
+	@$(ELAPSED) "make test"
 
 # Units and crafted inputs (no real model, no Ray, no signals): what to run between edits.
 test-fast: $(STAMP)
 	$(PYTEST) -m "$(FAST)"
-	@echo "make test-fast: $$(( $$(date +%s) - $(START) )) s"
+	@$(ELAPSED) "make test-fast"
 
 stub-models: $(STAMP)
 	$(PY) models/build_stub.py --out $(MODELS)
